@@ -1,0 +1,400 @@
+/* vbmgr list and show: read-only views of the devices, from the properties
+ * vblkd exports through its ObjectManager (no method call, so no
+ * authorization), as tables and key: value lines or as JSON. */
+#include "config.h"
+
+#include "vbmgr.h"
+
+#include <glib/gi18n.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* One component as shown: index from its object path ".../components/N". */
+typedef struct {
+  guint64 index;
+  char *source;
+  char *role;
+  char *state;
+  guint64 errors;
+} VbMgrComponentView;
+
+static void
+vb_mgr_component_view_free (VbMgrComponentView *view)
+{
+  g_free (view->source);
+  g_free (view->role);
+  g_free (view->state);
+  g_free (view);
+}
+
+static GPtrArray *
+vb_mgr_collect_components (GDBusObjectManager *manager, VbDBusDevice *device)
+{
+  GPtrArray *views = g_ptr_array_new_with_free_func (
+    (GDestroyNotify) vb_mgr_component_view_free);
+  const char *const *paths = vb_dbus_device_get_components (device);
+
+  for (gsize i = 0; paths != NULL && paths[i] != NULL; i++)
+    {
+      g_autoptr(VbDBusComponent) component = NULL;
+      VbMgrComponentView *view;
+      const char *slash = strrchr (paths[i], '/');
+
+      component = vb_mgr_lookup_component (manager, paths[i]);
+      if (component == NULL)
+        continue; /* removed while we were reading */
+      view = g_new0 (VbMgrComponentView, 1);
+      if (slash == NULL
+          || !g_ascii_string_to_unsigned (slash + 1, 10, 0, G_MAXUINT,
+                                          &view->index, NULL))
+        view->index = i;
+      view->source = g_strdup (vb_dbus_component_get_source (component));
+      view->role = g_strdup (vb_dbus_component_get_role (component));
+      view->state = g_strdup (vb_dbus_component_get_state (component));
+      view->errors = vb_dbus_component_get_errors (component);
+      g_ptr_array_add (views, view);
+    }
+  return views;
+}
+
+static gint
+vb_mgr_compare_strings (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Names of the devices built on @device, sorted. */
+static GPtrArray *
+vb_mgr_collect_dependents (GDBusObjectManager *manager, VbDBusDevice *device)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  const char *const *paths = vb_dbus_device_get_dependents (device);
+
+  for (gsize i = 0; paths != NULL && paths[i] != NULL; i++)
+    g_ptr_array_add (names, vb_mgr_device_name_from_path (manager, paths[i]));
+  g_ptr_array_sort (names, vb_mgr_compare_strings);
+  return names;
+}
+
+static gint
+vb_mgr_compare_pairs (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 ((*(char **const *) a)[0], (*(char **const *) b)[0]);
+}
+
+/* The attributes as [key, value] pairs sorted by key. Copies, because
+ * strings borrowed from a GVariant in tree form die when it serialises. */
+static GPtrArray *
+vb_mgr_sorted_attributes (GVariant *attributes)
+{
+  GPtrArray *pairs = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  GVariantIter iter;
+  char *key;
+  char *value;
+
+  if (attributes == NULL)
+    return pairs;
+  g_variant_iter_init (&iter, attributes);
+  while (g_variant_iter_next (&iter, "{ss}", &key, &value))
+    {
+      char **pair = g_new0 (char *, 3);
+
+      pair[0] = key;
+      pair[1] = value;
+      g_ptr_array_add (pairs, pair);
+    }
+  g_ptr_array_sort (pairs, vb_mgr_compare_pairs);
+  return pairs;
+}
+
+static const char *
+vb_mgr_str (const char *s)
+{
+  return s != NULL ? s : "";
+}
+
+static void
+vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager,
+                       VbDBusDevice *device)
+{
+  g_autoptr(GPtrArray) attributes = vb_mgr_sorted_attributes (
+    vb_dbus_device_get_attributes (device));
+  g_autoptr(GPtrArray) components = vb_mgr_collect_components (manager, device);
+  g_autoptr(GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "name");
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_name (device)));
+  json_builder_set_member_name (builder, "uuid");
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_uuid (device)));
+  json_builder_set_member_name (builder, "driver");
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_driver (device)));
+  json_builder_set_member_name (builder, "backend");
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_backend (device)));
+  json_builder_set_member_name (builder, "state");
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_state (device)));
+  json_builder_set_member_name (builder, "block_device");
+  json_builder_add_string_value (builder,
+                                 vb_mgr_str (vb_dbus_device_get_block_device (device)));
+  json_builder_set_member_name (builder, "size");
+  json_builder_add_int_value (builder, (gint64) vb_dbus_device_get_size (device));
+  json_builder_set_member_name (builder, "autostart");
+  json_builder_add_boolean_value (builder, vb_dbus_device_get_autostart (device));
+
+  json_builder_set_member_name (builder, "attributes");
+  json_builder_begin_object (builder);
+  for (guint i = 0; i < attributes->len; i++)
+    {
+      char **pair = attributes->pdata[i];
+
+      json_builder_set_member_name (builder, pair[0]);
+      json_builder_add_string_value (builder, pair[1]);
+    }
+  json_builder_end_object (builder);
+
+  json_builder_set_member_name (builder, "components");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < components->len; i++)
+    {
+      VbMgrComponentView *view = components->pdata[i];
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "index");
+      json_builder_add_int_value (builder, (gint64) view->index);
+      json_builder_set_member_name (builder, "source");
+      json_builder_add_string_value (builder, vb_mgr_str (view->source));
+      json_builder_set_member_name (builder, "role");
+      json_builder_add_string_value (builder, vb_mgr_str (view->role));
+      json_builder_set_member_name (builder, "state");
+      json_builder_add_string_value (builder, vb_mgr_str (view->state));
+      json_builder_set_member_name (builder, "errors");
+      json_builder_add_int_value (builder, (gint64) view->errors);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_array (builder);
+
+  json_builder_set_member_name (builder, "dependents");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < dependents->len; i++)
+    json_builder_add_string_value (builder, dependents->pdata[i]);
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+}
+
+/* Prints @rows (each a char*[@columns]) left-aligned in columns, each line
+ * after @indent; the last column is not padded. */
+static void
+vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent)
+{
+  g_autofree gsize *width = g_new0 (gsize, columns);
+
+  for (guint r = 0; r < rows->len; r++)
+    {
+      char **row = rows->pdata[r];
+
+      for (guint c = 0; c < columns; c++)
+        width[c] = MAX (width[c], (gsize) g_utf8_strlen (row[c], -1));
+    }
+  for (guint r = 0; r < rows->len; r++)
+    {
+      char **row = rows->pdata[r];
+      g_autoptr(GString) line = g_string_new (indent);
+
+      for (guint c = 0; c < columns; c++)
+        {
+          g_string_append (line, row[c]);
+          if (c + 1 < columns)
+            for (gsize pad = g_utf8_strlen (row[c], -1); pad <= width[c]; pad++)
+              g_string_append_c (line, ' ');
+        }
+      g_print ("%s\n", line->str);
+    }
+}
+
+static char **
+vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;
+
+static char **
+vb_mgr_row (const char *first, ...)
+{
+  GPtrArray *cells = g_ptr_array_new ();
+  va_list args;
+
+  va_start (args, first);
+  for (const char *s = first; s != NULL; s = va_arg (args, const char *))
+    g_ptr_array_add (cells, g_strdup (s));
+  va_end (args);
+  g_ptr_array_add (cells, NULL);
+  return (char **) g_ptr_array_free (cells, FALSE);
+}
+
+static const char *
+vb_mgr_or_dash (const char *s)
+{
+  return s != NULL && *s != '\0' ? s : "-";
+}
+
+int
+vb_cmd_list (int argc, char **argv)
+{
+  gboolean json = FALSE;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("Print JSON"), NULL },
+    G_OPTION_ENTRY_NULL
+  };
+  g_autoptr(GDBusObjectManager) manager = NULL;
+  g_autoptr(GPtrArray) devices = NULL;
+
+  if (!vb_mgr_parse_options ("list", "", _("List the devices."), entries,
+                             &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc > 1)
+    return vb_mgr_usage_error ("list", _("unexpected argument '%s'"), argv[1]);
+
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  devices = vb_mgr_list_devices (manager);
+
+  if (json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+      g_autoptr(JsonNode) root = NULL;
+
+      json_builder_begin_array (builder);
+      for (guint i = 0; i < devices->len; i++)
+        vb_mgr_device_to_json (builder, manager, devices->pdata[i]);
+      json_builder_end_array (builder);
+      root = json_builder_get_root (builder);
+      vb_mgr_print_json (root);
+    }
+  else
+    {
+      g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func (
+        (GDestroyNotify) g_strfreev);
+
+      g_ptr_array_add (rows, vb_mgr_row (_("NAME"), _("DRIVER"), _("BACKEND"),
+                                         _("STATE"), _("SIZE"),
+                                         _("BLOCK-DEVICE"), NULL));
+      for (guint i = 0; i < devices->len; i++)
+        {
+          VbDBusDevice *device = devices->pdata[i];
+          g_autofree char *size = g_format_size_full (
+            vb_dbus_device_get_size (device), G_FORMAT_SIZE_IEC_UNITS);
+
+          g_ptr_array_add (
+            rows, vb_mgr_row (vb_mgr_or_dash (vb_dbus_device_get_name (device)),
+                              vb_mgr_or_dash (vb_dbus_device_get_driver (device)),
+                              vb_mgr_or_dash (vb_dbus_device_get_backend (device)),
+                              vb_mgr_or_dash (vb_dbus_device_get_state (device)),
+                              size,
+                              vb_mgr_or_dash (vb_dbus_device_get_block_device (device)),
+                              NULL));
+        }
+      vb_mgr_print_table (rows, 6, "");
+    }
+  return VB_EXIT_OK;
+}
+
+static void
+vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
+{
+  g_autoptr(GPtrArray) attributes = vb_mgr_sorted_attributes (
+    vb_dbus_device_get_attributes (device));
+  g_autoptr(GPtrArray) components = vb_mgr_collect_components (manager, device);
+  g_autoptr(GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
+  g_autoptr(GString) line = g_string_new (NULL);
+  g_autofree char *size = g_format_size_full (
+    vb_dbus_device_get_size (device),
+    G_FORMAT_SIZE_IEC_UNITS | G_FORMAT_SIZE_LONG_FORMAT);
+
+  /* "Key: value" with one space, so that scripts can grep "State: active". */
+  g_print ("%s: %s\n", _("Name"), vb_mgr_or_dash (vb_dbus_device_get_name (device)));
+  g_print ("%s: %s\n", _("UUID"), vb_mgr_or_dash (vb_dbus_device_get_uuid (device)));
+  g_print ("%s: %s\n", _("Driver"), vb_mgr_or_dash (vb_dbus_device_get_driver (device)));
+  g_print ("%s: %s\n", _("Backend"), vb_mgr_or_dash (vb_dbus_device_get_backend (device)));
+  g_print ("%s: %s\n", _("State"), vb_mgr_or_dash (vb_dbus_device_get_state (device)));
+  g_print ("%s: %s\n", _("Block device"),
+           vb_mgr_or_dash (vb_dbus_device_get_block_device (device)));
+  g_print ("%s: %s\n", _("Size"), size);
+  g_print ("%s: %s\n", _("Autostart"),
+           vb_dbus_device_get_autostart (device) ? _("yes") : _("no"));
+
+  for (guint i = 0; i < attributes->len; i++)
+    {
+      char **pair = attributes->pdata[i];
+
+      g_string_append_printf (line, "%s%s=%s", i > 0 ? " " : "", pair[0],
+                              pair[1]);
+    }
+  g_print ("%s: %s\n", _("Attributes"), vb_mgr_or_dash (line->str));
+
+  g_print ("%s:\n", _("Components"));
+  if (components->len > 0)
+    {
+      g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func (
+        (GDestroyNotify) g_strfreev);
+
+      g_ptr_array_add (rows, vb_mgr_row (_("INDEX"), _("ROLE"), _("STATE"),
+                                         _("ERRORS"), _("SOURCE"), NULL));
+      for (guint i = 0; i < components->len; i++)
+        {
+          VbMgrComponentView *view = components->pdata[i];
+          g_autofree char *index = g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                                    view->index);
+          g_autofree char *errors = g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                                     view->errors);
+
+          g_ptr_array_add (rows, vb_mgr_row (index, vb_mgr_or_dash (view->role),
+                                             vb_mgr_or_dash (view->state), errors,
+                                             vb_mgr_or_dash (view->source), NULL));
+        }
+      vb_mgr_print_table (rows, 5, "  ");
+    }
+
+  g_string_truncate (line, 0);
+  for (guint i = 0; i < dependents->len; i++)
+    g_string_append_printf (line, "%s%s", i > 0 ? ", " : "",
+                            (const char *) dependents->pdata[i]);
+  g_print ("%s: %s\n", _("Dependents"), vb_mgr_or_dash (line->str));
+}
+
+int
+vb_cmd_show (int argc, char **argv)
+{
+  gboolean json = FALSE;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("Print JSON"), NULL },
+    G_OPTION_ENTRY_NULL
+  };
+  g_autoptr(GDBusObjectManager) manager = NULL;
+  g_autoptr(VbDBusDevice) device = NULL;
+
+  if (!vb_mgr_parse_options ("show", "NAME", _("Show one device."), entries,
+                             &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc < 2)
+    return vb_mgr_usage_error ("show", _("missing device name"));
+  if (argc > 2)
+    return vb_mgr_usage_error ("show", _("unexpected argument '%s'"), argv[2]);
+
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  device = vb_mgr_lookup_device (manager, "show", argv[1]);
+  if (device == NULL)
+    return VB_EXIT_FAILED;
+
+  if (json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+      g_autoptr(JsonNode) root = NULL;
+
+      vb_mgr_device_to_json (builder, manager, device);
+      root = json_builder_get_root (builder);
+      vb_mgr_print_json (root);
+    }
+  else
+    vb_mgr_print_device (manager, device);
+  return VB_EXIT_OK;
+}

@@ -1,0 +1,404 @@
+/* vbmgr, the command-line client of vblkd: argument dispatch and the
+ * helpers every command shares (connecting, calling, error reporting with
+ * the exit codes of DESIGN.md). One file per command group: cmd-*.c. */
+#include "config.h"
+
+#include "vbmgr.h"
+
+#include <glib/gi18n.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vb-error.h"
+#include "vb-util.h"
+
+static const VbMgrCommand vb_mgr_commands[] = {
+  { "list", "[--json]", N_("List the devices"), vb_cmd_list },
+  { "show", "NAME [--json]", N_("Show one device"), vb_cmd_show },
+  { "create",
+    "NAME --driver D [--attr K=V]... [--backend B] [--start] "
+    "[--no-autostart] COMPONENT...",
+    N_("Create a device"), vb_cmd_create },
+  { "set", "NAME K=V...", N_("Change attributes of a device"), vb_cmd_set },
+  { "add", "NAME COMPONENT [--spare]", N_("Add a component to a device"),
+    vb_cmd_add },
+  { "start", "NAME [--recursive]", N_("Start a device"), vb_cmd_start },
+  { "stop", "NAME [--recursive]", N_("Stop a device"), vb_cmd_stop },
+  { "delete", "NAME [--recursive]", N_("Delete a device"), vb_cmd_delete },
+  { "graph", "[--dot] [--json]", N_("Show which devices are built on which"),
+    vb_cmd_graph },
+};
+
+static char *
+vb_mgr_commands_text (void)
+{
+  GString *text = g_string_new (NULL);
+
+  g_string_append_printf (text, "%s\n\n%s\n",
+                          _("Usage: vbmgr COMMAND [ARGUMENT...]"),
+                          _("Commands:"));
+  for (gsize i = 0; i < G_N_ELEMENTS (vb_mgr_commands); i++)
+    {
+      const VbMgrCommand *c = &vb_mgr_commands[i];
+
+      g_string_append_printf (text, "  %s %s\n      %s\n", c->name,
+                              c->parameters, _(c->summary));
+    }
+  g_string_append_printf (
+    text, "\n%s\n", _("Run 'vbmgr COMMAND --help' for the options of a command."));
+  return g_string_free (text, FALSE);
+}
+
+int
+vb_mgr_usage_error (const char *command, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  if (command != NULL)
+    {
+      /* "vbmgr: usage:" stays untranslated: scripts match it. */
+      g_printerr ("vbmgr: usage: %s: %s\n", command, message);
+      g_printerr (_("Run 'vbmgr %s --help' for its usage.\n"), command);
+    }
+  else
+    {
+      g_printerr ("vbmgr: usage: %s\n", message);
+      g_printerr (_("Run 'vbmgr --help' for the list of commands.\n"));
+    }
+  return VB_EXIT_USAGE;
+}
+
+gboolean
+vb_mgr_parse_options (const char *command, const char *parameters,
+                      const char *summary, const GOptionEntry *entries,
+                      int *argc, char ***argv)
+{
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *prgname = g_strdup_printf ("vbmgr %s", command);
+
+  /* The --help usage line is "PRGNAME [OPTION…] PARAMETERS". */
+  g_set_prgname (prgname);
+  context = g_option_context_new (parameters);
+  g_option_context_set_translation_domain (context, GETTEXT_PACKAGE);
+  g_option_context_set_summary (context, summary);
+  if (entries != NULL)
+    g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  if (!g_option_context_parse (context, argc, argv, &error))
+    {
+      vb_mgr_usage_error (command, "%s", error->message);
+      return FALSE;
+    }
+  g_set_prgname ("vbmgr");
+  /* GOption leaves the "--" that ends the options in argv. */
+  for (int i = 1; i < *argc; i++)
+    if (strcmp ((*argv)[i], "--") == 0)
+      {
+        memmove (&(*argv)[i], &(*argv)[i + 1],
+                 (*argc - i) * sizeof (char *));
+        (*argc)--;
+        break;
+      }
+  return TRUE;
+}
+
+/* The daemon is not there (no bus, nobody owns the name, it went away). */
+static gboolean
+vb_mgr_error_is_unreachable (const GError *error)
+{
+  return g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
+         || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER)
+         || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY)
+         || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_DISCONNECTED)
+         || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_SERVER)
+         || g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CLOSED);
+}
+
+static int
+vb_mgr_unreachable (const char *message)
+{
+  g_autofree char *text = g_strdup_printf (_("cannot reach vblkd: %s"), message);
+
+  g_printerr ("vbmgr: %s\n", text);
+  return VB_EXIT_FAILED;
+}
+
+int
+vb_mgr_fail (const char *command, const char *target, GError *error)
+{
+  g_autofree char *remote = NULL;
+  g_autofree char *what = NULL;
+  const char *short_name = "Failed";
+
+  if (vb_mgr_error_is_unreachable (error))
+    {
+      g_dbus_error_strip_remote_error (error);
+      return vb_mgr_unreachable (error->message);
+    }
+
+  if (g_dbus_error_is_remote_error (error))
+    {
+      remote = g_dbus_error_get_remote_error (error);
+      g_dbus_error_strip_remote_error (error);
+    }
+
+  /* VB_ERROR is registered with its D-Bus names (vb_error_quark), so a
+   * vblkd error arrives in our own domain. */
+  if (error->domain == VB_ERROR && vb_error_short_name (error->code) != NULL)
+    short_name = vb_error_short_name (error->code);
+  else if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED)
+           || g_error_matches (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED))
+    short_name = "NotAuthorized"; /* the bus policy refused before vblkd */
+  else if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT))
+    short_name = "NotFound"; /* the object went away since we looked */
+  else if (remote != NULL && strrchr (remote, '.') != NULL)
+    short_name = strrchr (remote, '.') + 1;
+
+  what = target != NULL ? g_strdup_printf ("%s %s", command, target)
+                        : g_strdup (command);
+  g_printerr ("vbmgr: %s: %s: %s\n", what, short_name, error->message);
+  return VB_EXIT_FAILED;
+}
+
+GDBusObjectManager *
+vb_mgr_connect (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusObjectManager) manager = NULL;
+  g_autofree char *owner = NULL;
+
+  /* Without DO_NOT_AUTO_START, the bus activates vblkd when it can. */
+  manager = vb_dbus_object_manager_client_new_for_bus_sync (
+    G_BUS_TYPE_SYSTEM, G_DBUS_OBJECT_MANAGER_CLIENT_FLAGS_NONE, VB_BUS_NAME,
+    VB_OBJECT_ROOT, NULL, &error);
+  if (manager == NULL)
+    {
+      g_dbus_error_strip_remote_error (error);
+      vb_mgr_unreachable (error->message);
+      return NULL;
+    }
+  owner = g_dbus_object_manager_client_get_name_owner (
+    G_DBUS_OBJECT_MANAGER_CLIENT (manager));
+  if (owner == NULL)
+    {
+      g_autofree char *message = g_strdup_printf (
+        _("no process owns %s on the system bus"), VB_BUS_NAME);
+      vb_mgr_unreachable (message);
+      return NULL;
+    }
+  return g_steal_pointer (&manager);
+}
+
+VbDBusDevice *
+vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command,
+                      const char *name)
+{
+  g_autofree char *path = NULL;
+  g_autoptr(GDBusObject) object = NULL;
+  VbDBusDevice *device = NULL;
+
+  if (name != NULL && *name != '\0')
+    path = vb_device_object_path (name);
+  if (path != NULL && g_variant_is_object_path (path))
+    object = g_dbus_object_manager_get_object (manager, path);
+  if (object != NULL)
+    device = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));
+  if (device == NULL)
+    {
+      g_autofree char *text = g_strdup_printf (_("no device named '%s'"), name);
+
+      g_printerr ("vbmgr: %s %s: NotFound: %s\n", command, name, text);
+    }
+  return device;
+}
+
+VbDBusManager *
+vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
+                    const char *target)
+{
+  g_autoptr(GDBusObject) object = NULL;
+  VbDBusManager *iface = NULL;
+
+  object = g_dbus_object_manager_get_object (manager, VB_OBJECT_ROOT "/Manager");
+  if (object != NULL)
+    iface = vb_dbus_object_get_manager (VB_DBUS_OBJECT (object));
+  if (iface == NULL)
+    {
+      g_autoptr(GError) error = g_error_new (
+        VB_ERROR, VB_ERROR_FAILED, _("vblkd exports no %s object"),
+        VB_OBJECT_ROOT "/Manager");
+      vb_mgr_fail (command, target, error);
+    }
+  return iface;
+}
+
+VbDBusComponent *
+vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path)
+{
+  g_autoptr(GDBusObject) object = NULL;
+
+  if (path == NULL || !g_variant_is_object_path (path))
+    return NULL;
+  object = g_dbus_object_manager_get_object (manager, path);
+  if (object == NULL)
+    return NULL;
+  return vb_dbus_object_get_component (VB_DBUS_OBJECT (object));
+}
+
+static gint
+vb_mgr_compare_devices (gconstpointer a, gconstpointer b)
+{
+  VbDBusDevice *da = *(VbDBusDevice *const *) a;
+  VbDBusDevice *db = *(VbDBusDevice *const *) b;
+
+  return g_strcmp0 (vb_dbus_device_get_name (da), vb_dbus_device_get_name (db));
+}
+
+GPtrArray *
+vb_mgr_list_devices (GDBusObjectManager *manager)
+{
+  GPtrArray *devices = g_ptr_array_new_with_free_func (g_object_unref);
+  GList *objects = g_dbus_object_manager_get_objects (manager);
+
+  for (GList *l = objects; l != NULL; l = l->next)
+    {
+      VbDBusDevice *device = vb_dbus_object_get_device (VB_DBUS_OBJECT (l->data));
+
+      if (device != NULL)
+        g_ptr_array_add (devices, device);
+    }
+  g_list_free_full (objects, g_object_unref);
+  g_ptr_array_sort (devices, vb_mgr_compare_devices);
+  return devices;
+}
+
+char *
+vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path)
+{
+  g_autoptr(GDBusObject) object = NULL;
+  g_autoptr(VbDBusDevice) device = NULL;
+  const char *slash;
+
+  if (g_variant_is_object_path (path))
+    object = g_dbus_object_manager_get_object (manager, path);
+  if (object != NULL)
+    device = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));
+  if (device != NULL && vb_dbus_device_get_name (device) != NULL)
+    return g_strdup (vb_dbus_device_get_name (device));
+  slash = strrchr (path, '/');
+  return vb_object_path_unescape (slash != NULL ? slash + 1 : path);
+}
+
+GVariant *
+vb_mgr_call (gpointer proxy, const char *method, GVariant *parameters,
+             GError **error)
+{
+  GDBusCallFlags flags = G_DBUS_CALL_FLAGS_NONE;
+
+  /* polkit may ask for a password only when someone can type it. The
+   * generated _sync wrappers take no flags, hence the plain proxy call. */
+  if (isatty (STDIN_FILENO))
+    flags |= G_DBUS_CALL_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION;
+  /* No time limit: vblkd answers once the block node exists. */
+  return g_dbus_proxy_call_sync (G_DBUS_PROXY (proxy), method, parameters,
+                                 flags, G_MAXINT, NULL, error);
+}
+
+GVariant *
+vb_mgr_parse_assignments (const char *command, const char *const *assignments)
+{
+  g_auto(GVariantBuilder) builder = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a{ss}"));
+  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                      g_free, NULL);
+
+  for (gsize i = 0; assignments != NULL && assignments[i] != NULL; i++)
+    {
+      const char *text = assignments[i];
+      const char *eq = strchr (text, '=');
+      char *key;
+
+      if (eq == NULL || eq == text)
+        {
+          vb_mgr_usage_error (command, _("'%s': expected KEY=VALUE"), text);
+          return NULL;
+        }
+      key = g_strndup (text, eq - text);
+      if (!g_hash_table_add (seen, key))
+        {
+          vb_mgr_usage_error (command, _("attribute '%s' is given twice"), key);
+          return NULL;
+        }
+      g_variant_builder_add (&builder, "{ss}", key, eq + 1);
+    }
+  return g_variant_ref_sink (g_variant_builder_end (&builder));
+}
+
+char *
+vb_mgr_absolute_source (const char *source)
+{
+  const char *scheme = g_uri_peek_scheme (source);
+
+  /* An empty source goes as it is: vblkd names the mistake. */
+  if (*source == '\0' || g_path_is_absolute (source)
+      || g_str_has_prefix (source, "vblk:")
+      || (scheme != NULL && g_str_has_prefix (scheme, "nbd")))
+    return g_strdup (source);
+  return g_canonicalize_filename (source, NULL);
+}
+
+void
+vb_mgr_print_json (JsonNode *root)
+{
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autofree char *text = NULL;
+
+  json_generator_set_pretty (generator, TRUE);
+  json_generator_set_root (generator, root);
+  text = json_generator_to_data (generator, NULL);
+  g_print ("%s\n", text);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *name;
+
+  setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+  g_set_prgname ("vbmgr");
+  /* Registers the org.vblk.VBlk1.Error.* names before any call. */
+  (void) vb_error_quark ();
+
+  if (argc < 2)
+    return vb_mgr_usage_error (NULL, _("missing command"));
+  name = argv[1];
+  if (strcmp (name, "--help") == 0 || strcmp (name, "-h") == 0
+      || strcmp (name, "help") == 0)
+    {
+      g_autofree char *text = vb_mgr_commands_text ();
+
+      g_print ("%s", text);
+      return VB_EXIT_OK;
+    }
+  if (strcmp (name, "--version") == 0)
+    {
+      g_print ("vbmgr %s\n", VB_VERSION);
+      return VB_EXIT_OK;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (vb_mgr_commands); i++)
+    if (strcmp (name, vb_mgr_commands[i].name) == 0)
+      return vb_mgr_commands[i].run (argc - 1, argv + 1);
+
+  if (name[0] == '-')
+    return vb_mgr_usage_error (NULL, _("unknown option '%s'"), name);
+  return vb_mgr_usage_error (NULL, _("unknown command '%s'"), name);
+}

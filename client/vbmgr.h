@@ -1,0 +1,96 @@
+/* vbmgr: declarations shared by the command files (cmd-*.c) and the common
+ * helpers in vbmgr.c — connecting to vblkd, calling it, reporting errors
+ * with the exit codes of the contract. */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#include "vb-dbus-generated.h"
+
+G_BEGIN_DECLS
+
+/* Exit codes (DESIGN.md, vbmgr). */
+#define VB_EXIT_OK 0
+#define VB_EXIT_FAILED 1 /* refused or failed operation */
+#define VB_EXIT_USAGE 2  /* bad usage */
+
+/* One command: run() gets argv[0] == the command name and returns an exit
+ * code. */
+typedef struct {
+  const char *name;
+  const char *parameters; /* e.g. "NAME [--json]", for the usage text */
+  const char *summary;
+  int (*run) (int argc, char **argv);
+} VbMgrCommand;
+
+/* cmd-list.c */
+int vb_cmd_list (int argc, char **argv);
+int vb_cmd_show (int argc, char **argv);
+/* cmd-device.c */
+int vb_cmd_create (int argc, char **argv);
+int vb_cmd_set (int argc, char **argv);
+int vb_cmd_add (int argc, char **argv);
+int vb_cmd_start (int argc, char **argv);
+int vb_cmd_stop (int argc, char **argv);
+int vb_cmd_delete (int argc, char **argv);
+/* cmd-graph.c */
+int vb_cmd_graph (int argc, char **argv);
+
+/* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
+ * works); on return argv[0] is the command and argv[1..] the positional
+ * arguments. Prints a usage error and returns FALSE on bad options. */
+gboolean vb_mgr_parse_options (const char *command, const char *parameters,
+                               const char *summary, const GOptionEntry *entries,
+                               int *argc, char ***argv);
+
+/* Prints "vbmgr: usage: COMMAND: MESSAGE" and a hint; returns
+ * VB_EXIT_USAGE. */
+int vb_mgr_usage_error (const char *command, const char *format, ...)
+  G_GNUC_PRINTF (2, 3);
+
+/* Prints "vbmgr: COMMAND[ TARGET]: ShortName: message" (or "vbmgr: cannot
+ * reach vblkd: ..." when the daemon is not there); returns VB_EXIT_FAILED.
+ * Strips the remote error prefix of @error in place. */
+int vb_mgr_fail (const char *command, const char *target, GError *error);
+
+/* Connects to vblkd on the system bus; prints why not and returns NULL when
+ * it cannot be reached. */
+GDBusObjectManager *vb_mgr_connect (void);
+
+/* The Device interface of the device named @name, or NULL after printing
+ * "vbmgr: COMMAND NAME: NotFound: no device named 'NAME'". */
+VbDBusDevice *vb_mgr_lookup_device (GDBusObjectManager *manager,
+                                    const char *command, const char *name);
+/* The Manager interface, or NULL after printing why (as vb_mgr_fail). */
+VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager,
+                                   const char *command, const char *target);
+/* The Component interface at @path, or NULL. */
+VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager,
+                                          const char *path);
+/* Every device, sorted by name (VbDBusDevice*, owned). */
+GPtrArray *vb_mgr_list_devices (GDBusObjectManager *manager);
+/* Name of the device at @path (its Name property, or the unescaped last
+ * path element when the object is gone). */
+char *vb_mgr_device_name_from_path (GDBusObjectManager *manager,
+                                    const char *path);
+
+/* Calls @method on @proxy without a time limit (the daemon answers once the
+ * work is done), allowing interactive polkit authorization when stdin is a
+ * terminal. Consumes a floating @parameters. */
+GVariant *vb_mgr_call (gpointer proxy, const char *method,
+                       GVariant *parameters, GError **error);
+
+/* "K=V" strings -> a{ss}. Returns NULL after printing a usage error for
+ * @command when one is malformed or a key is repeated. */
+GVariant *vb_mgr_parse_assignments (const char *command,
+                                    const char *const *assignments);
+
+/* A component source as vblkd wants it: relative paths made absolute
+ * against the current directory; vblk:NAME and NBD URIs unchanged. */
+char *vb_mgr_absolute_source (const char *source);
+
+/* Pretty-printed JSON on stdout, with a final newline. */
+void vb_mgr_print_json (JsonNode *root);
+
+G_END_DECLS

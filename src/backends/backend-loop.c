@@ -1,0 +1,347 @@
+/* Backend "loop": a kernel loop device over one extent of one component.
+ *
+ * Setup is our own LOOP_CONFIGURE rather than libblockdev's bd_loop_setup():
+ * bd_loop_setup (2.28) can set neither the logical block size nor the
+ * loop's name, and the name is what makes a crash safe — it carries the
+ * tag "vblk:UUID" from the very ioctl that creates the device, so a vblkd
+ * killed at any instant finds every loop device it made (scan) and never
+ * leaks or duplicates one. Teardown and queries use libblockdev. */
+#include "config.h"
+
+#include "backend.h"
+#include "vb-error.h"
+#include "vb-testhook.h"
+
+#include <blockdev/blockdev.h>
+#include <blockdev/loop.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libudev.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define LOOP_TAG_PREFIX "vblk:"
+#define LOOP_CONFIGURE_TRIES 16
+#define UDEV_WAIT_MS 10000
+
+static gboolean
+loop_available (char **reason)
+{
+  if (access ("/dev/loop-control", F_OK) != 0)
+    {
+      *reason = g_strdup ("no /dev/loop-control (kernel module loop not loaded)");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+loop_supports (const VbDriver *driver, char **reason)
+{
+  if (driver->extent == NULL)
+    {
+      *reason = g_strdup_printf ("driver '%s' needs the engine, which loop cannot run yet",
+                                 driver->name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+tag_for (const char *uuid, char out[LO_NAME_SIZE])
+{
+  memset (out, 0, LO_NAME_SIZE);
+  g_snprintf (out, LO_NAME_SIZE, LOOP_TAG_PREFIX "%s", uuid);
+}
+
+/* Reads the tag of an attached loop device; NULL when not attached or not ours. */
+static char *
+loop_read_tag (const char *block_device)
+{
+  struct loop_info64 info = { 0 };
+  int fd = open (block_device, O_RDONLY | O_CLOEXEC);
+  int r;
+
+  if (fd < 0)
+    return NULL;
+  r = ioctl (fd, LOOP_GET_STATUS64, &info);
+  close (fd);
+  if (r < 0 || strncmp ((char *) info.lo_file_name, LOOP_TAG_PREFIX, strlen (LOOP_TAG_PREFIX)) != 0)
+    return NULL;
+  info.lo_file_name[LO_NAME_SIZE - 1] = 0;
+  return g_strdup ((char *) info.lo_file_name + strlen (LOOP_TAG_PREFIX));
+}
+
+static gboolean
+udevd_running (void)
+{
+  return access ("/run/udev/control", F_OK) == 0;
+}
+
+/* Blocks until udevd has announced an event for @devnum with @action, so
+ * the caller returns only once udev rules (and /dev/disk links) are done. */
+static void
+wait_udev_event (struct udev_monitor *monitor, dev_t devnum, const char *action)
+{
+  gint64 deadline = g_get_monotonic_time () + UDEV_WAIT_MS * 1000;
+  struct pollfd pfd = { .fd = udev_monitor_get_fd (monitor), .events = POLLIN };
+
+  for (;;)
+    {
+      gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+      struct udev_device *dev;
+
+      if (left <= 0)
+        {
+          g_debug ("loop: no udev '%s' event for %u:%u within %d ms", action,
+                   major (devnum), minor (devnum), UDEV_WAIT_MS);
+          return;
+        }
+      if (poll (&pfd, 1, (int) left) <= 0)
+        continue;
+      dev = udev_monitor_receive_device (monitor);
+      if (dev == NULL)
+        continue;
+      gboolean match = udev_device_get_devnum (dev) == devnum
+                       && g_strcmp0 (udev_device_get_action (dev), action) == 0;
+      udev_device_unref (dev);
+      if (match)
+        return;
+    }
+}
+
+static struct udev_monitor *
+monitor_block (struct udev *udev)
+{
+  struct udev_monitor *monitor;
+
+  if (!udevd_running ())
+    return NULL;
+  monitor = udev_monitor_new_from_netlink (udev, "udev");
+  if (monitor == NULL)
+    return NULL;
+  udev_monitor_filter_add_match_subsystem_devtype (monitor, "block", "disk");
+  if (udev_monitor_enable_receiving (monitor) < 0)
+    {
+      udev_monitor_unref (monitor);
+      return NULL;
+    }
+  return monitor;
+}
+
+static int
+loop_configure_free (int backing_fd, const struct loop_config *config, char **block_device)
+{
+  int control = open ("/dev/loop-control", O_RDWR | O_CLOEXEC);
+  int err = 0;
+
+  if (control < 0)
+    return -errno;
+  /* another process can take the free device between GET_FREE and CONFIGURE */
+  for (int tries = 0; tries < LOOP_CONFIGURE_TRIES; tries++)
+    {
+      int n = ioctl (control, LOOP_CTL_GET_FREE);
+      g_autofree char *path = NULL;
+      int fd;
+
+      if (n < 0)
+        {
+          err = -errno;
+          break;
+        }
+      path = g_strdup_printf ("/dev/loop%d", n);
+      /* the kernel makes the loop read-only unless the loop node itself is
+       * opened for writing; udev's change event on close is awaited anyway */
+      fd = open (path, (config->info.lo_flags & LO_FLAGS_READ_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+      if (fd < 0)
+        {
+          err = -errno;
+          if (err == -ENOENT)
+            continue;
+          break;
+        }
+      err = ioctl (fd, LOOP_CONFIGURE, config) < 0 ? -errno : 0;
+      close (fd);
+      if (err == 0)
+        {
+          *block_device = g_steal_pointer (&path);
+          break;
+        }
+      if (err != -EBUSY)
+        break;
+    }
+  close (control);
+  return err;
+}
+
+static char *
+loop_start (const VbBackendRequest *request, GError **error)
+{
+  VbExtent extent = { 0 };
+  struct loop_config config = { 0 };
+  struct udev *udev = NULL;
+  struct udev_monitor *monitor = NULL;
+  char *block_device = NULL;
+  struct stat st;
+  int backing_fd, err;
+
+  request->driver->extent (request->attributes, request->components, request->n_components,
+                           &extent);
+  const char *path = request->paths[extent.component];
+  backing_fd = open (path, (extent.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (backing_fd < 0)
+    {
+      int e = errno;
+      g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+                   "component '%s': %s", path, g_strerror (e));
+      return NULL;
+    }
+
+  config.fd = backing_fd;
+  config.block_size = extent.sector_size;
+  config.info.lo_offset = extent.offset;
+  config.info.lo_sizelimit = extent.size;
+  config.info.lo_flags = extent.read_only ? LO_FLAGS_READ_ONLY : 0;
+  tag_for (request->uuid, (char *) config.info.lo_file_name);
+
+  udev = udev_new ();
+  monitor = udev ? monitor_block (udev) : NULL;
+  err = loop_configure_free (backing_fd, &config, &block_device);
+  close (backing_fd);
+  if (err < 0)
+    {
+      g_set_error (error, VB_ERROR, err == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
+                   "loop device for '%s': %s", path, g_strerror (-err));
+      goto out;
+    }
+  vb_test_hook ("start:after-loop-setup");
+  if (monitor && stat (block_device, &st) == 0)
+    wait_udev_event (monitor, st.st_rdev, "change");
+
+out:
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  return block_device;
+}
+
+static gboolean
+loop_stop (const char *block_device, const char *uuid, GError **error)
+{
+  g_autofree char *tag = loop_read_tag (block_device);
+  g_autoptr (GError) local = NULL;
+
+  if (tag == NULL)
+    return TRUE; /* already detached: nothing of ours is there */
+  if (strcmp (tag, uuid) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "%s now belongs to another device (%s), not detaching it", block_device, tag);
+      return FALSE;
+    }
+  if (!bd_loop_teardown (block_device, &local))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "detaching %s: %s", block_device,
+                   local->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+loop_update (const char *block_device, const VbBackendRequest *request, GError **error)
+{
+  VbExtent extent = { 0 };
+  struct loop_info64 info = { 0 };
+  int fd, e = 0;
+  const char *step = NULL;
+
+  request->driver->extent (request->attributes, request->components, request->n_components,
+                           &extent);
+  fd = open (block_device, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      e = errno;
+      step = "open";
+      goto fail;
+    }
+  if (ioctl (fd, LOOP_GET_STATUS64, &info) < 0)
+    {
+      e = errno;
+      step = "LOOP_GET_STATUS64";
+      goto fail;
+    }
+  if (info.lo_sizelimit != extent.size)
+    {
+      info.lo_sizelimit = extent.size;
+      /* loop_set_status() resizes the live device (and announces the new size) */
+      if (ioctl (fd, LOOP_SET_STATUS64, &info) < 0)
+        {
+          e = errno;
+          step = "LOOP_SET_STATUS64 (size)";
+          goto fail;
+        }
+    }
+  if (ioctl (fd, LOOP_SET_BLOCK_SIZE, (unsigned long) extent.sector_size) < 0)
+    {
+      e = errno;
+      step = "LOOP_SET_BLOCK_SIZE";
+      goto fail;
+    }
+  close (fd);
+  return TRUE;
+
+fail:
+  if (fd >= 0)
+    close (fd);
+  g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
+               "%s: %s: %s", block_device, step, g_strerror (e));
+  return FALSE;
+}
+
+static GPtrArray *
+loop_scan (GError **error)
+{
+  g_autoptr (GPtrArray) found = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
+  g_autoptr (GDir) dir = g_dir_open ("/sys/block", 0, error);
+  const char *entry;
+
+  if (dir == NULL)
+    return NULL;
+  while ((entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *backing_path = NULL, *backing = NULL, *dev = NULL, *tag = NULL;
+
+      if (!g_str_has_prefix (entry, "loop"))
+        continue;
+      backing_path = g_strdup_printf ("/sys/block/%s/loop/backing_file", entry);
+      if (!g_file_get_contents (backing_path, &backing, NULL, NULL))
+        continue; /* not attached */
+      dev = g_strdup_printf ("/dev/%s", entry);
+      tag = loop_read_tag (dev);
+      if (tag == NULL)
+        continue;
+      VbBackendInstance *instance = g_new0 (VbBackendInstance, 1);
+      instance->uuid = g_steal_pointer (&tag);
+      instance->block_device = g_steal_pointer (&dev);
+      instance->backing = g_strdup (g_strstrip (backing));
+      g_ptr_array_add (found, instance);
+    }
+  return g_steal_pointer (&found);
+}
+
+const VbBackend vb_backend_loop = {
+  .name = "loop",
+  .available = loop_available,
+  .supports = loop_supports,
+  .start = loop_start,
+  .stop = loop_stop,
+  .update = loop_update,
+  .scan = loop_scan,
+};

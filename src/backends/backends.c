@@ -1,0 +1,91 @@
+/* The list of backends and the choice "auto" makes. */
+#include "config.h"
+
+#include "backend.h"
+#include "vb-error.h"
+
+#include <string.h>
+
+extern const VbBackend vb_backend_loop;
+
+static const VbBackend *const all_backends[] = {
+  &vb_backend_loop,
+  NULL,
+};
+
+void
+vb_backend_instance_free (VbBackendInstance *instance)
+{
+  if (instance == NULL)
+    return;
+  g_free (instance->uuid);
+  g_free (instance->block_device);
+  g_free (instance->backing);
+  g_free (instance);
+}
+
+const VbBackend *const *
+vb_backends (void)
+{
+  return all_backends;
+}
+
+const VbBackend *
+vb_backend_lookup (const char *name)
+{
+  for (guint i = 0; all_backends[i]; i++)
+    if (strcmp (all_backends[i]->name, name) == 0)
+      return all_backends[i];
+  return NULL;
+}
+
+char *
+vb_backends_known_names (void)
+{
+  GString *s = g_string_new ("auto");
+
+  for (guint i = 0; all_backends[i]; i++)
+    g_string_append_printf (s, ", %s", all_backends[i]->name);
+  return g_string_free (s, FALSE);
+}
+
+const VbBackend *
+vb_backend_choose (const char *requested, const VbDriver *driver, GError **error)
+{
+  const VbBackend *backend;
+  g_autofree char *reason = NULL;
+
+  if (strcmp (requested, "auto") == 0)
+    {
+      g_autoptr (GString) reasons = g_string_new (NULL);
+      for (guint i = 0; all_backends[i]; i++)
+        {
+          g_autofree char *why = NULL;
+          if (!all_backends[i]->available (&why) || !all_backends[i]->supports (driver, &why))
+            {
+              g_string_append_printf (reasons, "%s%s: %s", reasons->len ? "; " : "",
+                                      all_backends[i]->name, why);
+              continue;
+            }
+          return all_backends[i];
+        }
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "backend: none can run driver '%s' here (%s)", driver->name, reasons->str);
+      return NULL;
+    }
+  backend = vb_backend_lookup (requested);
+  if (backend == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "backend '%s': unknown (known: %s)", requested, known);
+      return NULL;
+    }
+  if (!backend->supports (driver, &reason))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "backend '%s': cannot run driver '%s': %s", backend->name, driver->name, reason);
+      return NULL;
+    }
+  return backend;
+}

@@ -1,0 +1,95 @@
+/* The driver interface: what a device does with its components. Each
+ * driver is one file exposing one const VbDriver; drivers.c lists them.
+ * Issue 2 needs only the declarative part (attributes, component rules,
+ * size) and the single-extent mapping that the kernel loop backend uses. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  VB_ATTR_BOOL,   /* "true" / "false" (accepts 1/0, yes/no, on/off) */
+  VB_ATTR_UINT,   /* decimal */
+  VB_ATTR_SIZE,   /* bytes; K M G T suffixes (binary) accepted */
+} VbAttrType;
+
+typedef struct {
+  const char *name;
+  VbAttrType type;
+  const char *default_value; /* canonical text */
+  gboolean online;           /* can change while the device is started */
+  guint64 multiple;          /* SIZE: value must be a multiple (0: any) */
+  const guint64 *allowed;    /* UINT: 0-terminated allowed values, or NULL */
+  const char *description;
+} VbAttrSpec;
+
+/* What the daemon found out about a component before asking the driver. */
+typedef enum {
+  VB_COMPONENT_KIND_FILE = 1 << 0,   /* regular file */
+  VB_COMPONENT_KIND_BLOCK = 1 << 1,  /* block device */
+  VB_COMPONENT_KIND_DEVICE = 1 << 2, /* another vblk device (vblk:NAME) */
+} VbComponentKind;
+
+typedef struct {
+  const char *source; /* as the user wrote it */
+  VbComponentKind kind;
+  guint64 size;       /* bytes */
+} VbComponentInfo;
+
+/* A contiguous byte range of one component: all that a kernel loop device
+ * can show. */
+typedef struct {
+  guint component;  /* index into the components */
+  guint64 offset;
+  guint64 size;     /* bytes, never 0 */
+  gboolean read_only;
+  guint sector_size;
+} VbExtent;
+
+typedef struct {
+  const char *name;
+  const char *description;
+  const VbAttrSpec *attributes; /* terminated by an entry with name NULL */
+  guint min_components;
+  guint max_components;
+  guint component_kinds;        /* VbComponentKind mask */
+  /* Cross-checks once every attribute is canonical and present. NULL: none. */
+  gboolean (*validate) (GHashTable *attributes, const VbComponentInfo *components,
+                        guint n_components, GError **error);
+  guint64 (*size) (GHashTable *attributes, const VbComponentInfo *components,
+                   guint n_components);
+  /* NULL when the driver needs the engine (more than one extent). */
+  void (*extent) (GHashTable *attributes, const VbComponentInfo *components,
+                  guint n_components, VbExtent *extent);
+} VbDriver;
+
+const VbDriver *vb_driver_lookup (const char *name);
+/* NULL-terminated array of every driver, in a stable order. */
+const VbDriver *const *vb_drivers (void);
+/* "file, window" */
+char *vb_drivers_known_names (void);
+
+const VbAttrSpec *vb_driver_attr_spec (const VbDriver *driver, const char *name);
+/* "read_only, sector_size" */
+char *vb_driver_attr_names (const VbDriver *driver);
+
+/* Parses @value as @spec says; returns the canonical text or NULL with
+ * VB_ERROR_INVALID_ARGUMENT "attribute 'NAME': ..." set. */
+char *vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error);
+
+/* Checks the names and values of @given (char* -> char*) and returns the
+ * full attribute set: @base (may be NULL) overlaid with the canonical
+ * @given, defaults for everything still missing. */
+GHashTable *vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base,
+                                          GHashTable *given, GError **error);
+
+/* Component count and kinds, then driver->validate. */
+gboolean vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
+                             const VbComponentInfo *components, guint n_components,
+                             GError **error);
+
+gboolean vb_attr_get_bool (GHashTable *attributes, const char *name);
+guint64 vb_attr_get_u64 (GHashTable *attributes, const char *name);
+
+G_END_DECLS

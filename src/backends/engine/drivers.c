@@ -1,0 +1,271 @@
+/* The list of drivers and the attribute rules every driver shares: names,
+ * canonical values, defaults, component counts. */
+#include "config.h"
+
+#include "driver.h"
+#include "vb-error.h"
+#include "vb-util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const VbDriver vb_driver_file;
+extern const VbDriver vb_driver_window;
+
+static const VbDriver *const all_drivers[] = {
+  &vb_driver_file,
+  &vb_driver_window,
+  NULL,
+};
+
+const VbDriver *const *
+vb_drivers (void)
+{
+  return all_drivers;
+}
+
+const VbDriver *
+vb_driver_lookup (const char *name)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+
+  for (guint i = 0; all_drivers[i]; i++)
+    if (strcmp (all_drivers[i]->name, name) == 0)
+      return all_drivers[i];
+  return NULL;
+}
+
+char *
+vb_drivers_known_names (void)
+{
+  GString *s = g_string_new (NULL);
+
+  for (guint i = 0; all_drivers[i]; i++)
+    g_string_append_printf (s, "%s%s", i ? ", " : "", all_drivers[i]->name);
+  return g_string_free (s, FALSE);
+}
+
+const VbAttrSpec *
+vb_driver_attr_spec (const VbDriver *driver, const char *name)
+{
+  for (const VbAttrSpec *a = driver->attributes; a && a->name; a++)
+    if (strcmp (a->name, name) == 0)
+      return a;
+  return NULL;
+}
+
+char *
+vb_driver_attr_names (const VbDriver *driver)
+{
+  GString *s = g_string_new (NULL);
+
+  for (const VbAttrSpec *a = driver->attributes; a && a->name; a++)
+    g_string_append_printf (s, "%s%s", s->len ? ", " : "", a->name);
+  return g_string_free (s, FALSE);
+}
+
+static gboolean
+parse_size (const char *text, guint64 *out)
+{
+  char *end = NULL;
+  guint64 v, mult = 1;
+
+  if (!g_ascii_isdigit (*text))
+    return FALSE;
+  errno = 0;
+  v = g_ascii_strtoull (text, &end, 10);
+  if (errno != 0)
+    return FALSE;
+  switch (g_ascii_toupper (*end))
+    {
+    case '\0': break;
+    case 'K': mult = 1ULL << 10; end++; break;
+    case 'M': mult = 1ULL << 20; end++; break;
+    case 'G': mult = 1ULL << 30; end++; break;
+    case 'T': mult = 1ULL << 40; end++; break;
+    default: return FALSE;
+    }
+  /* "1M", "1MiB" and "1MB" all mean 2^20 bytes, as losetup and mdadm read them */
+  if (mult > 1 && (g_ascii_strcasecmp (end, "iB") == 0 || g_ascii_strcasecmp (end, "B") == 0))
+    end += strlen (end);
+  if (*end != '\0' || (v != 0 && mult > G_MAXUINT64 / v))
+    return FALSE;
+  *out = v * mult;
+  return TRUE;
+}
+
+char *
+vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
+{
+  guint64 v;
+
+  g_return_val_if_fail (spec != NULL && value != NULL, NULL);
+
+  switch (spec->type)
+    {
+    case VB_ATTR_BOOL:
+      if (g_ascii_strcasecmp (value, "true") == 0 || strcmp (value, "1") == 0
+          || g_ascii_strcasecmp (value, "yes") == 0 || g_ascii_strcasecmp (value, "on") == 0)
+        return g_strdup ("true");
+      if (g_ascii_strcasecmp (value, "false") == 0 || strcmp (value, "0") == 0
+          || g_ascii_strcasecmp (value, "no") == 0 || g_ascii_strcasecmp (value, "off") == 0)
+        return g_strdup ("false");
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute '%s': '%s' is not a boolean (true or false)",
+                   spec->name, value);
+      return NULL;
+
+    case VB_ATTR_UINT:
+      {
+        char *end = NULL;
+        if (!g_ascii_isdigit (*value))
+          goto not_number;
+        errno = 0;
+        v = g_ascii_strtoull (value, &end, 10);
+        if (errno != 0 || *end != '\0')
+          goto not_number;
+        if (spec->allowed)
+          {
+            g_autoptr (GString) list = g_string_new (NULL);
+            for (const guint64 *a = spec->allowed; *a; a++)
+              {
+                if (*a == v)
+                  return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
+                g_string_append_printf (list, "%s%" G_GUINT64_FORMAT, list->len ? ", " : "", *a);
+              }
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         "attribute '%s': %s is not allowed (allowed: %s)",
+                         spec->name, value, list->str);
+            return NULL;
+          }
+        return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
+      not_number:
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "attribute '%s': '%s' is not a whole number", spec->name, value);
+        return NULL;
+      }
+
+    case VB_ATTR_SIZE:
+      if (!parse_size (value, &v))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "attribute '%s': '%s' is not a size (bytes, or a number with K, M, G or T)",
+                       spec->name, value);
+          return NULL;
+        }
+      if (spec->multiple && v % spec->multiple != 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "attribute '%s': %" G_GUINT64_FORMAT " is not a multiple of %" G_GUINT64_FORMAT,
+                       spec->name, v, spec->multiple);
+          return NULL;
+        }
+      return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
+    }
+  g_assert_not_reached ();
+}
+
+GHashTable *
+vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base,
+                              GHashTable *given, GError **error)
+{
+  g_autoptr (GHashTable) out = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (base)
+    {
+      g_hash_table_iter_init (&iter, base);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        if (vb_driver_attr_spec (driver, key))
+          g_hash_table_insert (out, g_strdup (key), g_strdup (value));
+    }
+  if (given)
+    {
+      /* sorted, so that the first error reported does not depend on hashing */
+      g_autofree gpointer *keys = g_hash_table_get_keys_as_array (given, NULL);
+      guint n = g_hash_table_size (given);
+      qsort (keys, n, sizeof (gpointer), vb_compare_string_pointers);
+      for (guint i = 0; i < n; i++)
+        {
+          const VbAttrSpec *spec = vb_driver_attr_spec (driver, keys[i]);
+          char *canonical;
+          if (spec == NULL)
+            {
+              g_autofree char *allowed = vb_driver_attr_names (driver);
+              g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                           "attribute '%s': not an attribute of driver '%s' (allowed: %s)",
+                           (char *) keys[i], driver->name, allowed);
+              return NULL;
+            }
+          canonical = vb_attr_canonicalize (spec, g_hash_table_lookup (given, keys[i]), error);
+          if (canonical == NULL)
+            return NULL;
+          g_hash_table_insert (out, g_strdup (keys[i]), canonical);
+        }
+    }
+  for (const VbAttrSpec *a = driver->attributes; a && a->name; a++)
+    if (!g_hash_table_contains (out, a->name))
+      g_hash_table_insert (out, g_strdup (a->name), g_strdup (a->default_value));
+  return g_steal_pointer (&out);
+}
+
+static const char *
+kind_word (guint kinds)
+{
+  switch (kinds)
+    {
+    case VB_COMPONENT_KIND_FILE: return "a regular file";
+    case VB_COMPONENT_KIND_BLOCK: return "a block device";
+    default: return "a regular file, a block device or vblk:NAME";
+    }
+}
+
+gboolean
+vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
+                    const VbComponentInfo *components, guint n_components,
+                    GError **error)
+{
+  if (n_components < driver->min_components || n_components > driver->max_components)
+    {
+      if (driver->min_components == driver->max_components)
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "components: driver '%s' takes exactly %u, %u given",
+                     driver->name, driver->min_components, n_components);
+      else
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "components: driver '%s' takes %u to %u, %u given",
+                     driver->name, driver->min_components, driver->max_components,
+                     n_components);
+      return FALSE;
+    }
+  for (guint i = 0; i < n_components; i++)
+    if ((components[i].kind & driver->component_kinds) == 0)
+      {
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "component '%s': driver '%s' takes %s",
+                     components[i].source, driver->name, kind_word (driver->component_kinds));
+        return FALSE;
+      }
+  return driver->validate == NULL
+         || driver->validate (attributes, components, n_components, error);
+}
+
+gboolean
+vb_attr_get_bool (GHashTable *attributes, const char *name)
+{
+  const char *v = g_hash_table_lookup (attributes, name);
+
+  g_return_val_if_fail (v != NULL, FALSE);
+  return strcmp (v, "true") == 0;
+}
+
+guint64
+vb_attr_get_u64 (GHashTable *attributes, const char *name)
+{
+  const char *v = g_hash_table_lookup (attributes, name);
+
+  g_return_val_if_fail (v != NULL, 0);
+  return g_ascii_strtoull (v, NULL, 10);
+}

@@ -1,0 +1,147 @@
+/* Device names, object paths and component sources (see vb-util.h). */
+#include "config.h"
+
+#include "vb-util.h"
+#include "vb-error.h"
+
+#include <string.h>
+
+gboolean
+vb_name_is_valid (const char *name, const char *what, GError **error)
+{
+  gsize len;
+
+  if (name == NULL || *name == '\0')
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "%s: must not be empty", what);
+      return FALSE;
+    }
+  len = strlen (name);
+  if (len > VB_NAME_MAX)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "%s '%s': %zu characters, at most %d are allowed",
+                   what, name, len, VB_NAME_MAX);
+      return FALSE;
+    }
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum (*p) && *p != '.' && *p != '_' && *p != '-')
+      {
+        g_autofree char *valid = g_utf8_make_valid (name, -1);
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "%s '%s': character %zu is not allowed "
+                     "(allowed: A-Z a-z 0-9 . _ -)",
+                     what, valid, (gsize) (p - name) + 1);
+        return FALSE;
+      }
+  if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "%s '%s' is reserved", what, name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+char *
+vb_object_path_escape (const char *name)
+{
+  GString *s = g_string_sized_new (strlen (name) * 3 + 1);
+
+  for (const guchar *p = (const guchar *) name; *p; p++)
+    if (g_ascii_isalnum (*p))
+      g_string_append_c (s, *p);
+    else
+      g_string_append_printf (s, "_%02x", *p);
+  return g_string_free (s, FALSE);
+}
+
+char *
+vb_object_path_unescape (const char *element)
+{
+  GString *s = g_string_sized_new (strlen (element) + 1);
+
+  for (const char *p = element; *p; p++)
+    {
+      if (*p == '_' && g_ascii_isxdigit (p[1]) && g_ascii_isxdigit (p[2]))
+        {
+          g_string_append_c (s, (char) (g_ascii_xdigit_value (p[1]) << 4
+                                        | g_ascii_xdigit_value (p[2])));
+          p += 2;
+        }
+      else
+        g_string_append_c (s, *p);
+    }
+  return g_string_free (s, FALSE);
+}
+
+char *
+vb_device_object_path (const char *name)
+{
+  g_autofree char *element = vb_object_path_escape (name);
+
+  return g_strconcat (VB_OBJECT_ROOT "/devices/", element, NULL);
+}
+
+char *
+vb_component_object_path (const char *name, guint index)
+{
+  g_autofree char *device = vb_device_object_path (name);
+
+  return g_strdup_printf ("%s/components/%u", device, index);
+}
+
+gboolean
+vb_source_parse (const char *source, VbSourceKind *kind, char **device_name,
+                 GError **error)
+{
+  if (source == NULL || *source == '\0')
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "component: must not be empty");
+      return FALSE;
+    }
+  if (g_str_has_prefix (source, "vblk:"))
+    {
+      if (!vb_name_is_valid (source + 5, "component device name", error))
+        return FALSE;
+      *kind = VB_SOURCE_DEVICE;
+      if (device_name)
+        *device_name = g_strdup (source + 5);
+      return TRUE;
+    }
+  if (g_str_has_prefix (source, "nbd://") || g_str_has_prefix (source, "nbd+unix://")
+      || g_str_has_prefix (source, "nbds://") || g_str_has_prefix (source, "nbd+tcp://"))
+    {
+      *kind = VB_SOURCE_NBD;
+      return TRUE;
+    }
+  if (source[0] != '/')
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "component '%s': not an absolute path, vblk:NAME or an NBD URI",
+                   source);
+      return FALSE;
+    }
+  *kind = VB_SOURCE_PATH;
+  return TRUE;
+}
+
+char *
+vb_uuid_new (void)
+{
+  return g_uuid_string_random ();
+}
+
+gboolean
+vb_uuid_is_valid (const char *uuid)
+{
+  return uuid != NULL && g_uuid_string_is_valid (uuid);
+}
+
+int
+vb_compare_string_pointers (const void *a, const void *b)
+{
+  return g_strcmp0 (*(char *const *) a, *(char *const *) b);
+}

@@ -1,0 +1,296 @@
+/* vblkd: owns org.vblk.VBlk1 on the system bus, the desired state of
+ * every vblk device, and reconciles it with what runs in the kernel. */
+#include "config.h"
+
+#include "vb-daemon.h"
+
+#include <blockdev/blockdev.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <glib/gi18n.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static char *opt_state_dir = NULL;
+static char *opt_run_dir = NULL;
+static char *opt_dev_dir = NULL;
+static gboolean opt_debug = FALSE;
+static gboolean opt_replace = FALSE;
+
+static const GOptionEntry entries[] = {
+  { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_state_dir,
+    N_("Directory of the desired state (default " VB_DEFAULT_STATE_DIR ")"), "DIR" },
+  { "run-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_run_dir,
+    N_("Run-time directory (default " VB_DEFAULT_RUN_DIR ")"), "DIR" },
+  { "dev-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dev_dir,
+    N_("Directory of the NAME links to block nodes (default " VB_DEFAULT_DEV_DIR ")"), "DIR" },
+  { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_("Log debug messages"), NULL },
+  { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_("Replace a running vblkd"), NULL },
+  { NULL },
+};
+
+void
+vb_daemon_quit (VbDaemon *daemon)
+{
+  if (daemon->op_running)
+    {
+      daemon->quit_pending = TRUE;
+      return;
+    }
+  g_main_loop_quit (daemon->loop);
+}
+
+static gboolean
+on_signal (gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  g_message ("vblk: signal received, leaving started devices running");
+  vb_daemon_quit (daemon);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  guint n = g_hash_table_size (daemon->running);
+
+  g_message ("vblk: ready: %u device(s), %u running", daemon->desired->devices->len, n);
+}
+
+/* At boot (a new run dir) only devices marked autostart come back up. */
+static gboolean
+mutate_boot (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+             GError **error)
+{
+  for (guint i = 0; daemon->fresh_run_dir && i < candidate->devices->len; i++)
+    {
+      VbDeviceConfig *d = candidate->devices->pdata[i];
+      if (d->started && !d->autostart)
+        d->started = FALSE;
+      else if (d->autostart && !d->started)
+        d->started = TRUE;
+    }
+  return TRUE;
+}
+
+static void
+on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  daemon->connection = g_object_ref (connection);
+  daemon->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
+  vb_manager_export (daemon);
+  vb_objects_sync (daemon);
+  g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
+}
+
+static void
+on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  g_message ("vblk: owns %s; state %s", name, daemon->state_path);
+  vb_daemon_submit (daemon, mutate_boot, TRUE, NULL, startup_done, NULL, NULL);
+}
+
+static void
+on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  if (connection == NULL)
+    g_printerr ("vblkd: cannot connect to the system bus\n");
+  else
+    g_printerr ("vblkd: lost or could not own the name %s (another vblkd? use --replace)\n", name);
+  daemon->exit_status = 1;
+  vb_daemon_quit (daemon);
+}
+
+/* Drivers and attributes of a loaded state are checked as CreateDevice
+ * would; a state.json naming what this vblkd cannot run is refused. */
+static gboolean
+check_loaded_state (VbState *state, GError **error)
+{
+  g_autoptr (VbGraph) graph = vb_graph_new (state);
+
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      VbDeviceConfig *d = state->devices->pdata[i];
+      const VbDriver *driver = vb_driver_lookup (d->driver);
+      GHashTable *resolved;
+      if (driver == NULL)
+        {
+          g_autofree char *known = vb_drivers_known_names ();
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "devices[%u] (%s): driver '%s': unknown (known: %s)", i, d->name,
+                       d->driver, known);
+          return FALSE;
+        }
+      resolved = vb_driver_resolve_attributes (driver, NULL, d->attributes, error);
+      if (resolved == NULL)
+        {
+          g_prefix_error (error, "devices[%u] (%s): ", i, d->name);
+          return FALSE;
+        }
+      g_hash_table_unref (d->attributes);
+      d->attributes = resolved;
+    }
+  return vb_graph_check (graph, error);
+}
+
+static int
+lock_state_dir (const char *dir, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, ".lock", NULL);
+  int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+  if (fd < 0 || flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path,
+                   g_strerror (e), e == EWOULDBLOCK ? " (another vblkd uses this state)" : "");
+      if (fd >= 0)
+        close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+static void
+record_exit (VbDaemon *daemon)
+{
+  g_autoptr (GString) s = g_string_new ("clean-exit\n");
+  GHashTableIter iter;
+  gpointer uuid, running;
+
+  g_hash_table_iter_init (&iter, daemon->running);
+  while (g_hash_table_iter_next (&iter, &uuid, &running))
+    g_string_append_printf (s, "running %s %s\n", (char *) uuid,
+                            ((VbRunning *) running)->block_device);
+  g_autofree char *path = g_build_filename (daemon->run_dir, "last-exit", NULL);
+  if (!g_file_set_contents (path, s->str, s->len, NULL))
+    g_warning ("vblk: cannot write %s", path);
+  g_message ("vblk: exiting; %u device(s) left running", g_hash_table_size (daemon->running));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GOptionContext) context = NULL;
+  g_autoptr (GError) error = NULL;
+  VbDaemon daemon = { 0 };
+  BDPluginSpec loop_plugin = { BD_PLUGIN_LOOP, NULL };
+  BDPluginSpec *plugins[] = { &loop_plugin, NULL };
+  g_autofree char *marker = NULL;
+  guint owner;
+  int lock_fd;
+
+  setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  textdomain (GETTEXT_PACKAGE);
+
+  context = g_option_context_new (NULL);
+  g_option_context_set_summary (context, _("The vblk daemon."));
+  g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 2;
+    }
+  if (opt_debug)
+    g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  daemon.state_dir = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  daemon.run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
+  daemon.dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
+  daemon.state_path = g_build_filename (daemon.state_dir, VB_STATE_FILE, NULL);
+
+  if (g_mkdir_with_parents (daemon.state_dir, 0700) < 0)
+    {
+      g_printerr ("vblkd: cannot create %s: %s\n", daemon.state_dir, g_strerror (errno));
+      return 1;
+    }
+  lock_fd = lock_state_dir (daemon.state_dir, &error);
+  if (lock_fd < 0)
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 1;
+    }
+  daemon.desired = vb_state_load (daemon.state_path, &error);
+  if (daemon.desired == NULL || !check_loaded_state (daemon.desired, &error))
+    {
+      g_printerr ("vblkd: refusing to start: %s%s%s\n",
+                  daemon.desired ? daemon.state_path : "", daemon.desired ? ": " : "",
+                  error->message);
+      g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
+      return 1;
+    }
+
+  marker = g_build_filename (daemon.run_dir, "booted", NULL);
+  daemon.fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
+  if (g_mkdir_with_parents (daemon.run_dir, 0755) < 0
+      || (daemon.fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
+    {
+      g_printerr ("vblkd: cannot use run dir %s: %s\n", daemon.run_dir,
+                  error ? error->message : g_strerror (errno));
+      return 1;
+    }
+  {
+    g_autofree char *last = g_build_filename (daemon.run_dir, "last-exit", NULL);
+    g_autofree char *text = NULL;
+    if (!daemon.fresh_run_dir)
+      g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
+                                              ? "exited cleanly" : "did not exit cleanly; re-driving");
+    unlink (last);
+  }
+
+  bd_switch_init_checks (FALSE, NULL);
+  if (!bd_ensure_init (plugins, NULL, &error))
+    {
+      g_printerr ("vblkd: libblockdev loop plugin: %s\n", error->message);
+      return 1;
+    }
+
+  daemon.running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) vb_running_free);
+  daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                         (GDestroyNotify) vb_device_status_free);
+  daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  g_queue_init (&daemon.ops);
+  daemon.loop = g_main_loop_new (NULL, FALSE);
+
+  daemon.authority = polkit_authority_get_sync (NULL, &error);
+  if (daemon.authority == NULL)
+    {
+      g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
+      g_clear_error (&error);
+    }
+
+  g_unix_signal_add (SIGTERM, on_signal, &daemon);
+  g_unix_signal_add (SIGINT, on_signal, &daemon);
+  owner = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
+                          G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
+                            | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                          on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
+  g_main_loop_run (daemon.loop);
+  g_bus_unown_name (owner);
+
+  if (daemon.exit_status == 0)
+    record_exit (&daemon);
+  g_clear_object (&daemon.object_manager);
+  g_clear_object (&daemon.manager);
+  g_clear_object (&daemon.authority);
+  g_clear_object (&daemon.connection);
+  g_hash_table_unref (daemon.device_objects);
+  g_hash_table_unref (daemon.running);
+  g_hash_table_unref (daemon.status);
+  vb_state_free (daemon.desired);
+  g_main_loop_unref (daemon.loop);
+  close (lock_fd);
+  return daemon.exit_status;
+}

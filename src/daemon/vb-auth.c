@@ -1,0 +1,91 @@
+/* Authorization: every changing method asks polkit first, for the caller's
+ * bus name, before any work. Interaction only when the caller allows it. */
+#include "config.h"
+
+#include "vb-daemon.h"
+
+#include <glib/gi18n.h>
+
+typedef struct {
+  VbDaemon *daemon;
+  GDBusMethodInvocation *invocation;
+  char *action_id;
+  VbAuthorizedFunc authorized;
+  gpointer user_data;
+  GDestroyNotify destroy;
+} AuthRequest;
+
+static void
+auth_request_free (AuthRequest *req)
+{
+  g_object_unref (req->invocation);
+  g_free (req->action_id);
+  if (req->destroy)
+    req->destroy (req->user_data);
+  g_free (req);
+}
+
+static void
+auth_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  AuthRequest *req = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PolkitAuthorizationResult) res = NULL;
+
+  res = polkit_authority_check_authorization_finish (POLKIT_AUTHORITY (source), result, &error);
+  if (res == NULL)
+    {
+      g_warning ("vblk: polkit check for %s failed: %s", req->action_id, error->message);
+      g_dbus_method_invocation_return_error (req->invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
+                                             _("Authorization check failed: %s"), error->message);
+    }
+  else if (!polkit_authorization_result_get_is_authorized (res))
+    {
+      g_dbus_method_invocation_return_error (req->invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
+                                             polkit_authorization_result_get_is_challenge (res)
+                                               ? _("Not authorized for %s (authentication required)")
+                                               : _("Not authorized for %s"),
+                                             req->action_id);
+    }
+  else
+    {
+      req->authorized (req->daemon, req->invocation, req->user_data);
+      req->destroy = NULL; /* the callback owns user_data now */
+    }
+  auth_request_free (req);
+}
+
+void
+vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *action_id,
+               const char *device_name, VbAuthorizedFunc authorized, gpointer user_data,
+               GDestroyNotify destroy)
+{
+  AuthRequest *req = g_new0 (AuthRequest, 1);
+  g_autoptr (PolkitSubject) subject = NULL;
+  g_autoptr (PolkitDetails) details = polkit_details_new ();
+  PolkitCheckAuthorizationFlags flags = POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE;
+  GDBusMessage *message = g_dbus_method_invocation_get_message (invocation);
+
+  req->daemon = daemon;
+  req->invocation = g_object_ref (invocation);
+  req->action_id = g_strdup (action_id);
+  req->authorized = authorized;
+  req->user_data = user_data;
+  req->destroy = destroy;
+
+  if (daemon->authority == NULL)
+    {
+      g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
+                                             _("Not authorized for %s: polkit is not available"),
+                                             action_id);
+      auth_request_free (req);
+      return;
+    }
+  if (g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION)
+    flags |= POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION;
+  if (device_name)
+    polkit_details_insert (details, "vblk.device", device_name);
+  subject = polkit_system_bus_name_new (g_dbus_method_invocation_get_sender (invocation));
+  polkit_authority_check_authorization (daemon->authority, subject, action_id, details, flags,
+                                        NULL, auth_done, req);
+}

@@ -1,0 +1,103 @@
+/* vblkd's state and the one path every change takes:
+ * authorize -> validate -> persist -> reconcile -> publish. */
+#pragma once
+
+#include <gio/gio.h>
+#include <polkit/polkit.h>
+
+#include "backend.h"
+#include "vb-dbus-generated.h"
+#include "vb-error.h"
+#include "vb-graph.h"
+#include "vb-plan.h"
+#include "vb-state.h"
+#include "vb-util.h"
+
+G_BEGIN_DECLS
+
+/* Per device, what D-Bus shows beyond the desired state. */
+typedef struct {
+  gboolean was_started;  /* "stopped" rather than "ready" when not running */
+  char *failure;         /* why the last start failed ("failed"), or NULL */
+  guint64 size;          /* from the last probe */
+  gboolean complete;     /* enough components to start */
+} VbDeviceStatus;
+
+void vb_device_status_free (VbDeviceStatus *status);
+
+typedef struct _VbDaemon VbDaemon;
+
+struct _VbDaemon {
+  char *state_dir;
+  char *state_path;
+  char *run_dir;
+  char *dev_dir;
+  gboolean fresh_run_dir; /* first vblkd since boot: autostart applies */
+
+  VbState *desired;
+  GHashTable *running; /* uuid -> VbRunning* (observed) */
+  GHashTable *status;  /* name -> VbDeviceStatus* */
+
+  GDBusConnection *connection;
+  GDBusObjectManagerServer *object_manager;
+  VbDBusManager *manager;
+  GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
+  PolkitAuthority *authority;
+
+  GQueue ops;          /* VbOp*, one runs at a time */
+  gboolean op_running;
+  gboolean quit_pending; /* SIGTERM arrived while an op ran */
+  int exit_status;
+  GMainLoop *loop;
+};
+
+/* vb-auth.c: the polkit check, first thing in every changing method. */
+typedef void (*VbAuthorizedFunc) (VbDaemon *daemon, GDBusMethodInvocation *invocation,
+                                  gpointer user_data);
+void vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation,
+                    const char *action_id, const char *device_name,
+                    VbAuthorizedFunc authorized, gpointer user_data,
+                    GDestroyNotify destroy);
+
+/* vb-reconciler.c */
+typedef struct _VbOp VbOp;
+typedef void (*VbOpDone) (VbDaemon *daemon, const GError *error, gpointer user_data);
+
+/* Changes the desired state: @mutate runs on the main thread when the op's
+ * turn comes, on a copy of the desired state, does the pure checks and
+ * adds the names of the devices it changes to @touched. Then, on a worker
+ * thread: touched devices are probed and checked against their real
+ * components (on any error nothing is saved or changed), the state is
+ * saved, the plan executed, and a touched device whose step failed is
+ * rolled back to its previous configuration (saved again). @done runs on
+ * the main thread with the first such error, or NULL. A NULL @mutate
+ * re-drives the current desired state; @scan first finds the running
+ * block nodes again from the kernel (start-up). */
+typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
+                                  GPtrArray *touched, GError **error);
+void vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, gboolean scan,
+                       const char *hook_after_persist, VbOpDone done,
+                       gpointer user_data, GDestroyNotify destroy);
+
+/* vb-objects.c: the D-Bus objects, rebuilt from desired + observed. */
+void vb_objects_sync (VbDaemon *daemon);
+void vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device,
+                            GVariant *details);
+void vb_manager_export (VbDaemon *daemon);
+void vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device);
+void vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component);
+
+/* vb-devlinks.c: the stable DEV_DIR/NAME links (worker thread). */
+void vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *running);
+
+/* main.c: leave once the running op (if any) is done. */
+void vb_daemon_quit (VbDaemon *daemon);
+
+/* State names for D-Bus. */
+const char *vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config);
+
+/* Helpers for method handlers. */
+void vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error);
+gboolean vb_options_get_bool (GVariant *options, const char *key, gboolean fallback);
+
+G_END_DECLS

@@ -1,0 +1,489 @@
+/* org.vblk.VBlk1.Device and .Component method handlers. Each one:
+ * polkit check, then argument checks, then a change submitted through the
+ * reconciler, then the invocation completed exactly once. */
+#include "config.h"
+
+#include "vb-request.h"
+
+#include <glib/gi18n.h>
+#include <string.h>
+
+VbRequest *
+vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options)
+{
+  VbRequest *req = g_new0 (VbRequest, 1);
+
+  req->invocation = g_object_ref (invocation);
+  req->name = g_strdup (name);
+  req->options = options ? g_variant_ref (options) : NULL;
+  return req;
+}
+
+void
+vb_request_free (VbRequest *req)
+{
+  g_clear_object (&req->invocation);
+  g_free (req->name);
+  g_clear_pointer (&req->options, g_variant_unref);
+  g_clear_pointer (&req->attributes, g_hash_table_unref);
+  g_free (req->driver);
+  g_strfreev (req->components);
+  g_free (req->source);
+  g_free (req->result_path);
+  g_free (req);
+}
+
+void
+vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  VbRequest *req = user_data;
+
+  if (error)
+    vb_invocation_return_gerror (req->invocation, error);
+  else if (req->result_path)
+    g_dbus_method_invocation_return_value (req->invocation,
+                                           g_variant_new ("(o)", req->result_path));
+  else
+    g_dbus_method_invocation_return_value (req->invocation, NULL);
+  g_clear_object (&req->invocation);
+}
+
+gboolean
+vb_options_check (GVariant *options, const char *const *allowed, GError **error)
+{
+  GVariantIter iter;
+  const char *key;
+  GVariant *value;
+
+  g_variant_iter_init (&iter, options);
+  while (g_variant_iter_next (&iter, "{&sv}", &key, &value))
+    {
+      gboolean known = FALSE;
+      for (guint i = 0; allowed && allowed[i]; i++)
+        {
+          const char *colon = strchr (allowed[i], ':');
+          if (strncmp (allowed[i], key, colon - allowed[i]) != 0 || key[colon - allowed[i]] != '\0')
+            continue;
+          known = TRUE;
+          if (strcmp (g_variant_get_type_string (value), colon + 1) != 0)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                           "option '%s': expected type '%s', got '%s'", key, colon + 1,
+                           g_variant_get_type_string (value));
+              g_variant_unref (value);
+              return FALSE;
+            }
+        }
+      g_variant_unref (value);
+      if (!known)
+        {
+          g_autofree char *list = g_strjoinv (", ", (char **) allowed);
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "option '%s': unknown (known: %s)", key, *list ? list : "none");
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+GHashTable *
+vb_attributes_from_variant (GVariant *attributes)
+{
+  GHashTable *h = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  GVariantIter iter;
+  const char *k, *v;
+
+  g_variant_iter_init (&iter, attributes);
+  while (g_variant_iter_next (&iter, "{&s&s}", &k, &v))
+    g_hash_table_insert (h, g_strdup (k), g_strdup (v));
+  return h;
+}
+
+void
+vb_request_mark_started (VbState *candidate, const char *name, GPtrArray *touched)
+{
+  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_auto (GStrv) order = vb_graph_start_order (graph, name);
+
+  for (guint i = 0; order[i]; i++)
+    {
+      VbDeviceConfig *d = vb_state_lookup (candidate, order[i]);
+      if (d && !d->started)
+        {
+          d->started = TRUE;
+          g_ptr_array_add (touched, g_strdup (d->name));
+        }
+    }
+}
+
+static VbDeviceConfig *
+lookup_or_fail (VbState *candidate, const char *name, GError **error)
+{
+  VbDeviceConfig *d = vb_state_lookup (candidate, name);
+
+  if (d == NULL)
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no device named '%s'", name);
+  return d;
+}
+
+static const char *const recursive_only[] = { "recursive:b", NULL };
+
+/* Start */
+
+static gboolean
+mutate_start (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+              GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+
+  if (d == NULL)
+    return FALSE;
+  vb_request_mark_started (candidate, req->name, touched);
+  if (!g_ptr_array_find_with_equal_func (touched, req->name, g_str_equal, NULL))
+    g_ptr_array_add (touched, g_strdup (req->name));
+  return TRUE;
+}
+
+/* Stop */
+
+static gboolean
+mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+             GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_auto (GStrv) order = NULL;
+  g_autoptr (GString) users = g_string_new (NULL);
+
+  if (d == NULL)
+    return FALSE;
+  order = vb_graph_stop_order (graph, req->name);
+  for (guint i = 0; order[i]; i++)
+    {
+      VbDeviceConfig *o = vb_state_lookup (candidate, order[i]);
+      if (o != d && o && (o->started || g_hash_table_contains (daemon->running, o->uuid)))
+        g_string_append_printf (users, "%s%s", users->len ? ", " : "", o->name);
+    }
+  if (users->len && !vb_options_get_bool (req->options, "recursive", FALSE))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "device '%s' is used by %s (stop those first, or use recursive)",
+                   req->name, users->str);
+      return FALSE;
+    }
+  for (guint i = 0; order[i]; i++)
+    {
+      VbDeviceConfig *o = vb_state_lookup (candidate, order[i]);
+      o->started = FALSE;
+      g_ptr_array_add (touched, g_strdup (o->name));
+    }
+  return TRUE;
+}
+
+/* Delete */
+
+static gboolean
+mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+               GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_auto (GStrv) order = NULL;
+
+  if (d == NULL)
+    return FALSE;
+  order = vb_graph_stop_order (graph, req->name);
+  if (order[0] && order[1] && !vb_options_get_bool (req->options, "recursive", FALSE))
+    {
+      g_autoptr (GString) users = g_string_new (NULL);
+      for (guint i = 0; order[i + 1]; i++)
+        g_string_append_printf (users, "%s%s", i ? ", " : "", order[i]);
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "device '%s' is used by %s (delete those first, or use recursive)",
+                   req->name, users->str);
+      return FALSE;
+    }
+  for (guint i = 0; order[i]; i++)
+    {
+      g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, order[i]));
+      g_ptr_array_add (touched, g_strdup (order[i]));
+    }
+  return TRUE;
+}
+
+/* SetAttributes */
+
+static gboolean
+mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data,
+                       GPtrArray *touched, GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  const VbDriver *driver;
+  GHashTable *resolved;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (d == NULL)
+    return FALSE;
+  driver = vb_driver_lookup (d->driver);
+  resolved = vb_driver_resolve_attributes (driver, d->attributes, req->attributes, error);
+  if (resolved == NULL)
+    return FALSE;
+  if (g_hash_table_contains (daemon->running, d->uuid))
+    {
+      g_hash_table_iter_init (&iter, resolved);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        {
+          const VbAttrSpec *spec = vb_driver_attr_spec (driver, key);
+          if (!spec->online && g_strcmp0 (value, g_hash_table_lookup (d->attributes, key)) != 0)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                           "attribute '%s' cannot change while '%s' is started (stop it first)",
+                           (char *) key, d->name);
+              g_hash_table_unref (resolved);
+              return FALSE;
+            }
+        }
+    }
+  g_hash_table_unref (d->attributes);
+  d->attributes = resolved;
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+/* AddComponent */
+
+static gboolean
+mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data,
+                      GPtrArray *touched, GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autofree char *role = NULL;
+  g_autoptr (VbGraph) graph = NULL;
+  VbSourceKind kind;
+  guint slots = 0;
+
+  if (d == NULL)
+    return FALSE;
+  if (!vb_source_parse (req->source, &kind, NULL, error))
+    return FALSE;
+  if (g_hash_table_contains (daemon->running, d->uuid))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' is started: adding a component to a started device needs "
+                   "online reconfiguration, which driver '%s' does not have", d->name, d->driver);
+      return FALSE;
+    }
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      if (strcmp (c->source, req->source) == 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "component '%s': already a component of '%s'", req->source, d->name);
+          return FALSE;
+        }
+      if (g_strcmp0 (c->role, "spare") != 0)
+        slots++;
+    }
+  if (req->options && g_variant_lookup (req->options, "role", "s", &role)
+      && strcmp (role, "spare") != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'role': '%s' is not allowed (allowed: spare)", role);
+      return FALSE;
+    }
+  if (role == NULL)
+    role = g_strdup_printf ("%u", slots);
+  g_ptr_array_add (d->components, vb_component_config_new (req->source, role, NULL));
+  ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
+  graph = vb_graph_new (candidate);
+  if (!vb_graph_check (graph, error))
+    return FALSE;
+  req->result_path = vb_component_object_path (d->name, d->components->len - 1);
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+/* the common shape: authorize, check options, submit */
+
+typedef struct {
+  const char *action;
+  const char *const *options;
+  VbMutateFunc mutate;
+  const char *hook;
+} Method;
+
+static const Method method_start = { "org.vblk.start-stop", recursive_only, mutate_start, "start:after-persist" };
+static const Method method_stop = { "org.vblk.start-stop", recursive_only, mutate_stop, "stop:after-persist" };
+static const Method method_delete = { "org.vblk.delete", recursive_only, mutate_delete, "delete:after-persist" };
+static const char *const no_options[] = { NULL };
+static const Method method_set = { "org.vblk.manage", no_options, mutate_set_attributes, "set:after-persist" };
+static const char *const add_options[] = { "role:s", NULL };
+static const Method method_add = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
+
+typedef struct {
+  const Method *method;
+  VbRequest *req;
+} Pending;
+
+static void
+pending_free (Pending *p)
+{
+  vb_request_free (p->req);
+  g_free (p);
+}
+
+static void
+authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_data)
+{
+  Pending *p = user_data;
+  g_autoptr (GError) error = NULL;
+
+  if (!vb_options_check (p->req->options, p->method->options, &error))
+    {
+      vb_invocation_return_gerror (invocation, error);
+      pending_free (p);
+      return;
+    }
+  vb_daemon_submit (daemon, p->method->mutate, FALSE, p->method->hook, vb_request_done,
+                    g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
+  g_free (p);
+}
+
+static void
+dispatch (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *name,
+          GVariant *options, const Method *method, GVariant *attributes, const char *source)
+{
+  Pending *p = g_new0 (Pending, 1);
+
+  p->method = method;
+  p->req = vb_request_new (invocation, name, options);
+  if (attributes)
+    p->req->attributes = vb_attributes_from_variant (attributes);
+  p->req->source = g_strdup (source);
+  vb_auth_check (daemon, invocation, method->action, name, authorized, p,
+                 (GDestroyNotify) pending_free);
+}
+
+static gboolean
+handle_start (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *options, VbDaemon *daemon)
+{
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options, &method_start, NULL, NULL);
+  return TRUE;
+}
+
+static gboolean
+handle_stop (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *options, VbDaemon *daemon)
+{
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options, &method_stop, NULL, NULL);
+  return TRUE;
+}
+
+static gboolean
+handle_delete (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *options, VbDaemon *daemon)
+{
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options, &method_delete, NULL, NULL);
+  return TRUE;
+}
+
+static gboolean
+handle_set_attributes (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *attributes,
+                       GVariant *options, VbDaemon *daemon)
+{
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options, &method_set, attributes, NULL);
+  return TRUE;
+}
+
+static gboolean
+handle_add_component (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *source,
+                      GVariant *options, VbDaemon *daemon)
+{
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options, &method_add, NULL, source);
+  return TRUE;
+}
+
+static gboolean
+handle_not_supported (GDBusMethodInvocation *inv, const char *what)
+{
+  g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                                         _("%s needs the engine drivers, which this version lacks"),
+                                         what);
+  return TRUE;
+}
+
+static gboolean
+handle_reconfigure (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *driver,
+                    GVariant *attributes, GVariant *options, VbDaemon *daemon)
+{
+  return handle_not_supported (inv, "Reconfigure");
+}
+
+static gboolean
+handle_export (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *protocol,
+               GVariant *options, VbDaemon *daemon)
+{
+  return handle_not_supported (inv, "Export");
+}
+
+static gboolean
+handle_check (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *options, VbDaemon *daemon)
+{
+  return handle_not_supported (inv, "Check");
+}
+
+void
+vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device)
+{
+  g_signal_connect (device, "handle-start", G_CALLBACK (handle_start), daemon);
+  g_signal_connect (device, "handle-stop", G_CALLBACK (handle_stop), daemon);
+  g_signal_connect (device, "handle-delete", G_CALLBACK (handle_delete), daemon);
+  g_signal_connect (device, "handle-set-attributes", G_CALLBACK (handle_set_attributes), daemon);
+  g_signal_connect (device, "handle-add-component", G_CALLBACK (handle_add_component), daemon);
+  g_signal_connect (device, "handle-reconfigure", G_CALLBACK (handle_reconfigure), daemon);
+  g_signal_connect (device, "handle-export", G_CALLBACK (handle_export), daemon);
+  g_signal_connect (device, "handle-check", G_CALLBACK (handle_check), daemon);
+}
+
+static gboolean
+component_not_supported (GDBusMethodInvocation *inv)
+{
+  g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                                         _("component changes need a redundant driver; "
+                                           "this version has none"));
+  return TRUE;
+}
+
+static gboolean
+handle_set_faulty (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *options,
+                   VbDaemon *daemon)
+{
+  return component_not_supported (inv);
+}
+
+static gboolean
+handle_remove (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *options,
+               VbDaemon *daemon)
+{
+  return component_not_supported (inv);
+}
+
+static gboolean
+handle_replace (VbDBusComponent *iface, GDBusMethodInvocation *inv, const char *source,
+                GVariant *options, VbDaemon *daemon)
+{
+  return component_not_supported (inv);
+}
+
+void
+vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component)
+{
+  g_signal_connect (component, "handle-set-faulty", G_CALLBACK (handle_set_faulty), daemon);
+  g_signal_connect (component, "handle-remove", G_CALLBACK (handle_remove), daemon);
+  g_signal_connect (component, "handle-replace", G_CALLBACK (handle_replace), daemon);
+}

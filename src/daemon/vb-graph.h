@@ -1,0 +1,45 @@
+/* The dependency graph between devices: a device depends on every device it
+ * uses as a component (source "vblk:NAME"). Built from a VbState; pure. */
+#pragma once
+
+#include <glib.h>
+
+#include "vb-state.h"
+
+G_BEGIN_DECLS
+
+typedef struct _VbGraph VbGraph;
+
+/* Edges from every component source "vblk:NAME" (other sources ignored).
+ * An edge to a name not in @state is kept (it is a missing dependency;
+ * vb_graph_check reports it). */
+VbGraph *vb_graph_new (const VbState *state);
+void vb_graph_free (VbGraph *graph);
+
+/* Fails with VB_ERROR_DEPENDENCY_CYCLE naming one cycle as
+ * "a -> b -> a", or VB_ERROR_NOT_FOUND naming "device 'x' uses vblk:y,
+ * which does not exist". */
+gboolean vb_graph_check (const VbGraph *graph, GError **error);
+
+/* Direct neighbours, sorted by name; NULL-terminated, caller frees with
+ * g_strfreev. components_of: the devices @name is built from;
+ * dependents_of: the devices built on @name. */
+char **vb_graph_components_of (const VbGraph *graph, const char *name);
+char **vb_graph_dependents_of (const VbGraph *graph, const char *name);
+
+/* Start order for @name: every device it transitively depends on, then
+ * @name itself (dependencies first; ties by name). */
+char **vb_graph_start_order (const VbGraph *graph, const char *name);
+/* Stop order for @name: every device transitively built on it, then @name
+ * (dependents first; ties by name). Also the delete order. */
+char **vb_graph_stop_order (const VbGraph *graph, const char *name);
+
+/* Human text: one line per device in start order, dependencies indented
+ * under their dependents, like a tree ("data\n  └─ disk0\n"). */
+char *vb_graph_to_text (const VbGraph *graph);
+/* Graphviz: digraph vblk { "a" -> "b"; ... } with every node listed. */
+char *vb_graph_to_dot (const VbGraph *graph);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbGraph, vb_graph_free)
+
+G_END_DECLS

@@ -1,0 +1,205 @@
+/* The D-Bus tree: Device and Component objects rebuilt from the desired
+ * state and what runs (observed), after every op. */
+#include "config.h"
+
+#include "vb-daemon.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config)
+{
+  const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, config->name);
+
+  if (g_hash_table_contains (daemon->running, config->uuid))
+    return "active";
+  if (st && st->failure && config->started)
+    return "failed";
+  if (st && !st->complete)
+    return "configuring";
+  if (st && st->was_started)
+    return "stopped";
+  return "ready";
+}
+
+static GVariant *
+attributes_variant (GHashTable *attributes)
+{
+  GVariantBuilder b;
+  g_autofree gpointer *keys = NULL;
+  guint n = 0;
+
+  keys = g_hash_table_get_keys_as_array (attributes, &n);
+  qsort (keys, n, sizeof (gpointer), vb_compare_string_pointers);
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("a{ss}"));
+  for (guint i = 0; i < n; i++)
+    g_variant_builder_add (&b, "{ss}", (char *) keys[i],
+                           (char *) g_hash_table_lookup (attributes, keys[i]));
+  return g_variant_builder_end (&b);
+}
+
+static const char *
+component_state (VbDaemon *daemon, const VbDeviceConfig *d, const VbComponentConfig *c)
+{
+  if (g_strcmp0 (c->role, "spare") == 0)
+    return "spare";
+  if (g_str_has_prefix (c->source, "vblk:"))
+    {
+      const VbDeviceConfig *dep = vb_state_lookup (daemon->desired, c->source + 5);
+      if (dep == NULL)
+        return "missing";
+      if (g_hash_table_contains (daemon->running, d->uuid)
+          && !g_hash_table_contains (daemon->running, dep->uuid))
+        return "faulty";
+      return "in-sync";
+    }
+  return g_file_test (c->source, G_FILE_TEST_EXISTS) ? "in-sync" : "missing";
+}
+
+static void
+sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
+{
+  g_autofree char *device_path = vb_device_object_path (d->name);
+  guint i;
+
+  for (i = 0; i < d->components->len; i++)
+    {
+      const VbComponentConfig *c = d->components->pdata[i];
+      g_autofree char *path = vb_component_object_path (d->name, i);
+      g_autoptr (GDBusObject) existing = g_dbus_object_manager_get_object (
+        G_DBUS_OBJECT_MANAGER (daemon->object_manager), path);
+      g_autoptr (VbDBusComponent) iface = NULL;
+
+      if (existing)
+        iface = vb_dbus_object_get_component (VB_DBUS_OBJECT (existing));
+      if (iface == NULL)
+        {
+          g_autoptr (VbDBusObjectSkeleton) object = vb_dbus_object_skeleton_new (path);
+          iface = vb_dbus_component_skeleton_new ();
+          vb_component_connect_handlers (daemon, iface);
+          vb_dbus_object_skeleton_set_component (object, iface);
+          g_dbus_object_manager_server_export (daemon->object_manager,
+                                               G_DBUS_OBJECT_SKELETON (object));
+        }
+      vb_dbus_component_set_source (iface, c->source);
+      vb_dbus_component_set_role (iface, c->role);
+      vb_dbus_component_set_state (iface, component_state (daemon, d, c));
+      vb_dbus_component_set_device (iface, device_path);
+      g_ptr_array_add (paths, g_steal_pointer (&path));
+    }
+  /* components removed since: unexport */
+  for (;; i++)
+    {
+      g_autofree char *path = vb_component_object_path (d->name, i);
+      if (!g_dbus_object_manager_server_unexport (daemon->object_manager, path))
+        break;
+    }
+}
+
+static void
+sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
+{
+  g_autofree char *path = vb_device_object_path (d->name);
+  VbDBusObjectSkeleton *object = g_hash_table_lookup (daemon->device_objects, d->name);
+  g_autoptr (VbDBusDevice) iface = NULL;
+  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+  const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
+  g_autoptr (GPtrArray) components = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) dependents = g_ptr_array_new_with_free_func (g_free);
+  g_auto (GStrv) dep_names = vb_graph_dependents_of (graph, d->name);
+
+  if (object == NULL)
+    {
+      object = vb_dbus_object_skeleton_new (path);
+      VbDBusDevice *dev = vb_dbus_device_skeleton_new ();
+      vb_device_connect_handlers (daemon, dev);
+      vb_dbus_object_skeleton_set_device (object, dev);
+      g_object_unref (dev);
+      g_dbus_object_manager_server_export (daemon->object_manager, G_DBUS_OBJECT_SKELETON (object));
+      g_hash_table_insert (daemon->device_objects, g_strdup (d->name), object);
+    }
+  iface = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));
+  sync_components (daemon, d, components);
+  g_ptr_array_add (components, NULL);
+  for (guint i = 0; dep_names[i]; i++)
+    g_ptr_array_add (dependents, vb_device_object_path (dep_names[i]));
+  g_ptr_array_add (dependents, NULL);
+
+  g_object_freeze_notify (G_OBJECT (iface));
+  vb_dbus_device_set_name (iface, d->name);
+  vb_dbus_device_set_uuid (iface, d->uuid);
+  vb_dbus_device_set_driver (iface, d->driver);
+  vb_dbus_device_set_attributes (iface, attributes_variant (d->attributes));
+  vb_dbus_device_set_backend (iface, r ? r->backend : d->backend);
+  vb_dbus_device_set_state (iface, vb_daemon_device_state (daemon, d));
+  vb_dbus_device_set_block_device (iface, r ? r->block_device : "");
+  vb_dbus_device_set_size (iface, st ? st->size : 0);
+  vb_dbus_device_set_components (iface, (const char *const *) components->pdata);
+  vb_dbus_device_set_dependents (iface, (const char *const *) dependents->pdata);
+  vb_dbus_device_set_autostart (iface, d->autostart);
+  g_object_thaw_notify (G_OBJECT (iface));
+}
+
+void
+vb_objects_sync (VbDaemon *daemon)
+{
+  g_autoptr (VbGraph) graph = vb_graph_new (daemon->desired);
+  GHashTableIter iter;
+  gpointer name, object;
+
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    sync_device (daemon, daemon->desired->devices->pdata[i], graph);
+
+  g_hash_table_iter_init (&iter, daemon->device_objects);
+  while (g_hash_table_iter_next (&iter, &name, &object))
+    {
+      if (vb_state_lookup (daemon->desired, name))
+        continue;
+      g_autofree char *path = vb_device_object_path (name);
+      for (guint i = 0;; i++)
+        {
+          g_autofree char *cpath = vb_component_object_path (name, i);
+          if (!g_dbus_object_manager_server_unexport (daemon->object_manager, cpath))
+            break;
+        }
+      g_dbus_object_manager_server_unexport (daemon->object_manager, path);
+      g_hash_table_iter_remove (&iter);
+    }
+}
+
+void
+vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device,
+                       GVariant *details)
+{
+  g_autofree char *path = device ? vb_device_object_path (device) : g_strdup ("/");
+  GVariantBuilder empty;
+
+  g_message ("vblk: %s: %s", device ? device : "-", kind);
+  if (details == NULL)
+    {
+      g_variant_builder_init (&empty, G_VARIANT_TYPE_VARDICT);
+      details = g_variant_builder_end (&empty);
+    }
+  vb_dbus_manager_emit_event (daemon->manager, kind, path, details);
+}
+
+void
+vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error)
+{
+  if (error->domain == VB_ERROR)
+    g_dbus_method_invocation_return_gerror (invocation, error);
+  else
+    g_dbus_method_invocation_return_error_literal (invocation, VB_ERROR, VB_ERROR_FAILED,
+                                                   error->message);
+}
+
+gboolean
+vb_options_get_bool (GVariant *options, const char *key, gboolean fallback)
+{
+  gboolean value;
+
+  if (options && g_variant_lookup (options, key, "b", &value))
+    return value;
+  return fallback;
+}

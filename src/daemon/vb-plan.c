@@ -1,0 +1,238 @@
+/* The plan (see vb-plan.h): stops first (dependents before what they are
+ * built on), then online updates, then starts (dependencies first). */
+#include "config.h"
+
+#include "vb-plan.h"
+
+#include "vb-graph.h"
+#include "vb-util.h"
+
+#include <json-glib/json-glib.h>
+#include <stdlib.h>
+#include <string.h>
+
+static GHashTable *
+attributes_copy (GHashTable *attributes)
+{
+  GHashTable *copy = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  GHashTableIter iter;
+  gpointer k, v;
+
+  if (attributes)
+    {
+      g_hash_table_iter_init (&iter, attributes);
+      while (g_hash_table_iter_next (&iter, &k, &v))
+        g_hash_table_insert (copy, g_strdup (k), g_strdup (v));
+    }
+  return copy;
+}
+
+VbRunning *
+vb_running_new (const char *block_device, const char *backend, GHashTable *attributes)
+{
+  VbRunning *r = g_new0 (VbRunning, 1);
+
+  r->block_device = g_strdup (block_device);
+  r->backend = g_strdup (backend);
+  r->attributes = attributes ? attributes_copy (attributes) : NULL;
+  return r;
+}
+
+VbRunning *
+vb_running_copy (const VbRunning *running)
+{
+  return vb_running_new (running->block_device, running->backend, running->attributes);
+}
+
+void
+vb_running_free (VbRunning *running)
+{
+  if (running == NULL)
+    return;
+  g_free (running->block_device);
+  g_free (running->backend);
+  g_clear_pointer (&running->attributes, g_hash_table_unref);
+  g_free (running);
+}
+
+void
+vb_step_free (VbStep *step)
+{
+  if (step == NULL)
+    return;
+  g_free (step->name);
+  g_free (step->uuid);
+  g_free (step->block_device);
+  g_free (step->backend);
+  g_free (step);
+}
+
+static VbStep *
+step_new (VbStepKind kind, const char *name, const char *uuid, const char *block_device,
+          const char *backend)
+{
+  VbStep *step = g_new0 (VbStep, 1);
+
+  step->kind = kind;
+  step->name = g_strdup (name);
+  step->uuid = g_strdup (uuid);
+  step->block_device = g_strdup (block_device);
+  step->backend = g_strdup (backend);
+  return step;
+}
+
+static gboolean
+attributes_equal (GHashTable *a, GHashTable *b)
+{
+  GHashTableIter iter;
+  gpointer k, v;
+
+  if (a == NULL || b == NULL)
+    return a == b;
+  if (g_hash_table_size (a) != g_hash_table_size (b))
+    return FALSE;
+  g_hash_table_iter_init (&iter, a);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    if (g_strcmp0 (v, g_hash_table_lookup (b, k)) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+static const VbDeviceConfig *
+lookup_uuid (const VbState *state, const char *uuid)
+{
+  if (state == NULL)
+    return NULL;
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      if (strcmp (d->uuid, uuid) == 0)
+        return d;
+    }
+  return NULL;
+}
+
+static gboolean
+wants_running (const VbState *desired, const char *uuid)
+{
+  const VbDeviceConfig *d = lookup_uuid (desired, uuid);
+
+  return d != NULL && d->started;
+}
+
+/* Stops: nodes no desired device owns first (their graph is gone), then
+ * devices in the stop order of the state they were started from. */
+static void
+plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired,
+            GHashTable *running)
+{
+  g_autoptr (GHashTable) planned = g_hash_table_new (g_str_hash, g_str_equal);
+  const VbState *order_from = previous ? previous : desired;
+  g_autoptr (VbGraph) graph = vb_graph_new (order_from);
+  g_autofree gpointer *uuids = NULL;
+  guint n = 0;
+
+  uuids = g_hash_table_get_keys_as_array (running, &n);
+  qsort (uuids, n, sizeof (gpointer), vb_compare_string_pointers);
+  for (guint i = 0; i < n; i++)
+    {
+      const VbRunning *r = g_hash_table_lookup (running, uuids[i]);
+      if (lookup_uuid (order_from, uuids[i]) == NULL && !wants_running (desired, uuids[i]))
+        {
+          g_ptr_array_add (plan, step_new (VB_STEP_STOP, NULL, uuids[i], r->block_device, r->backend));
+          g_hash_table_add (planned, uuids[i]);
+        }
+    }
+  for (guint i = 0; i < order_from->devices->len; i++)
+    {
+      const VbDeviceConfig *d = order_from->devices->pdata[i];
+      g_auto (GStrv) order = NULL;
+
+      if (!g_hash_table_contains (running, d->uuid) || wants_running (desired, d->uuid))
+        continue;
+      order = vb_graph_stop_order (graph, d->name);
+      for (guint j = 0; order[j]; j++)
+        {
+          const VbDeviceConfig *o = vb_state_lookup (order_from, order[j]);
+          const VbRunning *r = o ? g_hash_table_lookup (running, o->uuid) : NULL;
+          if (r == NULL || wants_running (desired, o->uuid) || g_hash_table_contains (planned, o->uuid))
+            continue;
+          g_ptr_array_add (plan, step_new (VB_STEP_STOP, o->name, o->uuid, r->block_device, r->backend));
+          g_hash_table_add (planned, o->uuid);
+        }
+    }
+}
+
+GPtrArray *
+vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *running)
+{
+  GPtrArray *plan = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_step_free);
+  g_autoptr (VbGraph) graph = vb_graph_new (desired);
+  g_autoptr (GHashTable) planned = g_hash_table_new (g_str_hash, g_str_equal);
+
+  plan_stops (plan, previous, desired, running);
+
+  for (guint i = 0; i < desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = desired->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
+      if (d->started && r && r->attributes && !attributes_equal (r->attributes, d->attributes))
+        g_ptr_array_add (plan, step_new (VB_STEP_UPDATE, d->name, d->uuid, r->block_device, r->backend));
+    }
+
+  for (guint i = 0; i < desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = desired->devices->pdata[i];
+      g_auto (GStrv) order = NULL;
+
+      if (!d->started || g_hash_table_contains (running, d->uuid))
+        continue;
+      order = vb_graph_start_order (graph, d->name);
+      for (guint j = 0; order[j]; j++)
+        {
+          const VbDeviceConfig *o = vb_state_lookup (desired, order[j]);
+          /* a dependency is started with its dependent even when not asked */
+          if (o == NULL || g_hash_table_contains (running, o->uuid)
+              || g_hash_table_contains (planned, o->uuid))
+            continue;
+          g_ptr_array_add (plan, step_new (VB_STEP_START, o->name, o->uuid, NULL, o->backend));
+          g_hash_table_add (planned, o->uuid);
+        }
+    }
+  return plan;
+}
+
+char *
+vb_plan_to_json (GPtrArray *plan)
+{
+  static const char *const kinds[] = { "stop", "update", "start" };
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = NULL;
+
+  json_builder_begin_array (b);
+  for (guint i = 0; i < plan->len; i++)
+    {
+      const VbStep *s = plan->pdata[i];
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "step");
+      json_builder_add_string_value (b, kinds[s->kind]);
+      json_builder_set_member_name (b, "device");
+      if (s->name)
+        json_builder_add_string_value (b, s->name);
+      else
+        json_builder_add_null_value (b);
+      json_builder_set_member_name (b, "uuid");
+      json_builder_add_string_value (b, s->uuid);
+      if (s->block_device)
+        {
+          json_builder_set_member_name (b, "block_device");
+          json_builder_add_string_value (b, s->block_device);
+        }
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  return json_generator_to_data (gen, NULL);
+}

@@ -1,0 +1,43 @@
+/* Probing components (worker thread only): what each source is, its size,
+ * whether it is free to use. Block devices are opened read-only. */
+#pragma once
+
+#include <glib.h>
+
+#include "backend.h"
+#include "vb-state.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const VbState *state;
+  GHashTable *block_devices; /* device name -> block node of a started device */
+  GHashTable *sizes;         /* memo: device name -> guint64* */
+  guint depth;
+} VbProbe;
+
+void vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices);
+void vb_probe_clear (VbProbe *probe);
+
+/* Every component of @config: its resolved path (NULL for an unstarted
+ * vblk:NAME) and facts. */
+gboolean vb_probe_components (VbProbe *probe, const VbDeviceConfig *config,
+                              GPtrArray **paths, GArray **infos, GError **error);
+
+/* Driver checks of @config against its probed components; with
+ * @need_complete FALSE a device may still lack components (configuring).
+ * Sets *@size and *@complete. */
+gboolean vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config,
+                            gboolean need_complete, guint64 *size, gboolean *complete,
+                            GError **error);
+
+/* Refuses a component another device of the state already uses (Busy),
+ * unless both are windows on disjoint ranges, and a block device that is
+ * mounted or holds a mounted filesystem (WouldLoseData). */
+gboolean vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, GError **error);
+
+/* Refuses to take away @block_device while it is mounted or opened
+ * exclusively (Busy, naming the mount point). */
+gboolean vb_probe_node_unused (const char *name, const char *block_device, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,537 @@
+/* The reconciler: runs one change at a time. Each op validates against
+ * the real components, saves the desired state, executes the plan through
+ * the backends and publishes the outcome — all blocking work on a worker
+ * thread, the outcome applied on the main thread. */
+#include "config.h"
+
+#include "vb-daemon.h"
+#include "vb-probe.h"
+#include "vb-testhook.h"
+
+#include <string.h>
+
+struct _VbOp {
+  VbDaemon *daemon;
+  VbState *previous;  /* desired when the op began */
+  VbState *candidate; /* becomes the desired state */
+  VbMutateFunc mutate;
+  GPtrArray *touched;   /* names the request changes: checked, rolled back on failure */
+  gboolean scan;
+  gboolean applied;     /* passed the checks and was saved */
+  char *hook_after_persist;
+  GHashTable *running;  /* uuid -> VbRunning*, a copy the worker updates */
+  GHashTable *status;   /* name -> VbDeviceStatus*, computed by the worker */
+  GPtrArray *events;    /* "kind\nname" */
+  GError *error;
+  VbOpDone done;
+  gpointer user_data;
+  GDestroyNotify destroy;
+};
+
+void
+vb_device_status_free (VbDeviceStatus *status)
+{
+  g_free (status->failure);
+  g_free (status);
+}
+
+static void
+op_free (VbOp *op)
+{
+  vb_state_free (op->previous);
+  vb_state_free (op->candidate);
+  g_clear_pointer (&op->touched, g_ptr_array_unref);
+  g_free (op->hook_after_persist);
+  g_clear_pointer (&op->running, g_hash_table_unref);
+  g_clear_pointer (&op->status, g_hash_table_unref);
+  g_clear_pointer (&op->events, g_ptr_array_unref);
+  g_clear_error (&op->error);
+  if (op->destroy)
+    op->destroy (op->user_data);
+  g_free (op);
+}
+
+static GHashTable *
+running_copy (GHashTable *running)
+{
+  GHashTable *copy = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                            (GDestroyNotify) vb_running_free);
+  GHashTableIter iter;
+  gpointer k, v;
+
+  g_hash_table_iter_init (&iter, running);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    g_hash_table_insert (copy, g_strdup (k), vb_running_copy (v));
+  return copy;
+}
+
+/* name -> block node of every running device of @state */
+static GHashTable *
+block_devices_of (const VbState *state, GHashTable *running)
+{
+  GHashTable *map = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
+      if (r)
+        g_hash_table_insert (map, g_strdup (d->name), g_strdup (r->block_device));
+    }
+  return map;
+}
+
+static gboolean
+save (VbOp *op, GError **error)
+{
+  if (!vb_state_save (op->candidate, op->daemon->state_path, error))
+    {
+      g_prefix_error (error, "saving the desired state: ");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+states_equal (const VbState *a, const VbState *b)
+{
+  g_autofree char *ja = vb_state_to_json (a);
+  g_autofree char *jb = vb_state_to_json (b);
+
+  return strcmp (ja, jb) == 0;
+}
+
+static void
+add_event (VbOp *op, const char *kind, const char *name)
+{
+  if (name)
+    g_ptr_array_add (op->events, g_strdup_printf ("%s\n%s", kind, name));
+}
+
+static char *
+step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
+{
+  const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+  const VbDriver *driver = vb_driver_lookup (config->driver);
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+  g_autoptr (GPtrArray) paths = NULL;
+  g_autoptr (GArray) infos = NULL;
+  const VbBackend *backend;
+  VbProbe probe;
+  guint64 size;
+  gboolean complete, ok;
+  char *node;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  ok = vb_probe_validate (&probe, config, TRUE, &size, &complete, error)
+       && vb_probe_components (&probe, config, &paths, &infos, error);
+  vb_probe_clear (&probe);
+  if (!ok)
+    return NULL;
+  for (guint i = 0; i < paths->len; i++)
+    if (paths->pdata[i] == NULL)
+      {
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     "component '%s': that device is not started",
+                     ((VbComponentConfig *) config->components->pdata[i])->source);
+        return NULL;
+      }
+  backend = vb_backend_choose (config->backend, driver, error);
+  if (backend == NULL)
+    return NULL;
+
+  g_ptr_array_add (paths, NULL);
+  VbBackendRequest request = {
+    .name = config->name,
+    .uuid = config->uuid,
+    .driver = driver,
+    .attributes = config->attributes,
+    .n_components = infos->len,
+    .paths = (const char *const *) paths->pdata,
+    .components = (const VbComponentInfo *) infos->data,
+  };
+  node = backend->start (&request, error);
+  if (node)
+    *out = vb_running_new (node, backend->name, config->attributes);
+  return node;
+}
+
+static gboolean
+step_update (VbOp *op, const VbStep *step, GError **error)
+{
+  const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+  const VbBackend *backend = vb_backend_lookup (step->backend);
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+  g_autoptr (GPtrArray) paths = NULL;
+  g_autoptr (GArray) infos = NULL;
+  VbProbe probe;
+  gboolean ok;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  ok = vb_probe_components (&probe, config, &paths, &infos, error);
+  vb_probe_clear (&probe);
+  if (!ok)
+    return FALSE;
+  g_ptr_array_add (paths, NULL);
+  VbBackendRequest request = {
+    .name = config->name,
+    .uuid = config->uuid,
+    .driver = vb_driver_lookup (config->driver),
+    .attributes = config->attributes,
+    .n_components = infos->len,
+    .paths = (const char *const *) paths->pdata,
+    .components = (const VbComponentInfo *) infos->data,
+  };
+  return backend->update (step->block_device, &request, error);
+}
+
+static gboolean
+step_stop (VbOp *op, const VbStep *step, GError **error)
+{
+  const VbBackend *backend = vb_backend_lookup (step->backend);
+
+  if (step->name && !vb_probe_node_unused (step->name, step->block_device, error))
+    return FALSE;
+  if (backend == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'",
+                   step->block_device, step->backend);
+      return FALSE;
+    }
+  return backend->stop (step->block_device, step->uuid, error);
+}
+
+static gboolean
+concerns (VbOp *op, const char *name)
+{
+  for (guint i = 0; name && i < op->touched->len; i++)
+    if (strcmp (op->touched->pdata[i], name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Puts @name back as it was in the previous desired state. */
+static void
+roll_back (VbOp *op, const char *name)
+{
+  const VbDeviceConfig *old = vb_state_lookup (op->previous, name);
+  gint at = vb_state_index_of (op->candidate, name);
+
+  if (at >= 0)
+    g_ptr_array_remove_index (op->candidate->devices, at);
+  if (old)
+    {
+      gint where = vb_state_index_of (op->previous, name);
+      g_ptr_array_insert (op->candidate->devices, MIN ((guint) where, op->candidate->devices->len),
+                          vb_device_config_copy (old));
+    }
+}
+
+static void
+execute_plan (VbOp *op)
+{
+  g_autoptr (GPtrArray) plan = vb_plan_compute (op->previous, op->candidate, op->running);
+  g_autoptr (GHashTable) failed = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  gboolean rolled_back = FALSE;
+
+  for (guint i = 0; i < plan->len; i++)
+    {
+      const VbStep *step = plan->pdata[i];
+      g_autoptr (GError) local = NULL;
+      VbRunning *started = NULL;
+
+      switch (step->kind)
+        {
+        case VB_STEP_START:
+          {
+            g_autofree char *node = NULL;
+            const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+            g_autoptr (VbGraph) graph = vb_graph_new (op->candidate);
+            g_auto (GStrv) deps = vb_graph_components_of (graph, step->name);
+            for (guint j = 0; deps[j] && local == NULL; j++)
+              if (g_hash_table_contains (failed, deps[j]))
+                g_set_error (&local, VB_ERROR, VB_ERROR_FAILED,
+                             "device '%s' it is built on did not start", deps[j]);
+            if (local == NULL)
+              node = step_start (op, step, &started, &local);
+            if (node)
+              {
+                g_hash_table_insert (op->running, g_strdup (config->uuid), started);
+                add_event (op, "device-appeared", step->name);
+              }
+            break;
+          }
+        case VB_STEP_UPDATE:
+          if (step_update (op, step, &local))
+            {
+              VbRunning *r = g_hash_table_lookup (op->running, step->uuid);
+              const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+              g_hash_table_replace (op->running, g_strdup (step->uuid),
+                                    vb_running_new (r->block_device, r->backend, config->attributes));
+              add_event (op, "reconfigured", step->name);
+            }
+          break;
+        case VB_STEP_STOP:
+          if (step_stop (op, step, &local))
+            {
+              g_hash_table_remove (op->running, step->uuid);
+              add_event (op, "device-disappeared", step->name);
+              vb_test_hook (vb_state_lookup (op->candidate, step->name ? step->name : "")
+                            ? "stop:after-teardown" : "delete:after-teardown");
+            }
+          break;
+        }
+      if (local == NULL)
+        continue;
+
+      g_warning ("vblk: %s: %s", step->name ? step->name : step->block_device, local->message);
+      if (step->name)
+        {
+          g_hash_table_add (failed, g_strdup (step->name));
+          VbDeviceStatus *st = g_hash_table_lookup (op->status, step->name);
+          if (st == NULL)
+            {
+              st = g_new0 (VbDeviceStatus, 1);
+              g_hash_table_insert (op->status, g_strdup (step->name), st);
+            }
+          g_free (st->failure);
+          st->failure = g_strdup (local->message);
+        }
+      if (concerns (op, step->name))
+        {
+          if (op->error == NULL)
+            op->error = g_error_copy (local);
+          roll_back (op, step->name);
+          rolled_back = TRUE;
+        }
+    }
+
+  if (rolled_back)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!save (op, &local))
+        g_warning ("vblk: %s", local->message);
+    }
+}
+
+/* Size and completeness of every device, for D-Bus. */
+static void
+compute_status (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+  VbProbe probe;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
+      g_autoptr (GError) local = NULL;
+
+      if (st == NULL)
+        {
+          st = g_new0 (VbDeviceStatus, 1);
+          g_hash_table_insert (op->status, g_strdup (d->name), st);
+        }
+      if (!vb_probe_validate (&probe, d, FALSE, &st->size, &st->complete, &local))
+        {
+          st->size = 0;
+          st->complete = FALSE;
+        }
+    }
+  vb_probe_clear (&probe);
+}
+
+static void
+scan_running (VbOp *op)
+{
+  for (const VbBackend *const *b = vb_backends (); *b; b++)
+    {
+      g_autofree char *reason = NULL;
+      g_autoptr (GError) local = NULL;
+      g_autoptr (GPtrArray) found = NULL;
+
+      if (!(*b)->available (&reason))
+        continue;
+      found = (*b)->scan (&local);
+      if (found == NULL)
+        {
+          g_warning ("vblk: scanning backend %s: %s", (*b)->name, local->message);
+          continue;
+        }
+      for (guint i = 0; i < found->len; i++)
+        {
+          const VbBackendInstance *inst = found->pdata[i];
+          const VbDeviceConfig *d = NULL;
+          for (guint j = 0; j < op->candidate->devices->len && d == NULL; j++)
+            if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid) == 0)
+              d = op->candidate->devices->pdata[j];
+          if (d)
+            g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
+                       inst->block_device, (*b)->name, inst->backing);
+          else
+            g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
+                       inst->block_device, inst->uuid);
+          g_hash_table_replace (op->running, g_strdup (inst->uuid),
+                                vb_running_new (inst->block_device, (*b)->name,
+                                                d ? d->attributes : NULL));
+        }
+    }
+}
+
+static void
+op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  VbOp *op = data;
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+  VbProbe probe;
+
+  if (op->scan)
+    scan_running (op);
+
+  /* a device the request changes is checked unless it is only being
+   * stopped: a stop must work even when a component has vanished */
+  vb_probe_init (&probe, op->candidate, block_devices);
+  for (guint i = 0; i < op->touched->len && op->error == NULL; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbDeviceConfig *old = vb_state_lookup (op->previous, op->touched->pdata[i]);
+      guint64 size;
+      gboolean complete, only_stopping;
+
+      if (d == NULL)
+        continue;
+      only_stopping = old && !d->started && old->started;
+      if (only_stopping)
+        continue;
+      if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
+          && (old == NULL || !vb_device_config_equal (old, d)))
+        vb_probe_check_free (&probe, d, &op->error);
+    }
+  vb_probe_clear (&probe);
+  if (op->error)
+    goto out;
+
+  if (!states_equal (op->previous, op->candidate))
+    {
+      if (!save (op, &op->error))
+        goto out;
+      if (op->hook_after_persist)
+        vb_test_hook (op->hook_after_persist);
+    }
+  op->applied = TRUE;
+  execute_plan (op);
+  compute_status (op);
+  vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+out:
+  g_task_return_boolean (task, TRUE);
+}
+
+static void op_run_next (VbDaemon *daemon);
+
+static void
+op_finished (GObject *source, GAsyncResult *result, gpointer data)
+{
+  VbOp *op = data;
+  VbDaemon *daemon = op->daemon;
+  if (op->applied)
+    {
+      /* the worker's outcome becomes what the daemon shows */
+      vb_state_free (daemon->desired);
+      daemon->desired = g_steal_pointer (&op->candidate);
+      g_hash_table_unref (daemon->running);
+      daemon->running = g_steal_pointer (&op->running);
+      GHashTableIter iter;
+      gpointer k, v;
+      g_hash_table_iter_init (&iter, op->status);
+      while (g_hash_table_iter_next (&iter, &k, &v))
+        {
+          VbDeviceStatus *st = v, *old = g_hash_table_lookup (daemon->status, k);
+          if (old)
+            {
+              st->was_started = old->was_started;
+              if (st->failure == NULL && old->failure && !g_hash_table_contains (daemon->running,
+                  vb_state_lookup (daemon->desired, k) ? vb_state_lookup (daemon->desired, k)->uuid : ""))
+                st->failure = g_strdup (old->failure);
+            }
+          g_hash_table_iter_steal (&iter);
+          g_hash_table_replace (daemon->status, k, st);
+        }
+    }
+
+  for (guint i = 0; daemon->desired && i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
+      if (st && g_hash_table_contains (daemon->running, d->uuid))
+        {
+          st->was_started = TRUE;
+          g_clear_pointer (&st->failure, g_free);
+        }
+    }
+  vb_objects_sync (daemon);
+  for (guint i = 0; i < op->events->len; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (op->events->pdata[i], "\n", 2);
+      vb_objects_emit_event (daemon, parts[0], parts[1], NULL);
+    }
+  if (op->done)
+    op->done (daemon, op->error, op->user_data);
+  op_free (op);
+  daemon->op_running = FALSE;
+  if (daemon->quit_pending)
+    vb_daemon_quit (daemon);
+  else
+    op_run_next (daemon);
+}
+
+static void
+op_run_next (VbDaemon *daemon)
+{
+  VbOp *op;
+  g_autoptr (GTask) task = NULL;
+
+  if (daemon->op_running || g_queue_is_empty (&daemon->ops))
+    return;
+  op = g_queue_pop_head (&daemon->ops);
+  daemon->op_running = TRUE;
+
+  /* built now, not at submit time, so each op sees the one before it */
+  op->previous = vb_state_copy (daemon->desired);
+  op->candidate = vb_state_copy (daemon->desired);
+  op->running = running_copy (daemon->running);
+  if (op->mutate && !op->mutate (daemon, op->candidate, op->user_data, op->touched, &op->error))
+    {
+      if (op->done)
+        op->done (daemon, op->error, op->user_data);
+      op_free (op);
+      daemon->op_running = FALSE;
+      op_run_next (daemon);
+      return;
+    }
+
+  task = g_task_new (NULL, NULL, op_finished, op);
+  g_task_set_task_data (task, op, NULL);
+  g_task_run_in_thread (task, op_thread);
+}
+
+void
+vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, gboolean scan,
+                  const char *hook_after_persist, VbOpDone done, gpointer user_data,
+                  GDestroyNotify destroy)
+{
+  VbOp *op = g_new0 (VbOp, 1);
+
+  op->daemon = daemon;
+  op->mutate = mutate;
+  op->touched = g_ptr_array_new_with_free_func (g_free);
+  op->scan = scan;
+  op->hook_after_persist = g_strdup (hook_after_persist);
+  op->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_device_status_free);
+  op->events = g_ptr_array_new_with_free_func (g_free);
+  op->done = done;
+  op->user_data = user_data;
+  op->destroy = destroy;
+  g_queue_push_tail (&daemon->ops, op);
+  op_run_next (daemon);
+}

@@ -1,0 +1,33 @@
+/* A D-Bus request on its way through authorize -> submit -> done. */
+#pragma once
+
+#include "vb-daemon.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GDBusMethodInvocation *invocation;
+  char *name;            /* device the request is about */
+  GVariant *options;     /* a{sv} */
+  GHashTable *attributes;
+  char *driver;
+  char **components;
+  char *source;
+  char *result_path;     /* object path returned on success, or NULL */
+} VbRequest;
+
+VbRequest *vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options);
+void vb_request_free (VbRequest *req);
+
+/* Completes the invocation: the error, or () / (o result_path). */
+void vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data);
+
+/* Refuses unknown keys and wrong types: @allowed is "key:type" strings. */
+gboolean vb_options_check (GVariant *options, const char *const *allowed, GError **error);
+
+GHashTable *vb_attributes_from_variant (GVariant *attributes);
+
+/* Adds @name and every device it is built on to @touched with started TRUE. */
+void vb_request_mark_started (VbState *candidate, const char *name, GPtrArray *touched);
+
+G_END_DECLS

@@ -1,0 +1,79 @@
+/* The desired state: what the administrator asked for, as loaded from and
+ * saved to state.json (schema in DESIGN.md). Pure data and JSON; no D-Bus,
+ * no knowledge of drivers (the daemon validates semantics separately). */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define VB_STATE_VERSION 1
+#define VB_STATE_FILE "state.json"
+
+typedef struct {
+  char *source; /* path, vblk:NAME, or NBD URI */
+  char *role;   /* slot number as decimal text, or "spare" */
+  char *uuid;   /* component UUID */
+} VbComponentConfig;
+
+typedef struct {
+  char *name;
+  char *uuid;
+  char *driver;
+  char *backend;          /* "auto", "loop", ... */
+  GHashTable *attributes; /* char* -> char*, owned */
+  GPtrArray *components;  /* VbComponentConfig*, in role order */
+  GPtrArray *exports;     /* char*, e.g. "nbd unix:/run/x.sock" */
+  gboolean autostart;     /* start at boot (when the run dir is new) */
+  gboolean started;       /* the administrator wants it running now */
+} VbDeviceConfig;
+
+typedef struct {
+  GPtrArray *devices; /* VbDeviceConfig*, in creation order */
+} VbState;
+
+VbComponentConfig *vb_component_config_new (const char *source, const char *role,
+                                            const char *uuid);
+VbComponentConfig *vb_component_config_copy (const VbComponentConfig *c);
+void vb_component_config_free (VbComponentConfig *c);
+
+/* New device config: empty attributes/components/exports, autostart TRUE,
+ * started FALSE. */
+VbDeviceConfig *vb_device_config_new (const char *name, const char *uuid,
+                                      const char *driver, const char *backend);
+VbDeviceConfig *vb_device_config_copy (const VbDeviceConfig *d);
+void vb_device_config_free (VbDeviceConfig *d);
+/* Field-by-field equality (attributes compared as maps). */
+gboolean vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b);
+
+VbState *vb_state_new (void);
+VbState *vb_state_copy (const VbState *state);
+void vb_state_free (VbState *state);
+VbDeviceConfig *vb_state_lookup (const VbState *state, const char *name);
+/* Index of the device named @name, or -1. */
+gint vb_state_index_of (const VbState *state, const char *name);
+
+/* Strict parse of the JSON schema. Errors are VB_ERROR_INVALID_ARGUMENT and
+ * start with @origin (a file name or "desired state"), then the place:
+ * "ORIGIN:LINE:COL: ..." for syntax errors, "ORIGIN: devices[2].driver:
+ * expected a string" for schema errors. Checks: version == 1, known keys
+ * only, types, names valid (vb_name_is_valid), UUIDs valid, no duplicate
+ * device names or UUIDs, no duplicate component sources in one device.
+ * Missing optional keys take defaults (backend "auto", attributes {},
+ * components [], exports [], autostart true, started false). */
+VbState *vb_state_from_json (const char *text, gssize length,
+                             const char *origin, GError **error);
+/* Pretty-printed JSON, keys in a stable order, ends with a newline. */
+char *vb_state_to_json (const VbState *state);
+
+/* Loads @path. A missing file is an empty state (not an error); an
+ * unreadable or corrupt file is an error naming the path and the place. */
+VbState *vb_state_load (const char *path, GError **error);
+/* Atomic and durable: temp file, fsync, rename, fsync of the directory. */
+gboolean vb_state_save (const VbState *state, const char *path, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbState, vb_state_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbDeviceConfig, vb_device_config_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbComponentConfig, vb_component_config_free)
+
+G_END_DECLS

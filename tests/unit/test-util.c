@@ -1,0 +1,290 @@
+/* Unit tests of src/common/vb-util: device names, object path escaping,
+ * component sources, UUIDs; and the D-Bus names of VB_ERROR. */
+#include "config.h"
+
+#include <gio/gio.h>
+#include <string.h>
+
+#include "vb-error.h"
+#include "vb-util.h"
+
+static void
+assert_name_ok (const char *name)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vb_name_is_valid (name, "name", &error));
+  g_assert_no_error (error);
+}
+
+static void
+assert_name_refused (const char *name, const char *what, const char *message)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (vb_name_is_valid (name, what, &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, message);
+}
+
+static void
+test_name_valid (void)
+{
+  g_autofree char *max = g_strnfill (VB_NAME_MAX, 'a');
+
+  assert_name_ok ("a");
+  assert_name_ok ("disk0");
+  assert_name_ok ("Data-1.img_x");
+  assert_name_ok ("-");
+  assert_name_ok ("...");
+  assert_name_ok (".hidden");
+  assert_name_ok (max);
+  g_assert_cmpuint (strlen (max), ==, 64);
+  /* No error requested: still just the answer. */
+  g_assert_false (vb_name_is_valid ("a b", "name", NULL));
+  g_assert_true (vb_name_is_valid ("ab", "name", NULL));
+}
+
+static void
+test_name_empty (void)
+{
+  assert_name_refused ("", "name", "name: must not be empty");
+  assert_name_refused (NULL, "name", "name: must not be empty");
+  assert_name_refused ("", "device name", "device name: must not be empty");
+}
+
+static void
+test_name_too_long (void)
+{
+  g_autofree char *long_name = g_strnfill (VB_NAME_MAX + 1, 'b');
+  g_autofree char *expected = g_strdup_printf (
+      "name '%s': 65 characters, at most 64 are allowed", long_name);
+
+  g_assert_cmpuint (strlen (long_name), ==, 65);
+  assert_name_refused (long_name, "name", expected);
+}
+
+static void
+test_name_bad_characters (void)
+{
+  assert_name_refused ("a b", "name",
+                       "name 'a b': character 2 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  assert_name_refused ("a/b", "name",
+                       "name 'a/b': character 2 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  assert_name_refused ("ab:", "name",
+                       "name 'ab:': character 3 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  assert_name_refused ("x\ny", "name",
+                       "name 'x\ny': character 2 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  /* Non-ASCII is refused at its first byte; the message stays UTF-8. */
+  assert_name_refused ("d\xc3\xa9j\xc3\xa0", "name",
+                       "name 'd\xc3\xa9j\xc3\xa0': character 2 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  assert_name_refused ("a\xff", "name",
+                       "name 'a\xef\xbf\xbd': character 2 is not allowed "
+                       "(allowed: A-Z a-z 0-9 . _ -)");
+  assert_name_refused (".", "name", "name '.' is reserved");
+  assert_name_refused ("..", "name", "name '..' is reserved");
+}
+
+static void
+test_escape (void)
+{
+  static const struct {
+    const char *name;
+    const char *escaped;
+  } cases[] = {
+    { "data", "data" },
+    { "Disk0", "Disk0" },
+    { "a_b", "a_5fb" },
+    { "a.b", "a_2eb" },
+    { "a-b", "a_2db" },
+    { "_", "_5f" },
+    { "a_b.c-d", "a_5fb_2ec_2dd" },
+    { "_5f", "_5f5f" },
+    { "..x", "_2e_2ex" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *escaped = vb_object_path_escape (cases[i].name);
+      g_autofree char *back = vb_object_path_unescape (escaped);
+      g_autofree char *path = g_strconcat ("/org/vblk/VBlk1/devices/",
+                                           escaped, NULL);
+
+      g_assert_cmpstr (escaped, ==, cases[i].escaped);
+      g_assert_cmpstr (back, ==, cases[i].name);
+      g_assert_true (g_variant_is_object_path (path));
+    }
+}
+
+static void
+test_escape_round_trip_all (void)
+{
+  /* Every byte a valid name may hold, in every position. */
+  const char *alphabet = "abcXYZ019._-";
+  char name[4] = { 0 };
+
+  for (const char *a = alphabet; *a; a++)
+    for (const char *b = alphabet; *b; b++)
+      for (const char *c = alphabet; *c; c++)
+        {
+          g_autofree char *escaped = NULL;
+          g_autofree char *back = NULL;
+
+          name[0] = *a;
+          name[1] = *b;
+          name[2] = *c;
+          escaped = vb_object_path_escape (name);
+          back = vb_object_path_unescape (escaped);
+          g_assert_cmpstr (back, ==, name);
+          for (const char *p = escaped; *p; p++)
+            g_assert_true (g_ascii_isalnum (*p) || *p == '_');
+        }
+}
+
+static void
+test_object_paths (void)
+{
+  g_autofree char *device = vb_device_object_path ("a.b");
+  g_autofree char *component = vb_component_object_path ("a.b", 3);
+  g_autofree char *plain = vb_device_object_path ("data");
+
+  g_assert_cmpstr (device, ==, "/org/vblk/VBlk1/devices/a_2eb");
+  g_assert_cmpstr (component, ==,
+                   "/org/vblk/VBlk1/devices/a_2eb/components/3");
+  g_assert_cmpstr (plain, ==, "/org/vblk/VBlk1/devices/data");
+}
+
+static void
+assert_source (const char *source, VbSourceKind expected_kind,
+               const char *expected_device)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *device = NULL;
+  VbSourceKind kind = (VbSourceKind) -1;
+
+  g_assert_true (vb_source_parse (source, &kind, &device, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (kind, ==, expected_kind);
+  g_assert_cmpstr (device, ==, expected_device);
+}
+
+static void
+assert_source_refused (const char *source, const char *message)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *device = NULL;
+  VbSourceKind kind;
+
+  g_assert_false (vb_source_parse (source, &kind, &device, &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, message);
+  g_assert_null (device);
+}
+
+static void
+test_source_kinds (void)
+{
+  VbSourceKind kind;
+
+  assert_source ("/dev/sdb", VB_SOURCE_PATH, NULL);
+  assert_source ("/srv/a.img", VB_SOURCE_PATH, NULL);
+  assert_source ("/", VB_SOURCE_PATH, NULL);
+  assert_source ("vblk:data", VB_SOURCE_DEVICE, "data");
+  assert_source ("vblk:a_b.c-d", VB_SOURCE_DEVICE, "a_b.c-d");
+  assert_source ("nbd://host:10809/export", VB_SOURCE_NBD, NULL);
+  assert_source ("nbd+unix:///export?socket=/run/x.sock", VB_SOURCE_NBD, NULL);
+  assert_source ("nbds://host/export", VB_SOURCE_NBD, NULL);
+  assert_source ("nbd+tcp://host/export", VB_SOURCE_NBD, NULL);
+  /* The device name is optional. */
+  g_assert_true (vb_source_parse ("vblk:x", &kind, NULL, NULL));
+  g_assert_cmpint (kind, ==, VB_SOURCE_DEVICE);
+}
+
+static void
+test_source_refused (void)
+{
+  assert_source_refused ("", "component: must not be empty");
+  assert_source_refused (NULL, "component: must not be empty");
+  assert_source_refused ("relative/a.img",
+                         "component 'relative/a.img': not an absolute path, "
+                         "vblk:NAME or an NBD URI");
+  assert_source_refused ("a.img",
+                         "component 'a.img': not an absolute path, "
+                         "vblk:NAME or an NBD URI");
+  assert_source_refused ("http://host/x",
+                         "component 'http://host/x': not an absolute path, "
+                         "vblk:NAME or an NBD URI");
+  assert_source_refused ("vblk:", "component device name: must not be empty");
+  assert_source_refused ("vblk:a b",
+                         "component device name 'a b': character 2 is not "
+                         "allowed (allowed: A-Z a-z 0-9 . _ -)");
+  assert_source_refused ("vblk:..", "component device name '..' is reserved");
+  assert_source_refused ("vblk:/dev/sda",
+                         "component device name '/dev/sda': character 1 is "
+                         "not allowed (allowed: A-Z a-z 0-9 . _ -)");
+}
+
+static void
+test_uuid (void)
+{
+  g_autofree char *a = vb_uuid_new ();
+  g_autofree char *b = vb_uuid_new ();
+  g_autofree char *lower = g_ascii_strdown (a, -1);
+
+  g_assert_true (vb_uuid_is_valid (a));
+  g_assert_true (vb_uuid_is_valid (b));
+  g_assert_cmpstr (a, !=, b);
+  g_assert_cmpstr (a, ==, lower);
+  g_assert_cmpuint (strlen (a), ==, 36);
+  g_assert_cmpint (a[14], ==, '4'); /* version 4 */
+  g_assert_true (vb_uuid_is_valid ("123e4567-e89b-12d3-a456-426614174000"));
+  g_assert_false (vb_uuid_is_valid (NULL));
+  g_assert_false (vb_uuid_is_valid (""));
+  g_assert_false (vb_uuid_is_valid ("not-a-uuid"));
+  g_assert_false (vb_uuid_is_valid ("123e4567-e89b-12d3-a456-42661417400"));
+  g_assert_false (vb_uuid_is_valid ("123e4567e89b12d3a456426614174000"));
+  g_assert_false (vb_uuid_is_valid ("123e4567-e89b-12d3-a456-42661417400g"));
+}
+
+static void
+test_error_names (void)
+{
+  g_autoptr (GError) remote = NULL;
+
+  g_assert_cmpstr (vb_error_short_name (VB_ERROR_BUSY), ==, "Busy");
+  g_assert_cmpstr (vb_error_short_name (VB_ERROR_DEPENDENCY_CYCLE), ==,
+                   "DependencyCycle");
+  g_assert_cmpstr (vb_error_short_name (VB_ERROR_FAILED), ==, "Failed");
+  g_assert_null (vb_error_short_name ((VbErrorCode) (VB_ERROR_FAILED + 1)));
+
+  /* The domain is registered with D-Bus: a remote error maps back. */
+  (void) VB_ERROR;
+  remote = g_dbus_error_new_for_dbus_error ("org.vblk.VBlk1.Error.AlreadyExists",
+                                            "device 'a' already exists");
+  g_assert_error (remote, VB_ERROR, VB_ERROR_ALREADY_EXISTS);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/util/name/valid", test_name_valid);
+  g_test_add_func ("/util/name/empty", test_name_empty);
+  g_test_add_func ("/util/name/too-long", test_name_too_long);
+  g_test_add_func ("/util/name/bad-characters", test_name_bad_characters);
+  g_test_add_func ("/util/escape/cases", test_escape);
+  g_test_add_func ("/util/escape/round-trip", test_escape_round_trip_all);
+  g_test_add_func ("/util/object-paths", test_object_paths);
+  g_test_add_func ("/util/source/kinds", test_source_kinds);
+  g_test_add_func ("/util/source/refused", test_source_refused);
+  g_test_add_func ("/util/uuid", test_uuid);
+  g_test_add_func ("/util/error-names", test_error_names);
+
+  return g_test_run ();
+}

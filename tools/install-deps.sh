@@ -1,0 +1,36 @@
+#!/bin/bash
+# install-deps.sh: install every Debian 12 package vblk needs to build, run its
+# demo and run its tests. Idempotent: apt-get runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  gcc libc6-dev pkgconf meson ninja-build gettext
+  libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
+  libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev
+  # run: system bus, polkit, udev, gdbus
+  dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
+  # tests: loop devices, filesystems, JSON, process control
+  util-linux mount e2fsprogs kmod jq diffutils coreutils
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (sudo bash tools/install-deps.sh)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2> /dev/null || true)
+  [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps.sh: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

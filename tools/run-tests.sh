@@ -1,0 +1,61 @@
+#!/bin/bash
+# run-tests.sh: the README's test command. Installs what is missing, builds with
+# -Dwerror=true and runs every test (unit, and as root the 'root' suite with a
+# private bus, polkitd, udevd and loop devices). The last line of the output is
+# "N passed, N failed" (", N skipped" when some were skipped); the exit status
+# is non-zero when anything failed.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$repo/build
+testlog=$build/meson-logs/testlog.json
+
+summary () {
+  local passed=$1 failed=$2 skipped=$3 line
+  line="$passed passed, $failed failed"
+  [ "$skipped" -eq 0 ] || line+=", $skipped skipped"
+  echo "$line"
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+  bash "$repo/tools/install-deps.sh"
+else
+  echo "run-tests.sh: not root: not installing packages, and the 'root' suite will skip" >&2
+fi
+
+if [ -d "$build/meson-private" ]; then
+  setup=(meson setup --reconfigure "$build" "$repo" -Dwerror=true)
+else
+  setup=(meson setup "$build" "$repo" -Dwerror=true)
+fi
+if ! "${setup[@]}" || ! ninja -C "$build"; then
+  echo "run-tests.sh: the build failed" >&2
+  summary 0 1 0
+  exit 1
+fi
+
+rm -f "$testlog"
+rc=0
+meson test -C "$build" --print-errorlogs || rc=$?
+
+if [ ! -s "$testlog" ]; then
+  echo "run-tests.sh: meson test wrote no $testlog" >&2
+  summary 0 1 0
+  exit 1
+fi
+# testlog.json holds one JSON object per test.
+read -r passed failed skipped < <(jq -rs '
+  [ .[] | .result ] as $r
+  | [ ($r | map(select(. == "OK" or . == "EXPECTEDFAIL")) | length),
+      ($r | map(select(. == "FAIL" or . == "TIMEOUT" or . == "ERROR"
+                       or . == "UNEXPECTEDPASS")) | length),
+      ($r | map(select(. == "SKIP")) | length) ]
+  | @tsv' "$testlog")
+
+# meson test failing for a reason no test result shows is a failure too.
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "run-tests.sh: meson test exited with status $rc" >&2
+  failed=1
+fi
+summary "$passed" "$failed" "$skipped"
+[ "$failed" -eq 0 ]
