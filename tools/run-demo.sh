@@ -63,7 +63,15 @@ run ninja -C "$build"
 
 say "System bus"
 mkdir -p "$state"
-if bus_answers; then
+bus_is_ours () {
+  local pid
+  pid=$(cat /run/dbus/pid 2> /dev/null) || return 1
+  tr '\0' '\n' < "/proc/$pid/cmdline" 2> /dev/null |
+    grep -qxF -- "--config-file=$state/system-bus.conf"
+}
+if bus_answers && bus_is_ours; then
+  echo "the system bus started by an earlier run-demo.sh is listening on $bus_socket"
+elif bus_answers; then
   echo "a system bus is listening on $bus_socket"
   # The running bus needs vblk's policy to let vblkd own org.vblk.VBlk1.
   conf=/etc/dbus-1/system.d/org.vblk.VBlk1.conf
@@ -118,10 +126,26 @@ fi
 
 say "vblkd (state in $state)"
 if name_has_owner org.vblk.VBlk1; then
-  echo "replacing the running vblkd (PID $(name_owner_pid org.vblk.VBlk1))"
+  # One vblkd per host. Replace one an earlier demo started (started devices
+  # stay up and the new vblkd adopts them); leave any other alone.
+  old_pid=$(name_owner_pid org.vblk.VBlk1)
+  old_cmd=$(tr '\0' ' ' < "/proc/$old_pid/cmdline" 2> /dev/null || true)
+  case "$old_cmd" in
+    "$vblkd --state-dir $state "*)
+      echo "stopping the vblkd of an earlier demo (PID $old_pid)"
+      kill -TERM "$old_pid"
+      wait_for eval '! kill -0 '"$old_pid"' 2> /dev/null' ||
+        { echo "run-demo.sh: vblkd $old_pid does not exit" >&2; exit 1; }
+      ;;
+    *)
+      echo "run-demo.sh: another vblkd owns org.vblk.VBlk1 (PID $old_pid: $old_cmd);" \
+           "stop it first" >&2
+      exit 1
+      ;;
+  esac
 fi
 echo "=== $(date) run-demo.sh" >> "$state/vblkd.log"
-setsid "$vblkd" --state-dir "$state" --replace < /dev/null >> "$state/vblkd.log" 2>&1 &
+setsid "$vblkd" --state-dir "$state" < /dev/null >> "$state/vblkd.log" 2>&1 &
 vblkd_pid=$!
 vblkd_owns_name () {
   kill -0 "$vblkd_pid" 2> /dev/null &&

@@ -95,7 +95,7 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   VbDaemon *daemon = data;
 
   g_message ("vblk: owns %s; state %s", name, daemon->state_path);
-  vb_daemon_submit (daemon, mutate_boot, TRUE, NULL, startup_done, NULL, NULL);
+  vb_daemon_submit (daemon, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
 }
 
 static void
@@ -271,6 +271,7 @@ main (int argc, char **argv)
       g_clear_error (&error);
     }
 
+  vb_udev_watch (&daemon);
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   owner = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,

@@ -71,11 +71,15 @@ typedef void (*VbOpDone) (VbDaemon *daemon, const GError *error, gpointer user_d
  * saved, the plan executed, and a touched device whose step failed is
  * rolled back to its previous configuration (saved again). @done runs on
  * the main thread with the first such error, or NULL. A NULL @mutate
- * re-drives the current desired state; @scan first finds the running
- * block nodes again from the kernel (start-up). */
+ * re-drives the current desired state. */
+typedef enum {
+  VB_OP_CHANGE,  /* a request: check, save, execute the plan */
+  VB_OP_STARTUP, /* find the running block nodes again, then as CHANGE */
+  VB_OP_OBSERVE, /* find them again and publish; no plan, no save */
+} VbOpMode;
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   GPtrArray *touched, GError **error);
-void vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, gboolean scan,
+void vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode,
                        const char *hook_after_persist, VbOpDone done,
                        gpointer user_data, GDestroyNotify destroy);
 
@@ -89,6 +93,9 @@ void vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component
 
 /* vb-devlinks.c: the stable DEV_DIR/NAME links (worker thread). */
 void vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *running);
+
+/* vb-udev.c: block events for the nodes vblk runs trigger an observe op. */
+void vb_udev_watch (VbDaemon *daemon);
 
 /* main.c: leave once the running op (if any) is done. */
 void vb_daemon_quit (VbDaemon *daemon);

@@ -351,7 +351,7 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       pending_free (p);
       return;
     }
-  vb_daemon_submit (daemon, p->method->mutate, FALSE, p->method->hook, vb_request_done,
+  vb_daemon_submit (daemon, p->method->mutate, VB_OP_CHANGE, p->method->hook, vb_request_done,
                     g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
   g_free (p);
 }

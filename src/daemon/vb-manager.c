@@ -100,7 +100,7 @@ create_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer
       vb_request_free (req);
       return;
     }
-  vb_daemon_submit (daemon, mutate_create, FALSE, "create:after-persist", vb_request_done, req,
+  vb_daemon_submit (daemon, mutate_create, VB_OP_CHANGE, "create:after-persist", vb_request_done, req,
                     (GDestroyNotify) vb_request_free);
 }
 

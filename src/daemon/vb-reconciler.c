@@ -16,7 +16,7 @@ struct _VbOp {
   VbState *candidate; /* becomes the desired state */
   VbMutateFunc mutate;
   GPtrArray *touched;   /* names the request changes: checked, rolled back on failure */
-  gboolean scan;
+  VbOpMode mode;
   gboolean applied;     /* passed the checks and was saved */
   char *hook_after_persist;
   GHashTable *running;  /* uuid -> VbRunning*, a copy the worker updates */
@@ -240,6 +240,12 @@ execute_plan (VbOp *op)
       g_autoptr (GError) local = NULL;
       VbRunning *started = NULL;
 
+      /* a request acts on the devices it touched (and nodes nobody owns);
+       * only start-up re-drives everything, so a device that failed is
+       * not restarted behind the administrator's back by an unrelated call */
+      if (op->mode == VB_OP_CHANGE && step->name && !concerns (op, step->name))
+        continue;
+
       switch (step->kind)
         {
         case VB_STEP_START:
@@ -342,9 +348,32 @@ compute_status (VbOp *op)
   vb_probe_clear (&probe);
 }
 
+/* Devices that ran before the scan and do not now: something outside
+ * vblk took their block node away. */
+static void
+note_vanished (VbOp *op, GHashTable *before_scan)
+{
+  for (guint i = 0; i < op->previous->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->previous->devices->pdata[i];
+      const VbRunning *before = g_hash_table_lookup (before_scan, d->uuid);
+      VbDeviceStatus *st;
+
+      if (before == NULL || g_hash_table_contains (op->running, d->uuid))
+        continue;
+      st = g_new0 (VbDeviceStatus, 1);
+      st->failure = g_strdup_printf ("block node %s vanished (removed outside vblk)",
+                                     before->block_device);
+      g_hash_table_insert (op->status, g_strdup (d->name), st);
+      g_warning ("vblk: %s: %s", d->name, st->failure);
+      add_event (op, "device-disappeared", d->name);
+    }
+}
+
 static void
 scan_running (VbOp *op)
 {
+  g_hash_table_remove_all (op->running);
   for (const VbBackend *const *b = vb_backends (); *b; b++)
     {
       g_autofree char *reason = NULL;
@@ -386,8 +415,18 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
   VbProbe probe;
 
-  if (op->scan)
+  g_autoptr (GHashTable) before_scan = running_copy (op->running);
+
+  if (op->mode != VB_OP_CHANGE)
     scan_running (op);
+  if (op->mode == VB_OP_OBSERVE)
+    {
+      note_vanished (op, before_scan);
+      op->applied = TRUE;
+      compute_status (op);
+      vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+      goto out;
+    }
 
   /* a device the request changes is checked unless it is only being
    * stopped: a stop must work even when a component has vanished */
@@ -429,11 +468,32 @@ out:
 
 static void op_run_next (VbDaemon *daemon);
 
+/* A failure stays until the device runs again; "stopped" rather than
+ * "ready" once it has run. */
+static void
+merge_status (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+{
+  VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
+  VbDeviceStatus *old = g_hash_table_lookup (daemon->status, d->name);
+  gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+
+  if (st == NULL)
+    return;
+  g_hash_table_steal (op->status, d->name);
+  st->was_started = running || (old && old->was_started);
+  if (running)
+    g_clear_pointer (&st->failure, g_free);
+  else if (st->failure == NULL && old && old->failure)
+    st->failure = g_strdup (old->failure);
+  g_hash_table_replace (daemon->status, g_strdup (d->name), st);
+}
+
 static void
 op_finished (GObject *source, GAsyncResult *result, gpointer data)
 {
   VbOp *op = data;
   VbDaemon *daemon = op->daemon;
+
   if (op->applied)
     {
       /* the worker's outcome becomes what the daemon shows */
@@ -441,34 +501,10 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
       daemon->desired = g_steal_pointer (&op->candidate);
       g_hash_table_unref (daemon->running);
       daemon->running = g_steal_pointer (&op->running);
-      GHashTableIter iter;
-      gpointer k, v;
-      g_hash_table_iter_init (&iter, op->status);
-      while (g_hash_table_iter_next (&iter, &k, &v))
-        {
-          VbDeviceStatus *st = v, *old = g_hash_table_lookup (daemon->status, k);
-          if (old)
-            {
-              st->was_started = old->was_started;
-              if (st->failure == NULL && old->failure && !g_hash_table_contains (daemon->running,
-                  vb_state_lookup (daemon->desired, k) ? vb_state_lookup (daemon->desired, k)->uuid : ""))
-                st->failure = g_strdup (old->failure);
-            }
-          g_hash_table_iter_steal (&iter);
-          g_hash_table_replace (daemon->status, k, st);
-        }
+      for (guint i = 0; i < daemon->desired->devices->len; i++)
+        merge_status (daemon, op, daemon->desired->devices->pdata[i]);
     }
 
-  for (guint i = 0; daemon->desired && i < daemon->desired->devices->len; i++)
-    {
-      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
-      VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
-      if (st && g_hash_table_contains (daemon->running, d->uuid))
-        {
-          st->was_started = TRUE;
-          g_clear_pointer (&st->failure, g_free);
-        }
-    }
   vb_objects_sync (daemon);
   for (guint i = 0; i < op->events->len; i++)
     {
@@ -516,7 +552,7 @@ op_run_next (VbDaemon *daemon)
 }
 
 void
-vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, gboolean scan,
+vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode,
                   const char *hook_after_persist, VbOpDone done, gpointer user_data,
                   GDestroyNotify destroy)
 {
@@ -525,7 +561,7 @@ vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, gboolean scan,
   op->daemon = daemon;
   op->mutate = mutate;
   op->touched = g_ptr_array_new_with_free_func (g_free);
-  op->scan = scan;
+  op->mode = mode;
   op->hook_after_persist = g_strdup (hook_after_persist);
   op->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_device_status_free);
   op->events = g_ptr_array_new_with_free_func (g_free);

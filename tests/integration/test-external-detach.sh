@@ -1,0 +1,43 @@
+#!/bin/bash
+# A loop device detached behind vblkd's back (losetup -d) is seen through the
+# udev watch: the device turns 'failed' with a device-disappeared event and
+# its link goes; a Start brings it back on a new node.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+vb_setup
+vb_start_daemon
+
+img=$T/disk.img
+vb_mkimg "$img" 16M
+vbmgr create disk --driver file --start "$img"
+bd=$(vb_blockdev_of disk)
+[ -b "$bd" ] || vb_fail "no block device after create --start"
+
+gdbus monitor --system --dest org.vblk.VBlk1 > "$T/monitor.log" 2>&1 &
+monitor=$!
+sleep 0.5
+
+vb_log "detach $bd outside vblk"
+losetup -d "$bd"
+vb_wait_state disk failed 10
+vb_assert_eq "" "$(vb_blockdev_of disk)" "block_device after the detach"
+[ ! -L "$VB_DEV_DIR/disk" ] || vb_fail "link left after the node vanished"
+vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image"
+sleep 0.3
+kill "$monitor"
+wait "$monitor" 2> /dev/null || true
+grep -q "'device-disappeared'" "$T/monitor.log" ||
+  vb_fail "no device-disappeared event: $(cat "$T/monitor.log")"
+
+vb_log "an unrelated change does not restart it behind the administrator's back"
+vb_mkimg "$T/other.img" 1M
+vbmgr create other --driver file --start "$T/other.img"
+vb_assert_eq failed "$(vb_state_of disk)" "state of disk after another device started"
+vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image after another start"
+
+vb_log "Start brings it back"
+vbmgr start disk
+vb_assert_eq active "$(vb_state_of disk)" "state after start"
+vb_assert_eq "$(vb_blockdev_of disk)" "$(vb_loops_of "$img")" "the one loop device"
+vbmgr stop disk
+vbmgr stop other
+vb_stop_daemon
