@@ -30,13 +30,12 @@ vb_mgr_component_view_free (VbMgrComponentView *view)
 static GPtrArray *
 vb_mgr_collect_components (GDBusObjectManager *manager, VbDBusDevice *device)
 {
-  GPtrArray *views = g_ptr_array_new_with_free_func (
-    (GDestroyNotify) vb_mgr_component_view_free);
+  GPtrArray *views = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_mgr_component_view_free);
   const char *const *paths = vb_dbus_device_get_components (device);
 
   for (gsize i = 0; paths != NULL && paths[i] != NULL; i++)
     {
-      g_autoptr(VbDBusComponent) component = NULL;
+      g_autoptr (VbDBusComponent) component = NULL;
       VbMgrComponentView *view;
       const char *slash = strrchr (paths[i], '/');
 
@@ -45,8 +44,7 @@ vb_mgr_collect_components (GDBusObjectManager *manager, VbDBusDevice *device)
         continue; /* removed while we were reading */
       view = g_new0 (VbMgrComponentView, 1);
       if (slash == NULL
-          || !g_ascii_string_to_unsigned (slash + 1, 10, 0, G_MAXUINT,
-                                          &view->index, NULL))
+          || !g_ascii_string_to_unsigned (slash + 1, 10, 0, G_MAXUINT, &view->index, NULL))
         view->index = i;
       view->source = g_strdup (vb_dbus_component_get_source (component));
       view->role = g_strdup (vb_dbus_component_get_role (component));
@@ -114,13 +112,12 @@ vb_mgr_str (const char *s)
 }
 
 static void
-vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager,
-                       VbDBusDevice *device)
+vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbDBusDevice *device)
 {
-  g_autoptr(GPtrArray) attributes = vb_mgr_sorted_attributes (
-    vb_dbus_device_get_attributes (device));
-  g_autoptr(GPtrArray) components = vb_mgr_collect_components (manager, device);
-  g_autoptr(GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
+  g_autoptr (GPtrArray) attributes
+      = vb_mgr_sorted_attributes (vb_dbus_device_get_attributes (device));
+  g_autoptr (GPtrArray) components = vb_mgr_collect_components (manager, device);
+  g_autoptr (GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "name");
@@ -134,8 +131,7 @@ vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager,
   json_builder_set_member_name (builder, "state");
   json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_state (device)));
   json_builder_set_member_name (builder, "block_device");
-  json_builder_add_string_value (builder,
-                                 vb_mgr_str (vb_dbus_device_get_block_device (device)));
+  json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_device_get_block_device (device)));
   json_builder_set_member_name (builder, "size");
   json_builder_add_int_value (builder, (gint64) vb_dbus_device_get_size (device));
   json_builder_set_member_name (builder, "autostart");
@@ -198,7 +194,7 @@ vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent)
   for (guint r = 0; r < rows->len; r++)
     {
       char **row = rows->pdata[r];
-      g_autoptr(GString) line = g_string_new (indent);
+      g_autoptr (GString) line = g_string_new (indent);
 
       for (guint c = 0; c < columns; c++)
         {
@@ -211,8 +207,7 @@ vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent)
     }
 }
 
-static char **
-vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;
+static char **vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;
 
 static char **
 vb_mgr_row (const char *first, ...)
@@ -238,18 +233,16 @@ int
 vb_cmd_list (int argc, char **argv)
 {
   gboolean json = FALSE;
-  const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("Print JSON"), NULL },
-    G_OPTION_ENTRY_NULL
-  };
-  g_autoptr(GDBusObjectManager) manager = NULL;
-  g_autoptr(GPtrArray) devices = NULL;
+  const GOptionEntry entries[]
+      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
+          G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (GPtrArray) devices = NULL;
 
-  if (!vb_mgr_parse_options ("list", "", _("List the devices."), entries,
-                             &argc, &argv))
+  if (!vb_mgr_parse_options ("list", "", _ ("List the devices."), entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc > 1)
-    return vb_mgr_usage_error ("list", _("unexpected argument '%s'"), argv[1]);
+    return vb_mgr_usage_error ("list", _ ("unexpected argument '%s'"), argv[1]);
 
   manager = vb_mgr_connect ();
   if (manager == NULL)
@@ -258,8 +251,8 @@ vb_cmd_list (int argc, char **argv)
 
   if (json)
     {
-      g_autoptr(JsonBuilder) builder = json_builder_new ();
-      g_autoptr(JsonNode) root = NULL;
+      g_autoptr (JsonBuilder) builder = json_builder_new ();
+      g_autoptr (JsonNode) root = NULL;
 
       json_builder_begin_array (builder);
       for (guint i = 0; i < devices->len; i++)
@@ -270,26 +263,22 @@ vb_cmd_list (int argc, char **argv)
     }
   else
     {
-      g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func (
-        (GDestroyNotify) g_strfreev);
+      g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
 
-      g_ptr_array_add (rows, vb_mgr_row (_("NAME"), _("DRIVER"), _("BACKEND"),
-                                         _("STATE"), _("SIZE"),
-                                         _("BLOCK-DEVICE"), NULL));
+      g_ptr_array_add (rows, vb_mgr_row (_ ("NAME"), _ ("DRIVER"), _ ("BACKEND"), _ ("STATE"),
+                                         _ ("SIZE"), _ ("BLOCK-DEVICE"), NULL));
       for (guint i = 0; i < devices->len; i++)
         {
           VbDBusDevice *device = devices->pdata[i];
-          g_autofree char *size = g_format_size_full (
-            vb_dbus_device_get_size (device), G_FORMAT_SIZE_IEC_UNITS);
+          g_autofree char *size
+              = g_format_size_full (vb_dbus_device_get_size (device), G_FORMAT_SIZE_IEC_UNITS);
 
           g_ptr_array_add (
-            rows, vb_mgr_row (vb_mgr_or_dash (vb_dbus_device_get_name (device)),
-                              vb_mgr_or_dash (vb_dbus_device_get_driver (device)),
-                              vb_mgr_or_dash (vb_dbus_device_get_backend (device)),
-                              vb_mgr_or_dash (vb_dbus_device_get_state (device)),
-                              size,
-                              vb_mgr_or_dash (vb_dbus_device_get_block_device (device)),
-                              NULL));
+              rows, vb_mgr_row (vb_mgr_or_dash (vb_dbus_device_get_name (device)),
+                                vb_mgr_or_dash (vb_dbus_device_get_driver (device)),
+                                vb_mgr_or_dash (vb_dbus_device_get_backend (device)),
+                                vb_mgr_or_dash (vb_dbus_device_get_state (device)), size,
+                                vb_mgr_or_dash (vb_dbus_device_get_block_device (device)), NULL));
         }
       vb_mgr_print_table (rows, 6, "");
     }
@@ -299,51 +288,46 @@ vb_cmd_list (int argc, char **argv)
 static void
 vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
 {
-  g_autoptr(GPtrArray) attributes = vb_mgr_sorted_attributes (
-    vb_dbus_device_get_attributes (device));
-  g_autoptr(GPtrArray) components = vb_mgr_collect_components (manager, device);
-  g_autoptr(GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
-  g_autoptr(GString) line = g_string_new (NULL);
-  g_autofree char *size = g_format_size_full (
-    vb_dbus_device_get_size (device),
-    G_FORMAT_SIZE_IEC_UNITS | G_FORMAT_SIZE_LONG_FORMAT);
+  g_autoptr (GPtrArray) attributes
+      = vb_mgr_sorted_attributes (vb_dbus_device_get_attributes (device));
+  g_autoptr (GPtrArray) components = vb_mgr_collect_components (manager, device);
+  g_autoptr (GPtrArray) dependents = vb_mgr_collect_dependents (manager, device);
+  g_autoptr (GString) line = g_string_new (NULL);
+  g_autofree char *size = g_format_size_full (vb_dbus_device_get_size (device),
+                                              G_FORMAT_SIZE_IEC_UNITS | G_FORMAT_SIZE_LONG_FORMAT);
 
   /* "Key: value" with one space, so that scripts can grep "State: active". */
-  g_print ("%s: %s\n", _("Name"), vb_mgr_or_dash (vb_dbus_device_get_name (device)));
-  g_print ("%s: %s\n", _("UUID"), vb_mgr_or_dash (vb_dbus_device_get_uuid (device)));
-  g_print ("%s: %s\n", _("Driver"), vb_mgr_or_dash (vb_dbus_device_get_driver (device)));
-  g_print ("%s: %s\n", _("Backend"), vb_mgr_or_dash (vb_dbus_device_get_backend (device)));
-  g_print ("%s: %s\n", _("State"), vb_mgr_or_dash (vb_dbus_device_get_state (device)));
-  g_print ("%s: %s\n", _("Block device"),
+  g_print ("%s: %s\n", _ ("Name"), vb_mgr_or_dash (vb_dbus_device_get_name (device)));
+  g_print ("%s: %s\n", _ ("UUID"), vb_mgr_or_dash (vb_dbus_device_get_uuid (device)));
+  g_print ("%s: %s\n", _ ("Driver"), vb_mgr_or_dash (vb_dbus_device_get_driver (device)));
+  g_print ("%s: %s\n", _ ("Backend"), vb_mgr_or_dash (vb_dbus_device_get_backend (device)));
+  g_print ("%s: %s\n", _ ("State"), vb_mgr_or_dash (vb_dbus_device_get_state (device)));
+  g_print ("%s: %s\n", _ ("Block device"),
            vb_mgr_or_dash (vb_dbus_device_get_block_device (device)));
-  g_print ("%s: %s\n", _("Size"), size);
-  g_print ("%s: %s\n", _("Autostart"),
-           vb_dbus_device_get_autostart (device) ? _("yes") : _("no"));
+  g_print ("%s: %s\n", _ ("Size"), size);
+  g_print ("%s: %s\n", _ ("Autostart"),
+           vb_dbus_device_get_autostart (device) ? _ ("yes") : _ ("no"));
 
   for (guint i = 0; i < attributes->len; i++)
     {
       char **pair = attributes->pdata[i];
 
-      g_string_append_printf (line, "%s%s=%s", i > 0 ? " " : "", pair[0],
-                              pair[1]);
+      g_string_append_printf (line, "%s%s=%s", i > 0 ? " " : "", pair[0], pair[1]);
     }
-  g_print ("%s: %s\n", _("Attributes"), vb_mgr_or_dash (line->str));
+  g_print ("%s: %s\n", _ ("Attributes"), vb_mgr_or_dash (line->str));
 
-  g_print ("%s:\n", _("Components"));
+  g_print ("%s:\n", _ ("Components"));
   if (components->len > 0)
     {
-      g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func (
-        (GDestroyNotify) g_strfreev);
+      g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
 
-      g_ptr_array_add (rows, vb_mgr_row (_("INDEX"), _("ROLE"), _("STATE"),
-                                         _("ERRORS"), _("SOURCE"), NULL));
+      g_ptr_array_add (rows, vb_mgr_row (_ ("INDEX"), _ ("ROLE"), _ ("STATE"), _ ("ERRORS"),
+                                         _ ("SOURCE"), NULL));
       for (guint i = 0; i < components->len; i++)
         {
           VbMgrComponentView *view = components->pdata[i];
-          g_autofree char *index = g_strdup_printf ("%" G_GUINT64_FORMAT,
-                                                    view->index);
-          g_autofree char *errors = g_strdup_printf ("%" G_GUINT64_FORMAT,
-                                                     view->errors);
+          g_autofree char *index = g_strdup_printf ("%" G_GUINT64_FORMAT, view->index);
+          g_autofree char *errors = g_strdup_printf ("%" G_GUINT64_FORMAT, view->errors);
 
           g_ptr_array_add (rows, vb_mgr_row (index, vb_mgr_or_dash (view->role),
                                              vb_mgr_or_dash (view->state), errors,
@@ -354,29 +338,26 @@ vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
 
   g_string_truncate (line, 0);
   for (guint i = 0; i < dependents->len; i++)
-    g_string_append_printf (line, "%s%s", i > 0 ? ", " : "",
-                            (const char *) dependents->pdata[i]);
-  g_print ("%s: %s\n", _("Dependents"), vb_mgr_or_dash (line->str));
+    g_string_append_printf (line, "%s%s", i > 0 ? ", " : "", (const char *) dependents->pdata[i]);
+  g_print ("%s: %s\n", _ ("Dependents"), vb_mgr_or_dash (line->str));
 }
 
 int
 vb_cmd_show (int argc, char **argv)
 {
   gboolean json = FALSE;
-  const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("Print JSON"), NULL },
-    G_OPTION_ENTRY_NULL
-  };
-  g_autoptr(GDBusObjectManager) manager = NULL;
-  g_autoptr(VbDBusDevice) device = NULL;
+  const GOptionEntry entries[]
+      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
+          G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
 
-  if (!vb_mgr_parse_options ("show", "NAME", _("Show one device."), entries,
-                             &argc, &argv))
+  if (!vb_mgr_parse_options ("show", "NAME", _ ("Show one device."), entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc < 2)
-    return vb_mgr_usage_error ("show", _("missing device name"));
+    return vb_mgr_usage_error ("show", _ ("missing device name"));
   if (argc > 2)
-    return vb_mgr_usage_error ("show", _("unexpected argument '%s'"), argv[2]);
+    return vb_mgr_usage_error ("show", _ ("unexpected argument '%s'"), argv[2]);
 
   manager = vb_mgr_connect ();
   if (manager == NULL)
@@ -387,8 +368,8 @@ vb_cmd_show (int argc, char **argv)
 
   if (json)
     {
-      g_autoptr(JsonBuilder) builder = json_builder_new ();
-      g_autoptr(JsonNode) root = NULL;
+      g_autoptr (JsonBuilder) builder = json_builder_new ();
+      g_autoptr (JsonNode) root = NULL;
 
       vb_mgr_device_to_json (builder, manager, device);
       root = json_builder_get_root (builder);

@@ -15,20 +15,18 @@
 #include "vb-util.h"
 
 static const VbMgrCommand vb_mgr_commands[] = {
-  { "list", "[--json]", N_("List the devices"), vb_cmd_list },
-  { "show", "NAME [--json]", N_("Show one device"), vb_cmd_show },
+  { "list", "[--json]", N_ ("List the devices"), vb_cmd_list },
+  { "show", "NAME [--json]", N_ ("Show one device"), vb_cmd_show },
   { "create",
     "NAME --driver D [--attr K=V]... [--backend B] [--start] "
     "[--no-autostart] COMPONENT...",
-    N_("Create a device"), vb_cmd_create },
-  { "set", "NAME K=V...", N_("Change attributes of a device"), vb_cmd_set },
-  { "add", "NAME COMPONENT [--spare]", N_("Add a component to a device"),
-    vb_cmd_add },
-  { "start", "NAME [--recursive]", N_("Start a device"), vb_cmd_start },
-  { "stop", "NAME [--recursive]", N_("Stop a device"), vb_cmd_stop },
-  { "delete", "NAME [--recursive]", N_("Delete a device"), vb_cmd_delete },
-  { "graph", "[--dot] [--json]", N_("Show which devices are built on which"),
-    vb_cmd_graph },
+    N_ ("Create a device"), vb_cmd_create },
+  { "set", "NAME K=V...", N_ ("Change attributes of a device"), vb_cmd_set },
+  { "add", "NAME COMPONENT [--spare]", N_ ("Add a component to a device"), vb_cmd_add },
+  { "start", "NAME [--recursive]", N_ ("Start a device"), vb_cmd_start },
+  { "stop", "NAME [--recursive]", N_ ("Stop a device"), vb_cmd_stop },
+  { "delete", "NAME [--recursive]", N_ ("Delete a device"), vb_cmd_delete },
+  { "graph", "[--dot] [--json]", N_ ("Show which devices are built on which"), vb_cmd_graph },
 };
 
 static char *
@@ -36,18 +34,16 @@ vb_mgr_commands_text (void)
 {
   GString *text = g_string_new (NULL);
 
-  g_string_append_printf (text, "%s\n\n%s\n",
-                          _("Usage: vbmgr COMMAND [ARGUMENT...]"),
-                          _("Commands:"));
+  g_string_append_printf (text, "%s\n\n%s\n", _ ("Usage: vbmgr COMMAND [ARGUMENT...]"),
+                          _ ("Commands:"));
   for (gsize i = 0; i < G_N_ELEMENTS (vb_mgr_commands); i++)
     {
       const VbMgrCommand *c = &vb_mgr_commands[i];
 
-      g_string_append_printf (text, "  %s %s\n      %s\n", c->name,
-                              c->parameters, _(c->summary));
+      g_string_append_printf (text, "  %s %s\n      %s\n", c->name, c->parameters, _ (c->summary));
     }
-  g_string_append_printf (
-    text, "\n%s\n", _("Run 'vbmgr COMMAND --help' for the options of a command."));
+  g_string_append_printf (text, "\n%s\n",
+                          _ ("Run 'vbmgr COMMAND --help' for the options of a command."));
   return g_string_free (text, FALSE);
 }
 
@@ -65,23 +61,22 @@ vb_mgr_usage_error (const char *command, const char *format, ...)
     {
       /* "vbmgr: usage:" stays untranslated: scripts match it. */
       g_printerr ("vbmgr: usage: %s: %s\n", command, message);
-      g_printerr (_("Run 'vbmgr %s --help' for its usage.\n"), command);
+      g_printerr (_ ("Run 'vbmgr %s --help' for its usage.\n"), command);
     }
   else
     {
       g_printerr ("vbmgr: usage: %s\n", message);
-      g_printerr (_("Run 'vbmgr --help' for the list of commands.\n"));
+      g_printerr (_ ("Run 'vbmgr --help' for the list of commands.\n"));
     }
   return VB_EXIT_USAGE;
 }
 
 gboolean
-vb_mgr_parse_options (const char *command, const char *parameters,
-                      const char *summary, const GOptionEntry *entries,
-                      int *argc, char ***argv)
+vb_mgr_parse_options (const char *command, const char *parameters, const char *summary,
+                      const GOptionEntry *entries, int *argc, char ***argv)
 {
-  g_autoptr(GOptionContext) context = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr (GOptionContext) context = NULL;
+  g_autoptr (GError) error = NULL;
   g_autofree char *prgname = g_strdup_printf ("vbmgr %s", command);
 
   /* The --help usage line is "PRGNAME [OPTION…] PARAMETERS". */
@@ -101,8 +96,7 @@ vb_mgr_parse_options (const char *command, const char *parameters,
   for (int i = 1; i < *argc; i++)
     if (strcmp ((*argv)[i], "--") == 0)
       {
-        memmove (&(*argv)[i], &(*argv)[i + 1],
-                 (*argc - i) * sizeof (char *));
+        memmove (&(*argv)[i], &(*argv)[i + 1], (*argc - i) * sizeof (char *));
         (*argc)--;
         break;
       }
@@ -124,7 +118,7 @@ vb_mgr_error_is_unreachable (const GError *error)
 static int
 vb_mgr_unreachable (const char *message)
 {
-  g_autofree char *text = g_strdup_printf (_("cannot reach vblkd: %s"), message);
+  g_autofree char *text = g_strdup_printf (_ ("cannot reach vblkd: %s"), message);
 
   g_printerr ("vbmgr: %s\n", text);
   return VB_EXIT_FAILED;
@@ -161,8 +155,7 @@ vb_mgr_fail (const char *command, const char *target, GError *error)
   else if (remote != NULL && strrchr (remote, '.') != NULL)
     short_name = strrchr (remote, '.') + 1;
 
-  what = target != NULL ? g_strdup_printf ("%s %s", command, target)
-                        : g_strdup (command);
+  what = target != NULL ? g_strdup_printf ("%s %s", command, target) : g_strdup (command);
   g_printerr ("vbmgr: %s: %s: %s\n", what, short_name, error->message);
   return VB_EXIT_FAILED;
 }
@@ -170,26 +163,25 @@ vb_mgr_fail (const char *command, const char *target, GError *error)
 GDBusObjectManager *
 vb_mgr_connect (void)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GDBusObjectManager) manager = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusObjectManager) manager = NULL;
   g_autofree char *owner = NULL;
 
   /* Without DO_NOT_AUTO_START, the bus activates vblkd when it can. */
   manager = vb_dbus_object_manager_client_new_for_bus_sync (
-    G_BUS_TYPE_SYSTEM, G_DBUS_OBJECT_MANAGER_CLIENT_FLAGS_NONE, VB_BUS_NAME,
-    VB_OBJECT_ROOT, NULL, &error);
+      G_BUS_TYPE_SYSTEM, G_DBUS_OBJECT_MANAGER_CLIENT_FLAGS_NONE, VB_BUS_NAME, VB_OBJECT_ROOT, NULL,
+      &error);
   if (manager == NULL)
     {
       g_dbus_error_strip_remote_error (error);
       vb_mgr_unreachable (error->message);
       return NULL;
     }
-  owner = g_dbus_object_manager_client_get_name_owner (
-    G_DBUS_OBJECT_MANAGER_CLIENT (manager));
+  owner = g_dbus_object_manager_client_get_name_owner (G_DBUS_OBJECT_MANAGER_CLIENT (manager));
   if (owner == NULL)
     {
-      g_autofree char *message = g_strdup_printf (
-        _("no process owns %s on the system bus"), VB_BUS_NAME);
+      g_autofree char *message
+          = g_strdup_printf (_ ("no process owns %s on the system bus"), VB_BUS_NAME);
       vb_mgr_unreachable (message);
       return NULL;
     }
@@ -197,11 +189,10 @@ vb_mgr_connect (void)
 }
 
 VbDBusDevice *
-vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command,
-                      const char *name)
+vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command, const char *name)
 {
   g_autofree char *path = NULL;
-  g_autoptr(GDBusObject) object = NULL;
+  g_autoptr (GDBusObject) object = NULL;
   VbDBusDevice *device = NULL;
 
   if (name != NULL && *name != '\0')
@@ -212,7 +203,7 @@ vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command,
     device = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));
   if (device == NULL)
     {
-      g_autofree char *text = g_strdup_printf (_("no device named '%s'"), name);
+      g_autofree char *text = g_strdup_printf (_ ("no device named '%s'"), name);
 
       g_printerr ("vbmgr: %s %s: NotFound: %s\n", command, name, text);
     }
@@ -220,10 +211,9 @@ vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command,
 }
 
 VbDBusManager *
-vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
-                    const char *target)
+vb_mgr_get_manager (GDBusObjectManager *manager, const char *command, const char *target)
 {
-  g_autoptr(GDBusObject) object = NULL;
+  g_autoptr (GDBusObject) object = NULL;
   VbDBusManager *iface = NULL;
 
   object = g_dbus_object_manager_get_object (manager, VB_OBJECT_ROOT "/Manager");
@@ -231,9 +221,8 @@ vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
     iface = vb_dbus_object_get_manager (VB_DBUS_OBJECT (object));
   if (iface == NULL)
     {
-      g_autoptr(GError) error = g_error_new (
-        VB_ERROR, VB_ERROR_FAILED, _("vblkd exports no %s object"),
-        VB_OBJECT_ROOT "/Manager");
+      g_autoptr (GError) error = g_error_new (
+          VB_ERROR, VB_ERROR_FAILED, _ ("vblkd exports no %s object"), VB_OBJECT_ROOT "/Manager");
       vb_mgr_fail (command, target, error);
     }
   return iface;
@@ -242,7 +231,7 @@ vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
 VbDBusComponent *
 vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path)
 {
-  g_autoptr(GDBusObject) object = NULL;
+  g_autoptr (GDBusObject) object = NULL;
 
   if (path == NULL || !g_variant_is_object_path (path))
     return NULL;
@@ -282,8 +271,8 @@ vb_mgr_list_devices (GDBusObjectManager *manager)
 char *
 vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path)
 {
-  g_autoptr(GDBusObject) object = NULL;
-  g_autoptr(VbDBusDevice) device = NULL;
+  g_autoptr (GDBusObject) object = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
   const char *slash;
 
   if (g_variant_is_object_path (path))
@@ -297,8 +286,7 @@ vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path)
 }
 
 GVariant *
-vb_mgr_call (gpointer proxy, const char *method, GVariant *parameters,
-             GError **error)
+vb_mgr_call (gpointer proxy, const char *method, GVariant *parameters, GError **error)
 {
   GDBusCallFlags flags = G_DBUS_CALL_FLAGS_NONE;
 
@@ -307,16 +295,15 @@ vb_mgr_call (gpointer proxy, const char *method, GVariant *parameters,
   if (isatty (STDIN_FILENO))
     flags |= G_DBUS_CALL_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION;
   /* No time limit: vblkd answers once the block node exists. */
-  return g_dbus_proxy_call_sync (G_DBUS_PROXY (proxy), method, parameters,
-                                 flags, G_MAXINT, NULL, error);
+  return g_dbus_proxy_call_sync (G_DBUS_PROXY (proxy), method, parameters, flags, G_MAXINT, NULL,
+                                 error);
 }
 
 GVariant *
 vb_mgr_parse_assignments (const char *command, const char *const *assignments)
 {
-  g_auto(GVariantBuilder) builder = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a{ss}"));
-  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal,
-                                                      g_free, NULL);
+  g_auto (GVariantBuilder) builder = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a{ss}"));
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
   for (gsize i = 0; assignments != NULL && assignments[i] != NULL; i++)
     {
@@ -326,13 +313,13 @@ vb_mgr_parse_assignments (const char *command, const char *const *assignments)
 
       if (eq == NULL || eq == text)
         {
-          vb_mgr_usage_error (command, _("'%s': expected KEY=VALUE"), text);
+          vb_mgr_usage_error (command, _ ("'%s': expected KEY=VALUE"), text);
           return NULL;
         }
       key = g_strndup (text, eq - text);
       if (!g_hash_table_add (seen, key))
         {
-          vb_mgr_usage_error (command, _("attribute '%s' is given twice"), key);
+          vb_mgr_usage_error (command, _ ("attribute '%s' is given twice"), key);
           return NULL;
         }
       g_variant_builder_add (&builder, "{ss}", key, eq + 1);
@@ -346,8 +333,7 @@ vb_mgr_absolute_source (const char *source)
   const char *scheme = g_uri_peek_scheme (source);
 
   /* An empty source goes as it is: vblkd names the mistake. */
-  if (*source == '\0' || g_path_is_absolute (source)
-      || g_str_has_prefix (source, "vblk:")
+  if (*source == '\0' || g_path_is_absolute (source) || g_str_has_prefix (source, "vblk:")
       || (scheme != NULL && g_str_has_prefix (scheme, "nbd")))
     return g_strdup (source);
   return g_canonicalize_filename (source, NULL);
@@ -356,7 +342,7 @@ vb_mgr_absolute_source (const char *source)
 void
 vb_mgr_print_json (JsonNode *root)
 {
-  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autoptr (JsonGenerator) generator = json_generator_new ();
   g_autofree char *text = NULL;
 
   json_generator_set_pretty (generator, TRUE);
@@ -379,10 +365,9 @@ main (int argc, char **argv)
   (void) vb_error_quark ();
 
   if (argc < 2)
-    return vb_mgr_usage_error (NULL, _("missing command"));
+    return vb_mgr_usage_error (NULL, _ ("missing command"));
   name = argv[1];
-  if (strcmp (name, "--help") == 0 || strcmp (name, "-h") == 0
-      || strcmp (name, "help") == 0)
+  if (strcmp (name, "--help") == 0 || strcmp (name, "-h") == 0 || strcmp (name, "help") == 0)
     {
       g_autofree char *text = vb_mgr_commands_text ();
 
@@ -399,6 +384,6 @@ main (int argc, char **argv)
       return vb_mgr_commands[i].run (argc - 1, argv + 1);
 
   if (name[0] == '-')
-    return vb_mgr_usage_error (NULL, _("unknown option '%s'"), name);
-  return vb_mgr_usage_error (NULL, _("unknown command '%s'"), name);
+    return vb_mgr_usage_error (NULL, _ ("unknown option '%s'"), name);
+  return vb_mgr_usage_error (NULL, _ ("unknown command '%s'"), name);
 }

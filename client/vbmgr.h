@@ -40,14 +40,12 @@ int vb_cmd_graph (int argc, char **argv);
 /* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
  * works); on return argv[0] is the command and argv[1..] the positional
  * arguments. Prints a usage error and returns FALSE on bad options. */
-gboolean vb_mgr_parse_options (const char *command, const char *parameters,
-                               const char *summary, const GOptionEntry *entries,
-                               int *argc, char ***argv);
+gboolean vb_mgr_parse_options (const char *command, const char *parameters, const char *summary,
+                               const GOptionEntry *entries, int *argc, char ***argv);
 
 /* Prints "vbmgr: usage: COMMAND: MESSAGE" and a hint; returns
  * VB_EXIT_USAGE. */
-int vb_mgr_usage_error (const char *command, const char *format, ...)
-  G_GNUC_PRINTF (2, 3);
+int vb_mgr_usage_error (const char *command, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 /* Prints "vbmgr: COMMAND[ TARGET]: ShortName: message" (or "vbmgr: cannot
  * reach vblkd: ..." when the daemon is not there); returns VB_EXIT_FAILED.
@@ -60,31 +58,27 @@ GDBusObjectManager *vb_mgr_connect (void);
 
 /* The Device interface of the device named @name, or NULL after printing
  * "vbmgr: COMMAND NAME: NotFound: no device named 'NAME'". */
-VbDBusDevice *vb_mgr_lookup_device (GDBusObjectManager *manager,
-                                    const char *command, const char *name);
+VbDBusDevice *vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command,
+                                    const char *name);
 /* The Manager interface, or NULL after printing why (as vb_mgr_fail). */
-VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager,
-                                   const char *command, const char *target);
+VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
+                                   const char *target);
 /* The Component interface at @path, or NULL. */
-VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager,
-                                          const char *path);
+VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path);
 /* Every device, sorted by name (VbDBusDevice*, owned). */
 GPtrArray *vb_mgr_list_devices (GDBusObjectManager *manager);
 /* Name of the device at @path (its Name property, or the unescaped last
  * path element when the object is gone). */
-char *vb_mgr_device_name_from_path (GDBusObjectManager *manager,
-                                    const char *path);
+char *vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path);
 
 /* Calls @method on @proxy without a time limit (the daemon answers once the
  * work is done), allowing interactive polkit authorization when stdin is a
  * terminal. Consumes a floating @parameters. */
-GVariant *vb_mgr_call (gpointer proxy, const char *method,
-                       GVariant *parameters, GError **error);
+GVariant *vb_mgr_call (gpointer proxy, const char *method, GVariant *parameters, GError **error);
 
 /* "K=V" strings -> a{ss}. Returns NULL after printing a usage error for
  * @command when one is malformed or a key is repeated. */
-GVariant *vb_mgr_parse_assignments (const char *command,
-                                    const char *const *assignments);
+GVariant *vb_mgr_parse_assignments (const char *command, const char *const *assignments);
 
 /* A component source as vblkd wants it: relative paths made absolute
  * against the current directory; vblk:NAME and NBD URIs unchanged. */

@@ -98,8 +98,8 @@ wait_udev_event (struct udev_monitor *monitor, dev_t devnum, const char *action)
 
       if (left <= 0)
         {
-          g_debug ("loop: no udev '%s' event for %u:%u within %d ms", action,
-                   major (devnum), minor (devnum), UDEV_WAIT_MS);
+          g_debug ("loop: no udev '%s' event for %u:%u within %d ms", action, major (devnum),
+                   minor (devnum), UDEV_WAIT_MS);
           return;
         }
       if (poll (&pfd, 1, (int) left) <= 0)
@@ -157,7 +157,8 @@ loop_configure_free (int backing_fd, const struct loop_config *config, char **bl
       path = g_strdup_printf ("/dev/loop%d", n);
       /* the kernel makes the loop read-only unless the loop node itself is
        * opened for writing; udev's change event on close is awaited anyway */
-      fd = open (path, (config->info.lo_flags & LO_FLAGS_READ_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+      fd = open (path,
+                 (config->info.lo_flags & LO_FLAGS_READ_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
       if (fd < 0)
         {
           err = -errno;
@@ -300,15 +301,16 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
 fail:
   if (fd >= 0)
     close (fd);
-  g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-               "%s: %s: %s", block_device, step, g_strerror (e));
+  g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED, "%s: %s: %s",
+               block_device, step, g_strerror (e));
   return FALSE;
 }
 
 static GPtrArray *
 loop_scan (GError **error)
 {
-  g_autoptr (GPtrArray) found = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
+  g_autoptr (GPtrArray) found
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
   g_autoptr (GDir) dir = g_dir_open ("/sys/block", 0, error);
   const char *entry;
 

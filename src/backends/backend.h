@@ -12,13 +12,13 @@ G_BEGIN_DECLS
 
 /* What a backend needs to make a block node for one device. */
 typedef struct {
-  const char *name;  /* device name, for messages */
-  const char *uuid;  /* device UUID: the ownership tag of the block node */
+  const char *name; /* device name, for messages */
+  const char *uuid; /* device UUID: the ownership tag of the block node */
   const VbDriver *driver;
   GHashTable *attributes;
   guint n_components;
-  const char *const *paths;           /* resolved path of each component */
-  const VbComponentInfo *components;  /* probed facts of each component */
+  const char *const *paths;          /* resolved path of each component */
+  const VbComponentInfo *components; /* probed facts of each component */
 } VbBackendRequest;
 
 /* A block node found running for vblk (by scan). */
@@ -42,8 +42,7 @@ typedef struct {
   /* Removes the block node; refuses when it is no longer tagged @uuid. */
   gboolean (*stop) (const char *block_device, const char *uuid, GError **error);
   /* Applies attributes marked online to a started node. */
-  gboolean (*update) (const char *block_device, const VbBackendRequest *request,
-                      GError **error);
+  gboolean (*update) (const char *block_device, const VbBackendRequest *request, GError **error);
   /* Every block node this backend runs for vblk (VbBackendInstance*). */
   GPtrArray *(*scan) (GError **error);
 } VbBackend;
@@ -52,8 +51,7 @@ const VbBackend *const *vb_backends (void);
 const VbBackend *vb_backend_lookup (const char *name);
 /* The backend for @driver: @requested itself (checked), or for "auto" the
  * first available one that supports the driver. */
-const VbBackend *vb_backend_choose (const char *requested, const VbDriver *driver,
-                                    GError **error);
+const VbBackend *vb_backend_choose (const char *requested, const VbDriver *driver, GError **error);
 /* "auto, loop" */
 char *vb_backends_known_names (void);
 

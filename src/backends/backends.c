@@ -77,8 +77,8 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GError **error
   if (backend == NULL)
     {
       g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "backend '%s': unknown (known: %s)", requested, known);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "backend '%s': unknown (known: %s)",
+                   requested, known);
       return NULL;
     }
   if (!backend->supports (driver, &reason))

@@ -23,8 +23,7 @@ vb_error_quark (void)
 {
   static gsize quark = 0;
 
-  g_dbus_error_register_error_domain ("vb-error-quark", &quark,
-                                      vb_error_entries,
+  g_dbus_error_register_error_domain ("vb-error-quark", &quark, vb_error_entries,
                                       G_N_ELEMENTS (vb_error_entries));
   return (GQuark) quark;
 }

@@ -13,16 +13,14 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
 
   if (name == NULL || *name == '\0')
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s: must not be empty", what);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: must not be empty", what);
       return FALSE;
     }
   len = strlen (name);
   if (len > VB_NAME_MAX)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s '%s': %zu characters, at most %d are allowed",
-                   what, name, len, VB_NAME_MAX);
+                   "%s '%s': %zu characters, at most %d are allowed", what, name, len, VB_NAME_MAX);
       return FALSE;
     }
   for (const char *p = name; *p; p++)
@@ -37,8 +35,7 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
       }
   if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s '%s' is reserved", what, name);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s '%s' is reserved", what, name);
       return FALSE;
     }
   return TRUE;
@@ -66,8 +63,8 @@ vb_object_path_unescape (const char *element)
     {
       if (*p == '_' && g_ascii_isxdigit (p[1]) && g_ascii_isxdigit (p[2]))
         {
-          g_string_append_c (s, (char) (g_ascii_xdigit_value (p[1]) << 4
-                                        | g_ascii_xdigit_value (p[2])));
+          g_string_append_c (
+              s, (char) (g_ascii_xdigit_value (p[1]) << 4 | g_ascii_xdigit_value (p[2])));
           p += 2;
         }
       else
@@ -93,13 +90,11 @@ vb_component_object_path (const char *name, guint index)
 }
 
 gboolean
-vb_source_parse (const char *source, VbSourceKind *kind, char **device_name,
-                 GError **error)
+vb_source_parse (const char *source, VbSourceKind *kind, char **device_name, GError **error)
 {
   if (source == NULL || *source == '\0')
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component: must not be empty");
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component: must not be empty");
       return FALSE;
     }
   if (g_str_has_prefix (source, "vblk:"))
@@ -120,8 +115,7 @@ vb_source_parse (const char *source, VbSourceKind *kind, char **device_name,
   if (source[0] != '/')
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': not an absolute path, vblk:NAME or an NBD URI",
-                   source);
+                   "component '%s': not an absolute path, vblk:NAME or an NBD URI", source);
       return FALSE;
     }
   *kind = VB_SOURCE_PATH;

@@ -31,8 +31,8 @@ typedef enum {
 
 /* Classifies @source; for VB_SOURCE_DEVICE sets *@device_name (owned by the
  * caller). Relative paths and empty strings are refused. */
-gboolean vb_source_parse (const char *source, VbSourceKind *kind,
-                          char **device_name, GError **error);
+gboolean vb_source_parse (const char *source, VbSourceKind *kind, char **device_name,
+                          GError **error);
 
 /* A random RFC 4122 v4 UUID, lower case. */
 char *vb_uuid_new (void);

@@ -22,13 +22,13 @@ static gboolean opt_replace = FALSE;
 
 static const GOptionEntry entries[] = {
   { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_state_dir,
-    N_("Directory of the desired state (default " VB_DEFAULT_STATE_DIR ")"), "DIR" },
+    N_ ("Directory of the desired state (default " VB_DEFAULT_STATE_DIR ")"), "DIR" },
   { "run-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_run_dir,
-    N_("Run-time directory (default " VB_DEFAULT_RUN_DIR ")"), "DIR" },
+    N_ ("Run-time directory (default " VB_DEFAULT_RUN_DIR ")"), "DIR" },
   { "dev-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dev_dir,
-    N_("Directory of the NAME links to block nodes (default " VB_DEFAULT_DEV_DIR ")"), "DIR" },
-  { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_("Log debug messages"), NULL },
-  { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_("Replace a running vblkd"), NULL },
+    N_ ("Directory of the NAME links to block nodes (default " VB_DEFAULT_DEV_DIR ")"), "DIR" },
+  { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_ ("Log debug messages"), NULL },
+  { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_ ("Replace a running vblkd"), NULL },
   { NULL },
 };
 
@@ -127,8 +127,8 @@ check_loaded_state (VbState *state, GError **error)
         {
           g_autofree char *known = vb_drivers_known_names ();
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "devices[%u] (%s): driver '%s': unknown (known: %s)", i, d->name,
-                       d->driver, known);
+                       "devices[%u] (%s): driver '%s': unknown (known: %s)", i, d->name, d->driver,
+                       known);
           return FALSE;
         }
       resolved = vb_driver_resolve_attributes (driver, NULL, d->attributes, error);
@@ -152,8 +152,8 @@ lock_state_dir (const char *dir, GError **error)
   if (fd < 0 || flock (fd, LOCK_EX | LOCK_NB) < 0)
     {
       int e = errno;
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path,
-                   g_strerror (e), e == EWOULDBLOCK ? " (another vblkd uses this state)" : "");
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path, g_strerror (e),
+                   e == EWOULDBLOCK ? " (another vblkd uses this state)" : "");
       if (fd >= 0)
         close (fd);
       return -1;
@@ -195,7 +195,7 @@ main (int argc, char **argv)
   textdomain (GETTEXT_PACKAGE);
 
   context = g_option_context_new (NULL);
-  g_option_context_set_summary (context, _("The vblk daemon."));
+  g_option_context_set_summary (context, _ ("The vblk daemon."));
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {
@@ -205,7 +205,8 @@ main (int argc, char **argv)
   if (opt_debug)
     g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
 
-  daemon.state_dir = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  daemon.state_dir
+      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
   daemon.run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
   daemon.dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
   daemon.state_path = g_build_filename (daemon.state_dir, VB_STATE_FILE, NULL);
@@ -224,9 +225,8 @@ main (int argc, char **argv)
   daemon.desired = vb_state_load (daemon.state_path, &error);
   if (daemon.desired == NULL || !check_loaded_state (daemon.desired, &error))
     {
-      g_printerr ("vblkd: refusing to start: %s%s%s\n",
-                  daemon.desired ? daemon.state_path : "", daemon.desired ? ": " : "",
-                  error->message);
+      g_printerr ("vblkd: refusing to start: %s%s%s\n", daemon.desired ? daemon.state_path : "",
+                  daemon.desired ? ": " : "", error->message);
       g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
       return 1;
     }
@@ -245,7 +245,8 @@ main (int argc, char **argv)
     g_autofree char *text = NULL;
     if (!daemon.fresh_run_dir)
       g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
-                                              ? "exited cleanly" : "did not exit cleanly; re-driving");
+                                                ? "exited cleanly"
+                                                : "did not exit cleanly; re-driving");
     unlink (last);
   }
 
@@ -256,8 +257,8 @@ main (int argc, char **argv)
       return 1;
     }
 
-  daemon.running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify) vb_running_free);
+  daemon.running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) vb_device_status_free);
   daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
@@ -276,7 +277,7 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   owner = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
                           G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
-                            | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                              | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
                           on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
   g_main_loop_run (daemon.loop);
   g_bus_unown_name (owner);

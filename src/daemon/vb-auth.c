@@ -37,15 +37,16 @@ auth_done (GObject *source, GAsyncResult *result, gpointer data)
     {
       g_warning ("vblk: polkit check for %s failed: %s", req->action_id, error->message);
       g_dbus_method_invocation_return_error (req->invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
-                                             _("Authorization check failed: %s"), error->message);
+                                             _ ("Authorization check failed: %s"), error->message);
     }
   else if (!polkit_authorization_result_get_is_authorized (res))
     {
-      g_dbus_method_invocation_return_error (req->invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
-                                             polkit_authorization_result_get_is_challenge (res)
-                                               ? _("Not authorized for %s (authentication required)")
-                                               : _("Not authorized for %s"),
-                                             req->action_id);
+      g_dbus_method_invocation_return_error (
+          req->invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
+          polkit_authorization_result_get_is_challenge (res)
+              ? _ ("Not authorized for %s (authentication required)")
+              : _ ("Not authorized for %s"),
+          req->action_id);
     }
   else
     {
@@ -76,7 +77,7 @@ vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *
   if (daemon->authority == NULL)
     {
       g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
-                                             _("Not authorized for %s: polkit is not available"),
+                                             _ ("Not authorized for %s: polkit is not available"),
                                              action_id);
       auth_request_free (req);
       return;
@@ -86,6 +87,6 @@ vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *
   if (device_name)
     polkit_details_insert (details, "vblk.device", device_name);
   subject = polkit_system_bus_name_new (g_dbus_method_invocation_get_sender (invocation));
-  polkit_authority_check_authorization (daemon->authority, subject, action_id, details, flags,
-                                        NULL, auth_done, req);
+  polkit_authority_check_authorization (daemon->authority, subject, action_id, details, flags, NULL,
+                                        auth_done, req);
 }

@@ -17,10 +17,10 @@ G_BEGIN_DECLS
 
 /* Per device, what D-Bus shows beyond the desired state. */
 typedef struct {
-  gboolean was_started;  /* "stopped" rather than "ready" when not running */
-  char *failure;         /* why the last start failed ("failed"), or NULL */
-  guint64 size;          /* from the last probe */
-  gboolean complete;     /* enough components to start */
+  gboolean was_started; /* "stopped" rather than "ready" when not running */
+  char *failure;        /* why the last start failed ("failed"), or NULL */
+  guint64 size;         /* from the last probe */
+  gboolean complete;    /* enough components to start */
 } VbDeviceStatus;
 
 void vb_device_status_free (VbDeviceStatus *status);
@@ -44,7 +44,7 @@ struct _VbDaemon {
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
   PolkitAuthority *authority;
 
-  GQueue ops;          /* VbOp*, one runs at a time */
+  GQueue ops; /* VbOp*, one runs at a time */
   gboolean op_running;
   gboolean quit_pending; /* SIGTERM arrived while an op ran */
   int exit_status;
@@ -54,9 +54,8 @@ struct _VbDaemon {
 /* vb-auth.c: the polkit check, first thing in every changing method. */
 typedef void (*VbAuthorizedFunc) (VbDaemon *daemon, GDBusMethodInvocation *invocation,
                                   gpointer user_data);
-void vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation,
-                    const char *action_id, const char *device_name,
-                    VbAuthorizedFunc authorized, gpointer user_data,
+void vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *action_id,
+                    const char *device_name, VbAuthorizedFunc authorized, gpointer user_data,
                     GDestroyNotify destroy);
 
 /* vb-reconciler.c */
@@ -80,8 +79,8 @@ typedef enum {
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   GPtrArray *touched, GError **error);
 void vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode,
-                       const char *hook_after_persist, VbOpDone done,
-                       gpointer user_data, GDestroyNotify destroy);
+                       const char *hook_after_persist, VbOpDone done, gpointer user_data,
+                       GDestroyNotify destroy);
 
 /* vb-objects.c: the D-Bus objects, rebuilt from desired + observed. */
 void vb_objects_sync (VbDaemon *daemon);

@@ -169,8 +169,8 @@ mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray
   if (users->len && !vb_options_get_bool (req->options, "recursive", FALSE))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "device '%s' is used by %s (stop those first, or use recursive)",
-                   req->name, users->str);
+                   "device '%s' is used by %s (stop those first, or use recursive)", req->name,
+                   users->str);
       return FALSE;
     }
   for (guint i = 0; order[i]; i++)
@@ -202,8 +202,8 @@ mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
       for (guint i = 0; order[i + 1]; i++)
         g_string_append_printf (users, "%s%s", i ? ", " : "", order[i]);
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "device '%s' is used by %s (delete those first, or use recursive)",
-                   req->name, users->str);
+                   "device '%s' is used by %s (delete those first, or use recursive)", req->name,
+                   users->str);
       return FALSE;
     }
   for (guint i = 0; order[i]; i++)
@@ -217,8 +217,8 @@ mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
 /* SetAttributes */
 
 static gboolean
-mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data,
-                       GPtrArray *touched, GError **error)
+mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                       GError **error)
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
@@ -258,8 +258,8 @@ mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data,
 /* AddComponent */
 
 static gboolean
-mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data,
-                      GPtrArray *touched, GError **error)
+mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                      GError **error)
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
@@ -276,7 +276,8 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data,
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s' is started: adding a component to a started device needs "
-                   "online reconfiguration, which driver '%s' does not have", d->name, d->driver);
+                   "online reconfiguration, which driver '%s' does not have",
+                   d->name, d->driver);
       return FALSE;
     }
   for (guint i = 0; i < d->components->len; i++)
@@ -319,13 +320,18 @@ typedef struct {
   const char *hook;
 } Method;
 
-static const Method method_start = { "org.vblk.start-stop", recursive_only, mutate_start, "start:after-persist" };
-static const Method method_stop = { "org.vblk.start-stop", recursive_only, mutate_stop, "stop:after-persist" };
-static const Method method_delete = { "org.vblk.delete", recursive_only, mutate_delete, "delete:after-persist" };
+static const Method method_start
+    = { "org.vblk.start-stop", recursive_only, mutate_start, "start:after-persist" };
+static const Method method_stop
+    = { "org.vblk.start-stop", recursive_only, mutate_stop, "stop:after-persist" };
+static const Method method_delete
+    = { "org.vblk.delete", recursive_only, mutate_delete, "delete:after-persist" };
 static const char *const no_options[] = { NULL };
-static const Method method_set = { "org.vblk.manage", no_options, mutate_set_attributes, "set:after-persist" };
+static const Method method_set
+    = { "org.vblk.manage", no_options, mutate_set_attributes, "set:after-persist" };
 static const char *const add_options[] = { "role:s", NULL };
-static const Method method_add = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
+static const Method method_add
+    = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
 
 typedef struct {
   const Method *method;
@@ -357,8 +363,8 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
 }
 
 static void
-dispatch (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *name,
-          GVariant *options, const Method *method, GVariant *attributes, const char *source)
+dispatch (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *name, GVariant *options,
+          const Method *method, GVariant *attributes, const char *source)
 {
   Pending *p = g_new0 (Pending, 1);
 
@@ -411,9 +417,9 @@ handle_add_component (VbDBusDevice *iface, GDBusMethodInvocation *inv, const cha
 static gboolean
 handle_not_supported (GDBusMethodInvocation *inv, const char *what)
 {
-  g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _("%s needs the engine drivers, which this version lacks"),
-                                         what);
+  g_dbus_method_invocation_return_error (
+      inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+      _ ("%s needs the engine drivers, which this version lacks"), what);
   return TRUE;
 }
 
@@ -454,8 +460,8 @@ static gboolean
 component_not_supported (GDBusMethodInvocation *inv)
 {
   g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _("component changes need a redundant driver; "
-                                           "this version has none"));
+                                         _ ("component changes need a redundant driver; "
+                                            "this version has none"));
   return TRUE;
 }
 

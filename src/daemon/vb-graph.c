@@ -85,8 +85,7 @@ vb_graph_new (const VbState *state)
   g_return_val_if_fail (state != NULL, NULL);
 
   graph = g_new0 (VbGraph, 1);
-  graph->nodes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-                                        (GDestroyNotify) node_free);
+  graph->nodes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) node_free);
   graph->names = g_ptr_array_new ();
 
   for (guint i = 0; i < state->devices->len; i++)
@@ -99,8 +98,7 @@ vb_graph_new (const VbState *state)
           const VbComponentConfig *c = d->components->pdata[j];
 
           if (g_str_has_prefix (c->source, VB_DEVICE_SOURCE_PREFIX))
-            add_edge (graph, d->name,
-                      c->source + strlen (VB_DEVICE_SOURCE_PREFIX));
+            add_edge (graph, d->name, c->source + strlen (VB_DEVICE_SOURCE_PREFIX));
         }
     }
 
@@ -134,8 +132,8 @@ typedef enum { WHITE, GREY, BLACK } Colour;
 /* Depth-first search along component edges; on the first edge back to a
  * node on the current path, leaves that path's cycle in @cycle. */
 static gboolean
-find_cycle (const VbGraph *graph, const VbGraphNode *node,
-            GHashTable *colour, GPtrArray *path, GPtrArray *cycle)
+find_cycle (const VbGraph *graph, const VbGraphNode *node, GHashTable *colour, GPtrArray *path,
+            GPtrArray *cycle)
 {
   g_hash_table_insert (colour, node->name, GINT_TO_POINTER (GREY));
   g_ptr_array_add (path, node->name);
@@ -154,9 +152,7 @@ find_cycle (const VbGraph *graph, const VbGraphNode *node,
             g_ptr_array_add (cycle, path->pdata[j]);
           return TRUE;
         }
-      if (c == WHITE
-          && find_cycle (graph, node_lookup (graph, next), colour, path,
-                         cycle))
+      if (c == WHITE && find_cycle (graph, node_lookup (graph, next), colour, path, cycle))
         return TRUE;
     }
   g_ptr_array_remove_index (path, path->len - 1);
@@ -206,8 +202,7 @@ vb_graph_check (const VbGraph *graph, GError **error)
           if (!node_lookup (graph, component)->exists)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                           "device '%s' uses " VB_DEVICE_SOURCE_PREFIX
-                           "%s, which does not exist",
+                           "device '%s' uses " VB_DEVICE_SOURCE_PREFIX "%s, which does not exist",
                            node->name, component);
               return FALSE;
             }
@@ -227,8 +222,7 @@ vb_graph_check (const VbGraph *graph, GError **error)
         {
           g_autofree char *text = cycle_to_string (cycle);
 
-          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE,
-                       "dependency cycle: %s", text);
+          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: %s", text);
           return FALSE;
         }
     }
@@ -279,16 +273,15 @@ edges_of (const VbGraphNode *node, gboolean towards_components)
 }
 
 static void
-collect_reachable (const VbGraph *graph, const VbGraphNode *node,
-                   gboolean towards_components, GHashTable *reached)
+collect_reachable (const VbGraph *graph, const VbGraphNode *node, gboolean towards_components,
+                   GHashTable *reached)
 {
   GPtrArray *next = edges_of (node, towards_components);
 
   if (!g_hash_table_add (reached, node->name))
     return;
   for (guint i = 0; i < next->len; i++)
-    collect_reachable (graph, node_lookup (graph, next->pdata[i]),
-                       towards_components, reached);
+    collect_reachable (graph, node_lookup (graph, next->pdata[i]), towards_components, reached);
 }
 
 /* Every node reachable from @name (following components, or dependents),
@@ -297,8 +290,7 @@ collect_reachable (const VbGraph *graph, const VbGraphNode *node,
  * vb_graph_check refuses) is broken at its smallest name rather than
  * leaving nodes out. */
 static char **
-order_from (const VbGraph *graph, const char *name,
-            gboolean towards_components)
+order_from (const VbGraph *graph, const char *name, gboolean towards_components)
 {
   const VbGraphNode *start = node_lookup (graph, name);
   g_autoptr (GHashTable) reached = NULL;
@@ -333,8 +325,7 @@ order_from (const VbGraph *graph, const char *name,
             continue;
           if (fallback == NULL)
             fallback = candidate;
-          needs = edges_of (node_lookup (graph, candidate),
-                            towards_components);
+          needs = edges_of (node_lookup (graph, candidate), towards_components);
           for (guint j = 0; j < needs->len && ready; j++)
             if (!g_hash_table_contains (done, needs->pdata[j]))
               ready = FALSE;
@@ -373,14 +364,13 @@ vb_graph_stop_order (const VbGraph *graph, const char *name)
 /* The components of @node as tree lines, two spaces deeper per level.
  * @path holds the names above, so that a cycle is shown once, not followed. */
 static void
-text_children (const VbGraph *graph, const VbGraphNode *node, guint depth,
-               GHashTable *path, GHashTable *printed, GString *out)
+text_children (const VbGraph *graph, const VbGraphNode *node, guint depth, GHashTable *path,
+               GHashTable *printed, GString *out)
 {
   g_hash_table_add (path, node->name);
   for (guint i = 0; i < node->components->len; i++)
     {
-      const VbGraphNode *child = node_lookup (graph,
-                                              node->components->pdata[i]);
+      const VbGraphNode *child = node_lookup (graph, node->components->pdata[i]);
       gboolean last = i + 1 == node->components->len;
       gboolean loops = g_hash_table_contains (path, child->name);
 
@@ -397,8 +387,7 @@ text_children (const VbGraph *graph, const VbGraphNode *node, guint depth,
 }
 
 static void
-text_tree (const VbGraph *graph, const VbGraphNode *root,
-           GHashTable *printed, GString *out)
+text_tree (const VbGraph *graph, const VbGraphNode *root, GHashTable *printed, GString *out)
 {
   g_autoptr (GHashTable) path = g_hash_table_new (g_str_hash, g_str_equal);
 

@@ -25,7 +25,8 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
     return FALSE;
   if (vb_state_lookup (candidate, req->name))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists", req->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists",
+                   req->name);
       return FALSE;
     }
   driver = vb_driver_lookup (req->driver);
@@ -63,8 +64,8 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
       for (guint j = 0; j < i; j++)
         if (strcmp (req->components[j], source) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "component '%s': given twice", source);
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
+                         source);
             return FALSE;
           }
       g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
@@ -100,8 +101,8 @@ create_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer
       vb_request_free (req);
       return;
     }
-  vb_daemon_submit (daemon, mutate_create, VB_OP_CHANGE, "create:after-persist", vb_request_done, req,
-                    (GDestroyNotify) vb_request_free);
+  vb_daemon_submit (daemon, mutate_create, VB_OP_CHANGE, "create:after-persist", vb_request_done,
+                    req, (GDestroyNotify) vb_request_free);
 }
 
 static gboolean
@@ -124,7 +125,7 @@ handle_apply (VbDBusManager *iface, GDBusMethodInvocation *invocation, const cha
               GVariant *options, VbDaemon *daemon)
 {
   g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _("Apply is not in this version; use CreateDevice"));
+                                         _ ("Apply is not in this version; use CreateDevice"));
   return TRUE;
 }
 
@@ -132,8 +133,9 @@ static gboolean
 handle_scan (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *options,
              VbDaemon *daemon)
 {
-  g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _("Scan needs on-component metadata, which this version lacks"));
+  g_dbus_method_invocation_return_error (
+      invocation, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+      _ ("Scan needs on-component metadata, which this version lacks"));
   return TRUE;
 }
 
@@ -180,7 +182,8 @@ vb_manager_export (VbDaemon *daemon)
   vb_dbus_manager_set_version (daemon->manager, VB_VERSION);
   vb_dbus_manager_set_drivers (daemon->manager, drivers_variant ());
   vb_dbus_manager_set_backends (daemon->manager, backends_variant ());
-  g_signal_connect (daemon->manager, "handle-create-device", G_CALLBACK (handle_create_device), daemon);
+  g_signal_connect (daemon->manager, "handle-create-device", G_CALLBACK (handle_create_device),
+                    daemon);
   g_signal_connect (daemon->manager, "handle-apply", G_CALLBACK (handle_apply), daemon);
   g_signal_connect (daemon->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
   vb_dbus_object_skeleton_set_manager (object, daemon->manager);

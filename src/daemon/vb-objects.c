@@ -67,8 +67,8 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
     {
       const VbComponentConfig *c = d->components->pdata[i];
       g_autofree char *path = vb_component_object_path (d->name, i);
-      g_autoptr (GDBusObject) existing = g_dbus_object_manager_get_object (
-        G_DBUS_OBJECT_MANAGER (daemon->object_manager), path);
+      g_autoptr (GDBusObject) existing
+          = g_dbus_object_manager_get_object (G_DBUS_OBJECT_MANAGER (daemon->object_manager), path);
       g_autoptr (VbDBusComponent) iface = NULL;
 
       if (existing)
@@ -169,8 +169,7 @@ vb_objects_sync (VbDaemon *daemon)
 }
 
 void
-vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device,
-                       GVariant *details)
+vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device, GVariant *details)
 {
   g_autofree char *path = device ? vb_device_object_path (device) : g_strdup ("/");
   GVariantBuilder empty;

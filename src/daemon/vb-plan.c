@@ -123,8 +123,7 @@ wants_running (const VbState *desired, const char *uuid)
 /* Stops: nodes no desired device owns first (their graph is gone), then
  * devices in the stop order of the state they were started from. */
 static void
-plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired,
-            GHashTable *running)
+plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GHashTable *running)
 {
   g_autoptr (GHashTable) planned = g_hash_table_new (g_str_hash, g_str_equal);
   const VbState *order_from = previous ? previous : desired;
@@ -139,7 +138,8 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired,
       const VbRunning *r = g_hash_table_lookup (running, uuids[i]);
       if (lookup_uuid (order_from, uuids[i]) == NULL && !wants_running (desired, uuids[i]))
         {
-          g_ptr_array_add (plan, step_new (VB_STEP_STOP, NULL, uuids[i], r->block_device, r->backend));
+          g_ptr_array_add (plan,
+                           step_new (VB_STEP_STOP, NULL, uuids[i], r->block_device, r->backend));
           g_hash_table_add (planned, uuids[i]);
         }
     }
@@ -155,9 +155,11 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired,
         {
           const VbDeviceConfig *o = vb_state_lookup (order_from, order[j]);
           const VbRunning *r = o ? g_hash_table_lookup (running, o->uuid) : NULL;
-          if (r == NULL || wants_running (desired, o->uuid) || g_hash_table_contains (planned, o->uuid))
+          if (r == NULL || wants_running (desired, o->uuid)
+              || g_hash_table_contains (planned, o->uuid))
             continue;
-          g_ptr_array_add (plan, step_new (VB_STEP_STOP, o->name, o->uuid, r->block_device, r->backend));
+          g_ptr_array_add (plan,
+                           step_new (VB_STEP_STOP, o->name, o->uuid, r->block_device, r->backend));
           g_hash_table_add (planned, o->uuid);
         }
     }
@@ -177,7 +179,8 @@ vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *ru
       const VbDeviceConfig *d = desired->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (running, d->uuid);
       if (d->started && r && r->attributes && !attributes_equal (r->attributes, d->attributes))
-        g_ptr_array_add (plan, step_new (VB_STEP_UPDATE, d->name, d->uuid, r->block_device, r->backend));
+        g_ptr_array_add (plan,
+                         step_new (VB_STEP_UPDATE, d->name, d->uuid, r->block_device, r->backend));
     }
 
   for (guint i = 0; i < desired->devices->len; i++)

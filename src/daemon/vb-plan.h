@@ -15,8 +15,7 @@ typedef struct {
   GHashTable *attributes; /* the attributes the running node was made with */
 } VbRunning;
 
-VbRunning *vb_running_new (const char *block_device, const char *backend,
-                           GHashTable *attributes);
+VbRunning *vb_running_new (const char *block_device, const char *backend, GHashTable *attributes);
 VbRunning *vb_running_copy (const VbRunning *running);
 void vb_running_free (VbRunning *running);
 
@@ -29,7 +28,7 @@ typedef enum {
 
 typedef struct {
   VbStepKind kind;
-  char *name;         /* device name; NULL for a node no desired device owns */
+  char *name; /* device name; NULL for a node no desired device owns */
   char *uuid;
   char *block_device; /* STOP, UPDATE */
   char *backend;      /* STOP, UPDATE: what runs it; START: requested */
@@ -38,8 +37,7 @@ typedef struct {
 void vb_step_free (VbStep *step);
 /* @previous may be NULL; it orders the stops of devices that @desired no
  * longer has. @running: uuid -> VbRunning*. */
-GPtrArray *vb_plan_compute (const VbState *previous, const VbState *desired,
-                            GHashTable *running);
+GPtrArray *vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *running);
 char *vb_plan_to_json (GPtrArray *plan);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbRunning, vb_running_free)

@@ -61,8 +61,7 @@ fail:
 static gboolean device_size (VbProbe *probe, const char *name, guint64 *size, GError **error);
 
 static gboolean
-probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *info,
-           GError **error)
+probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *info, GError **error)
 {
   g_autofree char *dep = NULL;
   VbSourceKind kind;
@@ -81,7 +80,8 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
 
     case VB_SOURCE_DEVICE:
       info->kind = VB_COMPONENT_KIND_DEVICE;
-      *path = g_strdup (probe->block_devices ? g_hash_table_lookup (probe->block_devices, dep) : NULL);
+      *path = g_strdup (probe->block_devices ? g_hash_table_lookup (probe->block_devices, dep)
+                                             : NULL);
       return device_size (probe, dep, &info->size, error);
 
     case VB_SOURCE_PATH:
@@ -147,8 +147,8 @@ vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_c
   if (driver == NULL)
     {
       g_autofree char *known = vb_drivers_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "driver '%s': unknown (known: %s)", config->driver, known);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "driver '%s': unknown (known: %s)",
+                   config->driver, known);
       return FALSE;
     }
   attributes = vb_driver_resolve_attributes (driver, NULL, config->attributes, error);
@@ -182,8 +182,8 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
     }
   if (config == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                   "component 'vblk:%s': no device named '%s'", name, name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component 'vblk:%s': no device named '%s'",
+                   name, name);
       return FALSE;
     }
   if (probe->depth >= PROBE_MAX_DEPTH)
@@ -232,7 +232,7 @@ window_range (const VbDeviceConfig *config, guint64 *start, guint64 *end)
   size = g_hash_table_lookup (config->attributes, "size");
   *start = offset ? g_ascii_strtoull (offset, NULL, 10) : 0;
   *end = size && g_ascii_strtoull (size, NULL, 10) ? *start + g_ascii_strtoull (size, NULL, 10)
-                                                    : G_MAXUINT64;
+                                                   : G_MAXUINT64;
   return TRUE;
 }
 
@@ -272,13 +272,15 @@ mounted_on (dev_t rdev)
       part = g_strdup_printf ("/sys/dev/block/%u:%u/partition", major (devno), minor (devno));
       if (access (part, F_OK) == 0)
         {
-          g_autofree char *link = g_strdup_printf ("/sys/dev/block/%u:%u", major (devno), minor (devno));
+          g_autofree char *link
+              = g_strdup_printf ("/sys/dev/block/%u:%u", major (devno), minor (devno));
           g_autofree char *resolved = realpath (link, NULL);
           g_autofree char *parent = resolved ? g_path_get_dirname (resolved) : NULL;
           g_autofree char *dev_file = parent ? g_build_filename (parent, "dev", NULL) : NULL;
           g_autofree char *text = NULL;
           g_autofree char *want = g_strdup_printf ("%u:%u\n", major (rdev), minor (rdev));
-          if (dev_file && g_file_get_contents (dev_file, &text, NULL, NULL) && strcmp (text, want) == 0)
+          if (dev_file && g_file_get_contents (dev_file, &text, NULL, NULL)
+              && strcmp (text, want) == 0)
             target = g_strdup (mnt_fs_get_target (fs));
         }
     }
@@ -299,8 +301,8 @@ block_in_use (const char *source, const char *path, GError **error)
   target = mounted_on (st.st_rdev);
   if (target)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                   "component '%s' is mounted on %s", source, target);
+      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA, "component '%s' is mounted on %s",
+                   source, target);
       return FALSE;
     }
   /* O_EXCL on a block device fails while a filesystem, md or dm holds it;
@@ -308,9 +310,10 @@ block_in_use (const char *source, const char *path, GError **error)
   fd = open (path, O_RDONLY | O_EXCL | O_CLOEXEC);
   if (fd < 0 && errno == EBUSY)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                   "component '%s' is in use (held open exclusively, e.g. by a filesystem or array)",
-                   source);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+          "component '%s' is in use (held open exclusively, e.g. by a filesystem or array)",
+          source);
       return FALSE;
     }
   if (fd >= 0)

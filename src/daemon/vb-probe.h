@@ -21,15 +21,14 @@ void vb_probe_clear (VbProbe *probe);
 
 /* Every component of @config: its resolved path (NULL for an unstarted
  * vblk:NAME) and facts. */
-gboolean vb_probe_components (VbProbe *probe, const VbDeviceConfig *config,
-                              GPtrArray **paths, GArray **infos, GError **error);
+gboolean vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths,
+                              GArray **infos, GError **error);
 
 /* Driver checks of @config against its probed components; with
  * @need_complete FALSE a device may still lack components (configuring).
  * Sets *@size and *@complete. */
-gboolean vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config,
-                            gboolean need_complete, guint64 *size, gboolean *complete,
-                            GError **error);
+gboolean vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_complete,
+                            guint64 *size, gboolean *complete, GError **error);
 
 /* Refuses a component another device of the state already uses (Busy),
  * unless both are windows on disjoint ranges, and a block device that is

@@ -15,13 +15,13 @@ struct _VbOp {
   VbState *previous;  /* desired when the op began */
   VbState *candidate; /* becomes the desired state */
   VbMutateFunc mutate;
-  GPtrArray *touched;   /* names the request changes: checked, rolled back on failure */
+  GPtrArray *touched; /* names the request changes: checked, rolled back on failure */
   VbOpMode mode;
-  gboolean applied;     /* passed the checks and was saved */
+  gboolean applied; /* passed the checks and was saved */
   char *hook_after_persist;
-  GHashTable *running;  /* uuid -> VbRunning*, a copy the worker updates */
-  GHashTable *status;   /* name -> VbDeviceStatus*, computed by the worker */
-  GPtrArray *events;    /* "kind\nname" */
+  GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
+  GHashTable *status;  /* name -> VbDeviceStatus*, computed by the worker */
+  GPtrArray *events;   /* "kind\nname" */
   GError *error;
   VbOpDone done;
   gpointer user_data;
@@ -54,8 +54,8 @@ op_free (VbOp *op)
 static GHashTable *
 running_copy (GHashTable *running)
 {
-  GHashTable *copy = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                            (GDestroyNotify) vb_running_free);
+  GHashTable *copy
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   GHashTableIter iter;
   gpointer k, v;
 
@@ -131,8 +131,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   for (guint i = 0; i < paths->len; i++)
     if (paths->pdata[i] == NULL)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "component '%s': that device is not started",
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
@@ -194,8 +193,8 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
     return FALSE;
   if (backend == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'",
-                   step->block_device, step->backend);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'", step->block_device,
+                   step->backend);
       return FALSE;
     }
   return backend->stop (step->block_device, step->uuid, error);
@@ -248,8 +247,7 @@ execute_plan (VbOp *op)
 
       switch (step->kind)
         {
-        case VB_STEP_START:
-          {
+          case VB_STEP_START: {
             g_autofree char *node = NULL;
             const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
             g_autoptr (VbGraph) graph = vb_graph_new (op->candidate);
@@ -272,8 +270,9 @@ execute_plan (VbOp *op)
             {
               VbRunning *r = g_hash_table_lookup (op->running, step->uuid);
               const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
-              g_hash_table_replace (op->running, g_strdup (step->uuid),
-                                    vb_running_new (r->block_device, r->backend, config->attributes));
+              g_hash_table_replace (
+                  op->running, g_strdup (step->uuid),
+                  vb_running_new (r->block_device, r->backend, config->attributes));
               add_event (op, "reconfigured", step->name);
             }
           break;
@@ -283,7 +282,8 @@ execute_plan (VbOp *op)
               g_hash_table_remove (op->running, step->uuid);
               add_event (op, "device-disappeared", step->name);
               vb_test_hook (vb_state_lookup (op->candidate, step->name ? step->name : "")
-                            ? "stop:after-teardown" : "delete:after-teardown");
+                                ? "stop:after-teardown"
+                                : "delete:after-teardown");
             }
           break;
         }
@@ -362,8 +362,8 @@ note_vanished (VbOp *op, GHashTable *before_scan)
       if (before == NULL || g_hash_table_contains (op->running, d->uuid))
         continue;
       st = g_new0 (VbDeviceStatus, 1);
-      st->failure = g_strdup_printf ("block node %s vanished (removed outside vblk)",
-                                     before->block_device);
+      st->failure
+          = g_strdup_printf ("block node %s vanished (removed outside vblk)", before->block_device);
       g_hash_table_insert (op->status, g_strdup (d->name), st);
       g_warning ("vblk: %s: %s", d->name, st->failure);
       add_event (op, "device-disappeared", d->name);
@@ -393,7 +393,8 @@ scan_running (VbOp *op)
           const VbBackendInstance *inst = found->pdata[i];
           const VbDeviceConfig *d = NULL;
           for (guint j = 0; j < op->candidate->devices->len && d == NULL; j++)
-            if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid) == 0)
+            if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid)
+                == 0)
               d = op->candidate->devices->pdata[j];
           if (d)
             g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
@@ -401,9 +402,9 @@ scan_running (VbOp *op)
           else
             g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
                        inst->block_device, inst->uuid);
-          g_hash_table_replace (op->running, g_strdup (inst->uuid),
-                                vb_running_new (inst->block_device, (*b)->name,
-                                                d ? d->attributes : NULL));
+          g_hash_table_replace (
+              op->running, g_strdup (inst->uuid),
+              vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL));
         }
     }
 }
@@ -563,7 +564,8 @@ vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode,
   op->touched = g_ptr_array_new_with_free_func (g_free);
   op->mode = mode;
   op->hook_after_persist = g_strdup (hook_after_persist);
-  op->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_device_status_free);
+  op->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                      (GDestroyNotify) vb_device_status_free);
   op->events = g_ptr_array_new_with_free_func (g_free);
   op->done = done;
   op->user_data = user_data;

@@ -7,13 +7,13 @@ G_BEGIN_DECLS
 
 typedef struct {
   GDBusMethodInvocation *invocation;
-  char *name;            /* device the request is about */
-  GVariant *options;     /* a{sv} */
+  char *name;        /* device the request is about */
+  GVariant *options; /* a{sv} */
   GHashTable *attributes;
   char *driver;
   char **components;
   char *source;
-  char *result_path;     /* object path returned on success, or NULL */
+  char *result_path; /* object path returned on success, or NULL */
 } VbRequest;
 
 VbRequest *vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options);

@@ -19,8 +19,7 @@
 /* Data structures                                                      */
 
 VbComponentConfig *
-vb_component_config_new (const char *source, const char *role,
-                         const char *uuid)
+vb_component_config_new (const char *source, const char *role, const char *uuid)
 {
   VbComponentConfig *c = g_new0 (VbComponentConfig, 1);
 
@@ -50,8 +49,7 @@ vb_component_config_free (VbComponentConfig *c)
 }
 
 VbDeviceConfig *
-vb_device_config_new (const char *name, const char *uuid, const char *driver,
-                      const char *backend)
+vb_device_config_new (const char *name, const char *uuid, const char *driver, const char *backend)
 {
   VbDeviceConfig *d = g_new0 (VbDeviceConfig, 1);
 
@@ -59,10 +57,8 @@ vb_device_config_new (const char *name, const char *uuid, const char *driver,
   d->uuid = g_strdup (uuid);
   d->driver = g_strdup (driver);
   d->backend = g_strdup (backend != NULL ? backend : "auto");
-  d->attributes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                         g_free);
-  d->components = g_ptr_array_new_with_free_func (
-      (GDestroyNotify) vb_component_config_free);
+  d->attributes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  d->components = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_component_config_free);
   d->exports = g_ptr_array_new_with_free_func (g_free);
   d->autostart = TRUE;
   d->started = FALSE;
@@ -83,8 +79,7 @@ vb_device_config_copy (const VbDeviceConfig *d)
   while (g_hash_table_iter_next (&iter, &key, &value))
     g_hash_table_insert (copy->attributes, g_strdup (key), g_strdup (value));
   for (guint i = 0; i < d->components->len; i++)
-    g_ptr_array_add (copy->components,
-                     vb_component_config_copy (d->components->pdata[i]));
+    g_ptr_array_add (copy->components, vb_component_config_copy (d->components->pdata[i]));
   for (guint i = 0; i < d->exports->len; i++)
     g_ptr_array_add (copy->exports, g_strdup (d->exports->pdata[i]));
   copy->autostart = d->autostart;
@@ -133,25 +128,20 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
 {
   g_return_val_if_fail (a != NULL && b != NULL, FALSE);
 
-  if (g_strcmp0 (a->name, b->name) != 0
-      || g_strcmp0 (a->uuid, b->uuid) != 0
-      || g_strcmp0 (a->driver, b->driver) != 0
-      || g_strcmp0 (a->backend, b->backend) != 0
-      || !a->autostart != !b->autostart
-      || !a->started != !b->started)
+  if (g_strcmp0 (a->name, b->name) != 0 || g_strcmp0 (a->uuid, b->uuid) != 0
+      || g_strcmp0 (a->driver, b->driver) != 0 || g_strcmp0 (a->backend, b->backend) != 0
+      || !a->autostart != !b->autostart || !a->started != !b->started)
     return FALSE;
   if (!attributes_equal (a->attributes, b->attributes))
     return FALSE;
-  if (a->components->len != b->components->len
-      || a->exports->len != b->exports->len)
+  if (a->components->len != b->components->len || a->exports->len != b->exports->len)
     return FALSE;
   for (guint i = 0; i < a->components->len; i++)
     {
       const VbComponentConfig *ca = a->components->pdata[i];
       const VbComponentConfig *cb = b->components->pdata[i];
 
-      if (g_strcmp0 (ca->source, cb->source) != 0
-          || g_strcmp0 (ca->role, cb->role) != 0
+      if (g_strcmp0 (ca->source, cb->source) != 0 || g_strcmp0 (ca->role, cb->role) != 0
           || g_strcmp0 (ca->uuid, cb->uuid) != 0)
         return FALSE;
     }
@@ -166,8 +156,7 @@ vb_state_new (void)
 {
   VbState *state = g_new0 (VbState, 1);
 
-  state->devices = g_ptr_array_new_with_free_func (
-      (GDestroyNotify) vb_device_config_free);
+  state->devices = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_device_config_free);
   return state;
 }
 
@@ -180,8 +169,7 @@ vb_state_copy (const VbState *state)
 
   copy = vb_state_new ();
   for (guint i = 0; i < state->devices->len; i++)
-    g_ptr_array_add (copy->devices,
-                     vb_device_config_copy (state->devices->pdata[i]));
+    g_ptr_array_add (copy->devices, vb_device_config_copy (state->devices->pdata[i]));
   return copy;
 }
 
@@ -222,9 +210,9 @@ vb_state_lookup (const VbState *state, const char *name)
 /* Parsing                                                              */
 
 /* Sets a schema error at @path ("devices[2].driver"; "" is the top level). */
-G_GNUC_PRINTF (4, 5) static void
-schema_error (GError **error, const char *origin, const char *path,
-              const char *format, ...)
+G_GNUC_PRINTF (4, 5)
+static void schema_error (GError **error, const char *origin, const char *path, const char *format,
+                          ...)
 {
   g_autofree char *msg = NULL;
   va_list args;
@@ -233,11 +221,9 @@ schema_error (GError **error, const char *origin, const char *path,
   msg = g_strdup_vprintf (format, args);
   va_end (args);
   if (*path != '\0')
-    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: %s: %s",
-                 origin, path, msg);
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: %s: %s", origin, path, msg);
   else
-    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: %s",
-                 origin, msg);
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: %s", origin, msg);
 }
 
 /* "devices[0]" + "driver" -> "devices[0].driver"; keys that are not plain
@@ -260,8 +246,8 @@ path_member (const char *path, const char *key)
 }
 
 static gboolean
-check_known_keys (JsonObject *object, const char *const *known,
-                  const char *origin, const char *path, GError **error)
+check_known_keys (JsonObject *object, const char *const *known, const char *origin,
+                  const char *path, GError **error)
 {
   g_autoptr (GList) members = json_object_get_members (object);
 
@@ -278,8 +264,8 @@ check_known_keys (JsonObject *object, const char *const *known,
 }
 
 static gboolean
-expect_object (JsonNode *node, const char *origin, const char *path,
-               JsonObject **object, GError **error)
+expect_object (JsonNode *node, const char *origin, const char *path, JsonObject **object,
+               GError **error)
 {
   if (!JSON_NODE_HOLDS_OBJECT (node))
     {
@@ -291,8 +277,8 @@ expect_object (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-expect_array (JsonNode *node, const char *origin, const char *path,
-              JsonArray **array, GError **error)
+expect_array (JsonNode *node, const char *origin, const char *path, JsonArray **array,
+              GError **error)
 {
   if (!JSON_NODE_HOLDS_ARRAY (node))
     {
@@ -304,11 +290,10 @@ expect_array (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-expect_string (JsonNode *node, const char *origin, const char *path,
-               gboolean non_empty, const char **value, GError **error)
+expect_string (JsonNode *node, const char *origin, const char *path, gboolean non_empty,
+               const char **value, GError **error)
 {
-  if (!JSON_NODE_HOLDS_VALUE (node)
-      || json_node_get_value_type (node) != G_TYPE_STRING)
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
     {
       schema_error (error, origin, path, "expected a string");
       return FALSE;
@@ -323,11 +308,10 @@ expect_string (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-expect_boolean (JsonNode *node, const char *origin, const char *path,
-                gboolean *value, GError **error)
+expect_boolean (JsonNode *node, const char *origin, const char *path, gboolean *value,
+                GError **error)
 {
-  if (!JSON_NODE_HOLDS_VALUE (node)
-      || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
     {
       schema_error (error, origin, path, "expected true or false");
       return FALSE;
@@ -338,8 +322,8 @@ expect_boolean (JsonNode *node, const char *origin, const char *path,
 
 /* A required member: missing is an error at @path.@key. */
 static JsonNode *
-require_member (JsonObject *object, const char *key, const char *origin,
-                const char *path, GError **error)
+require_member (JsonObject *object, const char *key, const char *origin, const char *path,
+                GError **error)
 {
   JsonNode *node = json_object_get_member (object, key);
 
@@ -352,20 +336,18 @@ require_member (JsonObject *object, const char *key, const char *origin,
 }
 
 static gboolean
-parse_required_string (JsonObject *object, const char *key,
-                       const char *origin, const char *path,
+parse_required_string (JsonObject *object, const char *key, const char *origin, const char *path,
                        const char **value, GError **error)
 {
   g_autofree char *member = path_member (path, key);
   JsonNode *node = require_member (object, key, origin, path, error);
 
-  return node != NULL
-         && expect_string (node, origin, member, TRUE, value, error);
+  return node != NULL && expect_string (node, origin, member, TRUE, value, error);
 }
 
 static gboolean
-parse_uuid (JsonObject *object, const char *origin, const char *path,
-            const char **value, GError **error)
+parse_uuid (JsonObject *object, const char *origin, const char *path, const char **value,
+            GError **error)
 {
   g_autofree char *member = path_member (path, "uuid");
 
@@ -374,8 +356,7 @@ parse_uuid (JsonObject *object, const char *origin, const char *path,
   if (!vb_uuid_is_valid (*value))
     {
       g_autofree char *escaped = g_strescape (*value, NULL);
-      schema_error (error, origin, member, "'%s' is not a valid UUID",
-                    escaped);
+      schema_error (error, origin, member, "'%s' is not a valid UUID", escaped);
       return FALSE;
     }
   return TRUE;
@@ -398,8 +379,7 @@ role_is_valid (const char *role)
 }
 
 static VbComponentConfig *
-parse_component (JsonNode *node, const char *origin, const char *path,
-                 GError **error)
+parse_component (JsonNode *node, const char *origin, const char *path, GError **error)
 {
   static const char *const known[] = { "source", "role", "uuid", NULL };
   JsonObject *object;
@@ -407,16 +387,14 @@ parse_component (JsonNode *node, const char *origin, const char *path,
 
   if (!expect_object (node, origin, path, &object, error)
       || !check_known_keys (object, known, origin, path, error)
-      || !parse_required_string (object, "source", origin, path, &source,
-                                 error)
+      || !parse_required_string (object, "source", origin, path, &source, error)
       || !parse_required_string (object, "role", origin, path, &role, error))
     return NULL;
   if (!role_is_valid (role))
     {
       g_autofree char *member = path_member (path, "role");
       g_autofree char *escaped = g_strescape (role, NULL);
-      schema_error (error, origin, member,
-                    "'%s' is not a slot number or \"spare\"", escaped);
+      schema_error (error, origin, member, "'%s' is not a slot number or \"spare\"", escaped);
       return NULL;
     }
   if (!parse_uuid (object, origin, path, &uuid, error))
@@ -425,16 +403,15 @@ parse_component (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-parse_attributes (JsonNode *node, const char *origin, const char *path,
-                  GHashTable *attributes, GError **error)
+parse_attributes (JsonNode *node, const char *origin, const char *path, GHashTable *attributes,
+                  GError **error)
 {
   JsonObject *object;
   g_autoptr (GList) members = NULL;
 
   if (!expect_object (node, origin, path, &object, error))
     return FALSE;
-  members = g_list_sort (json_object_get_members (object),
-                         (GCompareFunc) g_strcmp0);
+  members = g_list_sort (json_object_get_members (object), (GCompareFunc) g_strcmp0);
   for (GList *l = members; l; l = l->next)
     {
       const char *key = l->data;
@@ -446,8 +423,8 @@ parse_attributes (JsonNode *node, const char *origin, const char *path,
           schema_error (error, origin, path, "empty attribute name");
           return FALSE;
         }
-      if (!expect_string (json_object_get_member (object, key), origin,
-                          member, FALSE, &value, error))
+      if (!expect_string (json_object_get_member (object, key), origin, member, FALSE, &value,
+                          error))
         return FALSE;
       g_hash_table_insert (attributes, g_strdup (key), g_strdup (value));
     }
@@ -455,8 +432,8 @@ parse_attributes (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-parse_components (JsonNode *node, const char *origin, const char *path,
-                  GPtrArray *components, GError **error)
+parse_components (JsonNode *node, const char *origin, const char *path, GPtrArray *components,
+                  GError **error)
 {
   g_autoptr (GHashTable) sources = g_hash_table_new (g_str_hash, g_str_equal);
   JsonArray *array;
@@ -469,16 +446,14 @@ parse_components (JsonNode *node, const char *origin, const char *path,
       VbComponentConfig *c;
       gpointer first;
 
-      c = parse_component (json_array_get_element (array, i), origin, item,
-                           error);
+      c = parse_component (json_array_get_element (array, i), origin, item, error);
       if (c == NULL)
         return FALSE;
       g_ptr_array_add (components, c);
       if (g_hash_table_lookup_extended (sources, c->source, NULL, &first))
         {
           g_autofree char *member = path_member (item, "source");
-          schema_error (error, origin, member,
-                        "duplicate source '%s' (also %s[%u])", c->source,
+          schema_error (error, origin, member, "duplicate source '%s' (also %s[%u])", c->source,
                         path, GPOINTER_TO_UINT (first));
           return FALSE;
         }
@@ -488,8 +463,8 @@ parse_components (JsonNode *node, const char *origin, const char *path,
 }
 
 static gboolean
-parse_exports (JsonNode *node, const char *origin, const char *path,
-               GPtrArray *exports, GError **error)
+parse_exports (JsonNode *node, const char *origin, const char *path, GPtrArray *exports,
+               GError **error)
 {
   JsonArray *array;
 
@@ -500,8 +475,7 @@ parse_exports (JsonNode *node, const char *origin, const char *path,
       g_autofree char *item = g_strdup_printf ("%s[%u]", path, i);
       const char *value;
 
-      if (!expect_string (json_array_get_element (array, i), origin, item,
-                          TRUE, &value, error))
+      if (!expect_string (json_array_get_element (array, i), origin, item, TRUE, &value, error))
         return FALSE;
       g_ptr_array_add (exports, g_strdup (value));
     }
@@ -509,13 +483,11 @@ parse_exports (JsonNode *node, const char *origin, const char *path,
 }
 
 static VbDeviceConfig *
-parse_device (JsonNode *node, const char *origin, const char *path,
-              GError **error)
+parse_device (JsonNode *node, const char *origin, const char *path, GError **error)
 {
-  static const char *const known[] = {
-    "name", "uuid", "driver", "backend", "attributes", "components",
-    "exports", "autostart", "started", NULL
-  };
+  static const char *const known[]
+      = { "name",       "uuid",    "driver",    "backend", "attributes",
+          "components", "exports", "autostart", "started", NULL };
   g_autoptr (VbDeviceConfig) d = NULL;
   g_autofree char *name_path = path_member (path, "name");
   JsonObject *object;
@@ -534,8 +506,7 @@ parse_device (JsonNode *node, const char *origin, const char *path,
       return NULL;
     }
   if (!parse_uuid (object, origin, path, &uuid, error)
-      || !parse_required_string (object, "driver", origin, path, &driver,
-                                 error))
+      || !parse_required_string (object, "driver", origin, path, &driver, error))
     return NULL;
   if ((member = json_object_get_member (object, "backend")) != NULL)
     {
@@ -587,8 +558,7 @@ parse_version (JsonObject *root, const char *origin, GError **error)
 
   if (node == NULL)
     return FALSE;
-  if (!JSON_NODE_HOLDS_VALUE (node)
-      || json_node_get_value_type (node) != G_TYPE_INT64)
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
     {
       schema_error (error, origin, "version", "expected an integer");
       return FALSE;
@@ -597,8 +567,8 @@ parse_version (JsonObject *root, const char *origin, GError **error)
   if (version != VB_STATE_VERSION)
     {
       schema_error (error, origin, "version",
-                    "unsupported version %" G_GINT64_FORMAT " (expected %d)",
-                    version, VB_STATE_VERSION);
+                    "unsupported version %" G_GINT64_FORMAT " (expected %d)", version,
+                    VB_STATE_VERSION);
       return FALSE;
     }
   return TRUE;
@@ -610,9 +580,7 @@ parse_state (JsonNode *root, const char *origin, GError **error)
   static const char *const known[] = { "version", "devices", NULL };
   g_autoptr (VbState) state = vb_state_new ();
   g_autoptr (GHashTable) names = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr (GHashTable) uuids = g_hash_table_new_full (g_str_hash,
-                                                       g_str_equal, g_free,
-                                                       NULL);
+  g_autoptr (GHashTable) uuids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   JsonObject *object;
   JsonArray *devices;
   JsonNode *node;
@@ -638,16 +606,14 @@ parse_state (JsonNode *root, const char *origin, GError **error)
       VbDeviceConfig *d;
       gpointer first;
 
-      d = parse_device (json_array_get_element (devices, i), origin, path,
-                        error);
+      d = parse_device (json_array_get_element (devices, i), origin, path, error);
       if (d == NULL)
         return NULL;
       g_ptr_array_add (state->devices, d);
       if (g_hash_table_lookup_extended (names, d->name, NULL, &first))
         {
           g_autofree char *member = path_member (path, "name");
-          schema_error (error, origin, member,
-                        "duplicate device name '%s' (also devices[%u])",
+          schema_error (error, origin, member, "duplicate device name '%s' (also devices[%u])",
                         d->name, GPOINTER_TO_UINT (first));
           return NULL;
         }
@@ -658,13 +624,11 @@ parse_state (JsonNode *root, const char *origin, GError **error)
         if (g_hash_table_lookup_extended (uuids, lower, NULL, &first))
           {
             g_autofree char *member = path_member (path, "uuid");
-            schema_error (error, origin, member,
-                          "duplicate device UUID '%s' (also devices[%u])",
+            schema_error (error, origin, member, "duplicate device UUID '%s' (also devices[%u])",
                           d->uuid, GPOINTER_TO_UINT (first));
             return NULL;
           }
-        g_hash_table_insert (uuids, g_steal_pointer (&lower),
-                             GUINT_TO_POINTER (i));
+        g_hash_table_insert (uuids, g_steal_pointer (&lower), GUINT_TO_POINTER (i));
       }
     }
   return g_steal_pointer (&state);
@@ -697,8 +661,8 @@ typedef struct {
 } DuplicateCheck;
 
 static void
-on_object_member (JsonParser *parser, JsonObject *object,
-                  const char *member_name, gpointer user_data)
+on_object_member (JsonParser *parser, JsonObject *object, const char *member_name,
+                  gpointer user_data)
 {
   DuplicateCheck *check = user_data;
   GHashTable *names;
@@ -720,8 +684,7 @@ on_object_member (JsonParser *parser, JsonObject *object,
 }
 
 VbState *
-vb_state_from_json (const char *text, gssize length, const char *origin,
-                    GError **error)
+vb_state_from_json (const char *text, gssize length, const char *origin, GError **error)
 {
   g_autoptr (JsonParser) parser = NULL;
   g_autoptr (GError) local = NULL;
@@ -745,18 +708,15 @@ vb_state_from_json (const char *text, gssize length, const char *origin,
       guint line, col;
 
       text_position (text, end, &line, &col);
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s:%u:%u: %s", origin, line, col,
-                   *end == '\0' ? "NUL byte in the text"
-                                : "invalid UTF-8");
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%u:%u: %s", origin, line, col,
+                   *end == '\0' ? "NUL byte in the text" : "invalid UTF-8");
       return NULL;
     }
 
   parser = json_parser_new_immutable ();
   check.seen = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
                                       (GDestroyNotify) g_hash_table_unref);
-  g_signal_connect (parser, "object-member", G_CALLBACK (on_object_member),
-                    &check);
+  g_signal_connect (parser, "object-member", G_CALLBACK (on_object_member), &check);
   ok = json_parser_load_from_data (parser, text, (gssize) len, &local);
   g_signal_handlers_disconnect_by_data (parser, &check);
   g_clear_pointer (&check.seen, g_hash_table_unref);
@@ -768,8 +728,7 @@ vb_state_from_json (const char *text, gssize length, const char *origin,
 
       if (g_str_has_prefix (msg, "<data>:"))
         msg += strlen ("<data>:");
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%s",
-                   origin, msg);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%s", origin, msg);
       g_free (check.key);
       return NULL;
     }
@@ -777,16 +736,15 @@ vb_state_from_json (const char *text, gssize length, const char *origin,
     {
       g_autofree char *escaped = g_strescape (check.key, NULL);
 
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s:%u:%u: duplicate key '%s'", origin, check.line,
-                   check.col, escaped);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%u:%u: duplicate key '%s'",
+                   origin, check.line, check.col, escaped);
       g_free (check.key);
       return NULL;
     }
   if (json_parser_get_root (parser) == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s: empty, expected a JSON object", origin);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: empty, expected a JSON object",
+                   origin);
       return NULL;
     }
 
@@ -814,15 +772,13 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d)
 
   json_builder_set_member_name (b, "attributes");
   json_builder_begin_object (b);
-  keys = g_list_sort (g_hash_table_get_keys (d->attributes),
-                      (GCompareFunc) g_strcmp0);
+  keys = g_list_sort (g_hash_table_get_keys (d->attributes), (GCompareFunc) g_strcmp0);
   for (GList *l = keys; l; l = l->next)
     {
       const char *key = l->data;
 
       json_builder_set_member_name (b, key);
-      json_builder_add_string_value (b, g_hash_table_lookup (d->attributes,
-                                                             key));
+      json_builder_add_string_value (b, g_hash_table_lookup (d->attributes, key));
     }
   json_builder_end_object (b);
 
@@ -901,8 +857,7 @@ vb_state_load (const char *path, GError **error)
     {
       if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
         return vb_state_new ();
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path,
-                   local->message);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path, local->message);
       return NULL;
     }
   return vb_state_from_json (text, (gssize) length, path, error);
@@ -917,8 +872,7 @@ fsync_directory (const char *dir, GError **error)
     {
       int saved = errno;
 
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", dir,
-                   g_strerror (saved));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", dir, g_strerror (saved));
       return FALSE;
     }
   if (fsync (fd) < 0)
@@ -926,8 +880,7 @@ fsync_directory (const char *dir, GError **error)
       int saved = errno;
 
       close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: fsync: %s", dir,
-                   g_strerror (saved));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: fsync: %s", dir, g_strerror (saved));
       return FALSE;
     }
   close (fd);
@@ -948,12 +901,10 @@ vb_state_save (const VbState *state, const char *path, GError **error)
   text = vb_state_to_json (state);
   /* CONSISTENT|DURABLE: temp file in the same directory, fsync, rename. */
   if (!g_file_set_contents_full (path, text, -1,
-                                 G_FILE_SET_CONTENTS_CONSISTENT
-                                     | G_FILE_SET_CONTENTS_DURABLE,
-                                 0600, &local))
+                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0600,
+                                 &local))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path,
-                   local->message);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path, local->message);
       return FALSE;
     }
   /* Not every GLib version fsyncs the directory after the rename; doing it

@@ -32,15 +32,14 @@ typedef struct {
   GPtrArray *devices; /* VbDeviceConfig*, in creation order */
 } VbState;
 
-VbComponentConfig *vb_component_config_new (const char *source, const char *role,
-                                            const char *uuid);
+VbComponentConfig *vb_component_config_new (const char *source, const char *role, const char *uuid);
 VbComponentConfig *vb_component_config_copy (const VbComponentConfig *c);
 void vb_component_config_free (VbComponentConfig *c);
 
 /* New device config: empty attributes/components/exports, autostart TRUE,
  * started FALSE. */
-VbDeviceConfig *vb_device_config_new (const char *name, const char *uuid,
-                                      const char *driver, const char *backend);
+VbDeviceConfig *vb_device_config_new (const char *name, const char *uuid, const char *driver,
+                                      const char *backend);
 VbDeviceConfig *vb_device_config_copy (const VbDeviceConfig *d);
 void vb_device_config_free (VbDeviceConfig *d);
 /* Field-by-field equality (attributes compared as maps). */
@@ -61,8 +60,7 @@ gint vb_state_index_of (const VbState *state, const char *name);
  * device names or UUIDs, no duplicate component sources in one device.
  * Missing optional keys take defaults (backend "auto", attributes {},
  * components [], exports [], autostart true, started false). */
-VbState *vb_state_from_json (const char *text, gssize length,
-                             const char *origin, GError **error);
+VbState *vb_state_from_json (const char *text, gssize length, const char *origin, GError **error);
 /* Pretty-printed JSON, keys in a stable order, ends with a newline. */
 char *vb_state_to_json (const VbState *state);
 

@@ -111,6 +111,25 @@ vbmgr set a sector_size=4096
 vb_assert_eq "$a_bd" "$(vb_blockdev_of a)" "block node of a after sector size change"
 vb_assert_eq 4096 "$(blockdev --getss "$a_bd")" "logical sector size of a"
 
+vb_log "bad options from a D-Bus caller that is not vbmgr"
+vb_snapshot
+# gdbus prints "GDBus.Error:org.vblk.VBlk1.Error.X: msg"; vb_expect_fail wants ": X:"
+mgr() {
+  local out rc=0
+  out=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/Manager \
+          --method org.vblk.VBlk1.Manager.CreateDevice "$@" 2>&1) || rc=$?
+  [ "$rc" -eq 0 ] || { sed -E 's/.*org\.vblk\.VBlk1\.Error\.([A-Za-z]+): /gdbus: \1: /' <<< "$out" >&2; return 1; }
+  echo "$out"
+}
+refuse InvalidArgument mgr b file "{}" "['$T/b.img']" "{'start': <'yes'>}"
+vb_assert_contains "$VB_ERR" "option 'start': expected type 'b', got 's'" "option type message"
+refuse InvalidArgument mgr b file "{}" "['$T/b.img']" "{'colour': <true>}"
+vb_assert_contains "$VB_ERR" "option 'colour': unknown" "unknown option message"
+refuse InvalidArgument mgr b file "{}" "['relative.img']" "{}"
+vb_assert_contains "$VB_ERR" "component 'relative.img': not an absolute path" "relative path message"
+refuse InvalidArgument mgr b file "{}" "['$T/b.img', '$T/b.img']" "{}"
+vb_assert_contains "$VB_ERR" "given twice" "duplicate component message"
+
 vb_log "the longest allowed name (64) is accepted"
 name64=$(printf 'n%.0s' {1..64})
 vbmgr create "$name64" --driver file "$T/b.img"

@@ -77,14 +77,15 @@ test_refused_values (void)
                   "attribute 'sector_size': '-512' is not a whole number");
   assert_refused ("file", "sector_size", "512x",
                   "attribute 'sector_size': '512x' is not a whole number");
-  assert_refused ("window", "offset", "100",
-                  "attribute 'offset': 100 is not a multiple of 512");
+  assert_refused ("window", "offset", "100", "attribute 'offset': 100 is not a multiple of 512");
   assert_refused ("window", "size", "1Q",
                   "attribute 'size': '1Q' is not a size (bytes, or a number with K, M, G or T)");
-  assert_refused ("window", "size", "99999999999999999999",
-                  "attribute 'size': '99999999999999999999' is not a size (bytes, or a number with K, M, G or T)");
-  assert_refused ("window", "size", "20000000T",
-                  "attribute 'size': '20000000T' is not a size (bytes, or a number with K, M, G or T)");
+  assert_refused (
+      "window", "size", "99999999999999999999",
+      "attribute 'size': '99999999999999999999' is not a size (bytes, or a number with K, M, G or T)");
+  assert_refused (
+      "window", "size", "20000000T",
+      "attribute 'size': '20000000T' is not a size (bytes, or a number with K, M, G or T)");
 }
 
 static void
@@ -112,8 +113,9 @@ test_resolve (void)
   refused = vb_driver_resolve_attributes (file, NULL, unknown, &error);
   g_assert_null (refused);
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
-  g_assert_cmpstr (error->message, ==,
-                   "attribute 'bogus': not an attribute of driver 'file' (allowed: read_only, sector_size)");
+  g_assert_cmpstr (
+      error->message, ==,
+      "attribute 'bogus': not an attribute of driver 'file' (allowed: read_only, sector_size)");
 }
 
 static void
@@ -135,8 +137,8 @@ test_components (void)
   const VbDriver *window = vb_driver_lookup ("window");
   g_autoptr (GHashTable) fa = vb_driver_resolve_attributes (file, NULL, NULL, NULL);
   g_autoptr (GHashTable) wa = vb_driver_resolve_attributes (window, NULL, NULL, NULL);
-  VbComponentInfo two[2] = { { "/a", VB_COMPONENT_KIND_FILE, 4096 },
-                             { "/b", VB_COMPONENT_KIND_FILE, 4096 } };
+  VbComponentInfo two[2]
+      = { { "/a", VB_COMPONENT_KIND_FILE, 4096 }, { "/b", VB_COMPONENT_KIND_FILE, 4096 } };
   VbComponentInfo blk = { "/dev/sdz", VB_COMPONENT_KIND_BLOCK, 1 << 20 };
   VbComponentInfo tiny = { "/t", VB_COMPONENT_KIND_FILE, 100 };
   g_autoptr (GError) e1 = NULL, e2 = NULL, e3 = NULL, e4 = NULL;
@@ -179,11 +181,13 @@ test_window_range (void)
   g_assert_cmpuint (window->size (r2, &c, 1), ==, 63 << 20);
 
   g_assert_false (vb_driver_validate (window, r3, &c, 1, &e3));
-  g_assert_cmpstr (e3->message, ==,
-                   "attribute 'offset': 67108864 is beyond the end of component '/img' (67108864 bytes)");
+  g_assert_cmpstr (
+      e3->message, ==,
+      "attribute 'offset': 67108864 is beyond the end of component '/img' (67108864 bytes)");
   g_assert_false (vb_driver_validate (window, r4, &c, 1, &e4));
-  g_assert_cmpstr (e4->message, ==,
-                   "attribute 'size': offset 1048576 + size 67108864 exceeds component '/img' (67108864 bytes)");
+  g_assert_cmpstr (
+      e4->message, ==,
+      "attribute 'size': offset 1048576 + size 67108864 exceeds component '/img' (67108864 bytes)");
 }
 
 static void

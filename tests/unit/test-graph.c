@@ -23,8 +23,7 @@ add_device (VbState *state, const char *name, ...)
     {
       g_autofree char *cuuid = g_uuid_string_random ();
       g_autofree char *role = g_strdup_printf ("%u", d->components->len);
-      g_ptr_array_add (d->components,
-                       vb_component_config_new (source, role, cuuid));
+      g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
     }
   va_end (args);
   g_ptr_array_add (state->devices, d);
@@ -145,8 +144,7 @@ test_cycle_of_one (void)
   g_autoptr (VbState) state = vb_state_new ();
 
   add_device (state, "a", "vblk:a", NULL);
-  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE,
-                      "dependency cycle: a -> a");
+  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: a -> a");
 }
 
 static void
@@ -157,14 +155,12 @@ test_cycle_of_two (void)
 
   add_device (state, "a", "vblk:b", NULL);
   add_device (state, "b", "vblk:a", NULL);
-  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE,
-                      "dependency cycle: a -> b -> a");
+  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: a -> b -> a");
 
   /* Creation order does not matter: the smallest name comes first. */
   add_device (reversed, "z", "vblk:m", NULL);
   add_device (reversed, "m", "vblk:z", NULL);
-  assert_check_fails (reversed, VB_ERROR_DEPENDENCY_CYCLE,
-                      "dependency cycle: m -> z -> m");
+  assert_check_fails (reversed, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: m -> z -> m");
 }
 
 static void
@@ -177,16 +173,14 @@ test_cycle_of_three (void)
   add_device (state, "b", "vblk:a", NULL);
   add_device (state, "c", "vblk:b", NULL);
   add_device (state, "a", "vblk:c", NULL);
-  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE,
-                      "dependency cycle: a -> c -> b -> a");
+  assert_check_fails (state, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: a -> c -> b -> a");
 
   /* Entered from outside (a uses d) at d: still starts at b, the smallest. */
   add_device (entered, "a", "vblk:d", NULL);
   add_device (entered, "c", "vblk:d", NULL);
   add_device (entered, "d", "vblk:b", NULL);
   add_device (entered, "b", "vblk:c", NULL);
-  assert_check_fails (entered, VB_ERROR_DEPENDENCY_CYCLE,
-                      "dependency cycle: b -> c -> d -> b");
+  assert_check_fails (entered, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: b -> c -> d -> b");
 }
 
 static void
@@ -223,10 +217,8 @@ test_order_diamond (void)
   g_autoptr (VbGraph) graph = vb_graph_new (state);
 
   /* base once, before both sides; the sides in name order. */
-  assert_strv (vb_graph_start_order (graph, "data"),
-               STRV ("base", "left", "right", "data"));
-  assert_strv (vb_graph_stop_order (graph, "base"),
-               STRV ("data", "left", "right", "base"));
+  assert_strv (vb_graph_start_order (graph, "data"), STRV ("base", "left", "right", "data"));
+  assert_strv (vb_graph_stop_order (graph, "base"), STRV ("data", "left", "right", "base"));
   assert_strv (vb_graph_start_order (graph, "left"), STRV ("base", "left"));
   assert_strv (vb_graph_stop_order (graph, "left"), STRV ("data", "left"));
   assert_strv (vb_graph_start_order (graph, "base"), STRV ("base"));
@@ -246,8 +238,7 @@ test_order_ties (void)
   add_device (state, "m1", NULL);
   add_device (state, "z", NULL);
   graph = vb_graph_new (state);
-  assert_strv (vb_graph_start_order (graph, "top"),
-               STRV ("m1", "z", "a2", "top"));
+  assert_strv (vb_graph_start_order (graph, "top"), STRV ("m1", "z", "a2", "top"));
   assert_strv (vb_graph_stop_order (graph, "z"), STRV ("top", "a2", "z"));
 }
 

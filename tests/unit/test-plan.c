@@ -9,7 +9,8 @@ device (VbState *state, const char *name, const char *uuid, const char *source, 
 {
   VbDeviceConfig *d = vb_device_config_new (name, uuid, "window", "auto");
 
-  g_ptr_array_add (d->components, vb_component_config_new (source, "0", "00000000-0000-4000-8000-000000000000"));
+  g_ptr_array_add (d->components,
+                   vb_component_config_new (source, "0", "00000000-0000-4000-8000-000000000000"));
   d->started = started;
   g_ptr_array_add (state->devices, d);
   return d;
@@ -138,7 +139,8 @@ test_update_when_attributes_differ (void)
   g_assert_cmpint (((VbStep *) plan->pdata[0])->kind, ==, VB_STEP_UPDATE);
   json = vb_plan_to_json (plan);
   g_assert_cmpstr (json, ==,
-                   "[{\"step\":\"update\",\"device\":\"a\",\"uuid\":\"" U1 "\",\"block_device\":\"/dev/loop0\"}]");
+                   "[{\"step\":\"update\",\"device\":\"a\",\"uuid\":\"" U1
+                   "\",\"block_device\":\"/dev/loop0\"}]");
 }
 
 int

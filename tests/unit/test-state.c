@@ -42,17 +42,13 @@ sample_state (void)
   VbDeviceConfig *a = vb_device_config_new ("disk0", U1, "file", "loop");
   VbDeviceConfig *b = vb_device_config_new ("data", U2, "window", NULL);
 
-  g_hash_table_insert (a->attributes, g_strdup ("sector_size"),
-                       g_strdup ("4096"));
-  g_hash_table_insert (a->attributes, g_strdup ("read_only"),
-                       g_strdup ("false"));
-  g_ptr_array_add (a->components,
-                   vb_component_config_new ("/srv/a \"quoted\".img", "0", C1));
+  g_hash_table_insert (a->attributes, g_strdup ("sector_size"), g_strdup ("4096"));
+  g_hash_table_insert (a->attributes, g_strdup ("read_only"), g_strdup ("false"));
+  g_ptr_array_add (a->components, vb_component_config_new ("/srv/a \"quoted\".img", "0", C1));
   a->started = TRUE;
 
   g_hash_table_insert (b->attributes, g_strdup ("offset"), g_strdup ("1048576"));
-  g_ptr_array_add (b->components,
-                   vb_component_config_new ("vblk:disk0", "0", C2));
+  g_ptr_array_add (b->components, vb_component_config_new ("vblk:disk0", "0", C2));
   g_ptr_array_add (b->exports, g_strdup ("nbd unix:/run/vblk/data.sock"));
   b->autostart = FALSE;
 
@@ -66,8 +62,7 @@ assert_states_equal (const VbState *a, const VbState *b)
 {
   g_assert_cmpuint (a->devices->len, ==, b->devices->len);
   for (guint i = 0; i < a->devices->len; i++)
-    g_assert_true (vb_device_config_equal (a->devices->pdata[i],
-                                           b->devices->pdata[i]));
+    g_assert_true (vb_device_config_equal (a->devices->pdata[i], b->devices->pdata[i]));
 }
 
 /* ------------------------------------------------------------------ */
@@ -95,8 +90,7 @@ test_parse_defaults (void)
   g_autoptr (VbState) state = NULL;
   VbDeviceConfig *d;
 
-  state = parse ("{'version': 1, 'devices': [{'name': 'a', 'uuid': '" U1
-                 "', 'driver': 'file'}]}",
+  state = parse ("{'version': 1, 'devices': [{'name': 'a', 'uuid': '" U1 "', 'driver': 'file'}]}",
                  &error);
   g_assert_no_error (error);
   g_assert_nonnull (state);
@@ -147,8 +141,7 @@ test_parse_full (void)
   d = vb_state_lookup (state, "r");
   g_assert_nonnull (d);
   g_assert_cmpstr (d->backend, ==, "loop");
-  g_assert_cmpstr (g_hash_table_lookup (d->attributes, "bitmap_chunk"), ==,
-                   "67108864");
+  g_assert_cmpstr (g_hash_table_lookup (d->attributes, "bitmap_chunk"), ==, "67108864");
   g_assert_cmpuint (g_hash_table_size (d->attributes), ==, 1);
   g_assert_cmpuint (d->components->len, ==, 3);
   c = d->components->pdata[0];
@@ -288,17 +281,14 @@ static const CorruptCase corrupt_cases[] = {
   { "syntax-trailing-comma", "{'version': 1,}", "state.json:1:" },
   { "syntax-truncated", "{'version': 1, 'devices': [", "state.json:1:" },
   { "syntax-garbage-after", "{'version': 1} x", "state.json:1:" },
-  { "invalid-utf8", "{'version': 1, 'devices': [\n  \xff]}",
-    "state.json:2:3: invalid UTF-8" },
-  { "duplicate-key", "{'version': 1,\n 'version': 1}",
-    "state.json:2:" },
+  { "invalid-utf8", "{'version': 1, 'devices': [\n  \xff]}", "state.json:2:3: invalid UTF-8" },
+  { "duplicate-key", "{'version': 1,\n 'version': 1}", "state.json:2:" },
   { "empty", "", "state.json: empty, expected a JSON object" },
   { "whitespace-only", " \n\t \n", "state.json: empty, expected a JSON object" },
   { "top-level-array", "[]", "state.json: expected an object at the top level" },
   { "top-level-null", "null", "state.json: expected an object at the top level" },
   { "version-missing", "{'devices': []}", "state.json: version: missing" },
-  { "version-2", "{'version': 2}",
-    "state.json: version: unsupported version 2 (expected 1)" },
+  { "version-2", "{'version': 2}", "state.json: version: unsupported version 2 (expected 1)" },
   { "version-0", "{'version': 0, 'devices': []}",
     "state.json: version: unsupported version 0 (expected 1)" },
   { "version-string", "{'version': '1'}", "state.json: version: expected an integer" },
@@ -337,16 +327,19 @@ static const CorruptCase corrupt_cases[] = {
     "state.json: devices[0].components: expected an array" },
   { "component-not-object", DOC (DEV (", 'components': ['/srv/a.img']")),
     "state.json: devices[0].components[0]: expected an object" },
-  { "component-source-missing",
-    DOC (DEV (", 'components': [{'role': '0', 'uuid': '" C1 "'}]")),
+  { "component-source-missing", DOC (DEV (", 'components': [{'role': '0', 'uuid': '" C1 "'}]")),
     "state.json: devices[0].components[0].source: missing" },
-  { "component-role-number", DOC (DEV (", 'components': [{'source': '/x', 'role': 0, 'uuid': '" C1 "'}]")),
+  { "component-role-number",
+    DOC (DEV (", 'components': [{'source': '/x', 'role': 0, 'uuid': '" C1 "'}]")),
     "state.json: devices[0].components[0].role: expected a string" },
-  { "component-role-word", DOC (DEV (", 'components': [{'source': '/x', 'role': 'main', 'uuid': '" C1 "'}]")),
+  { "component-role-word",
+    DOC (DEV (", 'components': [{'source': '/x', 'role': 'main', 'uuid': '" C1 "'}]")),
     "state.json: devices[0].components[0].role: 'main' is not a slot number or \"spare\"" },
-  { "component-role-leading-zero", DOC (DEV (", 'components': [{'source': '/x', 'role': '01', 'uuid': '" C1 "'}]")),
+  { "component-role-leading-zero",
+    DOC (DEV (", 'components': [{'source': '/x', 'role': '01', 'uuid': '" C1 "'}]")),
     "state.json: devices[0].components[0].role: '01' is not a slot number or \"spare\"" },
-  { "component-role-negative", DOC (DEV (", 'components': [{'source': '/x', 'role': '-1', 'uuid': '" C1 "'}]")),
+  { "component-role-negative",
+    DOC (DEV (", 'components': [{'source': '/x', 'role': '-1', 'uuid': '" C1 "'}]")),
     "state.json: devices[0].components[0].role: '-1' is not a slot number or \"spare\"" },
   { "exports-not-array", DOC (DEV (", 'exports': 'nbd'")),
     "state.json: devices[0].exports: expected an array" },
@@ -365,22 +358,23 @@ static const CorruptCase corrupt_cases[] = {
   { "name-dot-dot", DOC ("{'name': '..', 'uuid': '" U1 "', 'driver': 'file'}"),
     "state.json: devices[0].name '..' is reserved" },
   { "name-65-characters",
-    DOC ("{'name': '" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    DOC ("{'name': '"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
          "', 'uuid': '" U1 "', 'driver': 'file'}"),
     "state.json: devices[0].name '"
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     "': 65 characters, at most 64 are allowed" },
   { "uuid-bad", DOC ("{'name': 'a', 'uuid': 'nope', 'driver': 'file'}"),
     "state.json: devices[0].uuid: 'nope' is not a valid UUID" },
-  { "uuid-short", DOC ("{'name': 'a', 'uuid': '11111111-1111-4111-8111-11111111111', 'driver': 'file'}"),
+  { "uuid-short",
+    DOC ("{'name': 'a', 'uuid': '11111111-1111-4111-8111-11111111111', 'driver': 'file'}"),
     "state.json: devices[0].uuid: '11111111-1111-4111-8111-11111111111' is not a valid UUID" },
   { "uuid-missing", DOC ("{'name': 'a', 'driver': 'file'}"),
     "state.json: devices[0].uuid: missing" },
   { "component-uuid-bad",
     DOC (DEV (", 'components': [{'source': '/x', 'role': '0', 'uuid': 'x'}]")),
     "state.json: devices[0].components[0].uuid: 'x' is not a valid UUID" },
-  { "component-uuid-missing",
-    DOC (DEV (", 'components': [{'source': '/x', 'role': '0'}]")),
+  { "component-uuid-missing", DOC (DEV (", 'components': [{'source': '/x', 'role': '0'}]")),
     "state.json: devices[0].components[0].uuid: missing" },
   { "duplicate-names",
     DOC ("{'name': 'a', 'uuid': '" U1 "', 'driver': 'file'}, "
@@ -439,8 +433,7 @@ test_syntax_place (void)
 
   state = parse ("{'version': 1,\n 'devices': [],\n 'version': 1}", &error);
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
-  g_assert_cmpstr (error->message, ==,
-                   "state.json:3:13: duplicate key 'version'");
+  g_assert_cmpstr (error->message, ==, "state.json:3:13: duplicate key 'version'");
 }
 
 static void
@@ -605,8 +598,7 @@ test_save_missing_dir (Fixture *f, gconstpointer data)
 {
   g_autoptr (VbState) state = sample_state ();
   g_autoptr (GError) error = NULL;
-  g_autofree char *path = g_build_filename (f->dir, "nope", VB_STATE_FILE,
-                                            NULL);
+  g_autofree char *path = g_build_filename (f->dir, "nope", VB_STATE_FILE, NULL);
   g_autofree char *prefix = g_strconcat (path, ": ", NULL);
 
   g_assert_false (vb_state_save (state, path, &error));
@@ -624,8 +616,7 @@ test_load_corrupt_file (Fixture *f, gconstpointer data)
   g_autofree char *before = NULL;
   g_autofree char *after = NULL;
 
-  g_assert_true (g_file_set_contents (f->path, "{\"version\": 1,\n  \"devices\": 7}\n",
-                                      -1, NULL));
+  g_assert_true (g_file_set_contents (f->path, "{\"version\": 1,\n  \"devices\": 7}\n", -1, NULL));
   state = vb_state_load (f->path, &error);
   g_assert_null (state);
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
@@ -634,8 +625,7 @@ test_load_corrupt_file (Fixture *f, gconstpointer data)
   g_clear_error (&error);
   g_clear_pointer (&expected, g_free);
 
-  g_assert_true (g_file_set_contents (f->path, "{\"version\": 1,\n  \"devices\": [}\n",
-                                      -1, NULL));
+  g_assert_true (g_file_set_contents (f->path, "{\"version\": 1,\n  \"devices\": [}\n", -1, NULL));
   state = vb_state_load (f->path, &error);
   g_assert_null (state);
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
@@ -657,8 +647,7 @@ test_load_empty_file (Fixture *f, gconstpointer data)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VbState) state = NULL;
-  g_autofree char *expected = g_strdup_printf (
-      "%s: empty, expected a JSON object", f->path);
+  g_autofree char *expected = g_strdup_printf ("%s: empty, expected a JSON object", f->path);
 
   g_assert_true (g_file_set_contents (f->path, "", 0, NULL));
   state = vb_state_load (f->path, &error);
@@ -706,28 +695,27 @@ main (int argc, char **argv)
   g_test_add_func ("/state/copy-equal-lookup", test_copy_equal_lookup);
   for (guint i = 0; i < G_N_ELEMENTS (corrupt_cases); i++)
     {
-      g_autofree char *name = g_strconcat ("/state/corrupt/",
-                                           corrupt_cases[i].name, NULL);
+      g_autofree char *name = g_strconcat ("/state/corrupt/", corrupt_cases[i].name, NULL);
       g_test_add_data_func (name, &corrupt_cases[i], test_corrupt);
     }
   g_test_add_func ("/state/corrupt-place/syntax", test_syntax_place);
   g_test_add_func ("/state/corrupt-place/origin", test_origin_named);
   g_test_add_func ("/state/parse/length", test_length_respected);
 
-  g_test_add ("/state/file/load-missing", Fixture, NULL, fixture_set_up,
-              test_load_missing, fixture_tear_down);
-  g_test_add ("/state/file/save-load", Fixture, NULL, fixture_set_up,
-              test_save_load, fixture_tear_down);
-  g_test_add ("/state/file/save-replaces", Fixture, NULL, fixture_set_up,
-              test_save_replaces, fixture_tear_down);
-  g_test_add ("/state/file/save-missing-dir", Fixture, NULL, fixture_set_up,
-              test_save_missing_dir, fixture_tear_down);
-  g_test_add ("/state/file/load-corrupt", Fixture, NULL, fixture_set_up,
-              test_load_corrupt_file, fixture_tear_down);
-  g_test_add ("/state/file/load-empty", Fixture, NULL, fixture_set_up,
-              test_load_empty_file, fixture_tear_down);
-  g_test_add ("/state/file/load-unreadable", Fixture, NULL, fixture_set_up,
-              test_load_unreadable, fixture_tear_down);
+  g_test_add ("/state/file/load-missing", Fixture, NULL, fixture_set_up, test_load_missing,
+              fixture_tear_down);
+  g_test_add ("/state/file/save-load", Fixture, NULL, fixture_set_up, test_save_load,
+              fixture_tear_down);
+  g_test_add ("/state/file/save-replaces", Fixture, NULL, fixture_set_up, test_save_replaces,
+              fixture_tear_down);
+  g_test_add ("/state/file/save-missing-dir", Fixture, NULL, fixture_set_up, test_save_missing_dir,
+              fixture_tear_down);
+  g_test_add ("/state/file/load-corrupt", Fixture, NULL, fixture_set_up, test_load_corrupt_file,
+              fixture_tear_down);
+  g_test_add ("/state/file/load-empty", Fixture, NULL, fixture_set_up, test_load_empty_file,
+              fixture_tear_down);
+  g_test_add ("/state/file/load-unreadable", Fixture, NULL, fixture_set_up, test_load_unreadable,
+              fixture_tear_down);
 
   return g_test_run ();
 }

@@ -57,8 +57,8 @@ static void
 test_name_too_long (void)
 {
   g_autofree char *long_name = g_strnfill (VB_NAME_MAX + 1, 'b');
-  g_autofree char *expected = g_strdup_printf (
-      "name '%s': 65 characters, at most 64 are allowed", long_name);
+  g_autofree char *expected
+      = g_strdup_printf ("name '%s': 65 characters, at most 64 are allowed", long_name);
 
   g_assert_cmpuint (strlen (long_name), ==, 65);
   assert_name_refused (long_name, "name", expected);
@@ -112,8 +112,7 @@ test_escape (void)
     {
       g_autofree char *escaped = vb_object_path_escape (cases[i].name);
       g_autofree char *back = vb_object_path_unescape (escaped);
-      g_autofree char *path = g_strconcat ("/org/vblk/VBlk1/devices/",
-                                           escaped, NULL);
+      g_autofree char *path = g_strconcat ("/org/vblk/VBlk1/devices/", escaped, NULL);
 
       g_assert_cmpstr (escaped, ==, cases[i].escaped);
       g_assert_cmpstr (back, ==, cases[i].name);
@@ -154,14 +153,12 @@ test_object_paths (void)
   g_autofree char *plain = vb_device_object_path ("data");
 
   g_assert_cmpstr (device, ==, "/org/vblk/VBlk1/devices/a_2eb");
-  g_assert_cmpstr (component, ==,
-                   "/org/vblk/VBlk1/devices/a_2eb/components/3");
+  g_assert_cmpstr (component, ==, "/org/vblk/VBlk1/devices/a_2eb/components/3");
   g_assert_cmpstr (plain, ==, "/org/vblk/VBlk1/devices/data");
 }
 
 static void
-assert_source (const char *source, VbSourceKind expected_kind,
-               const char *expected_device)
+assert_source (const char *source, VbSourceKind expected_kind, const char *expected_device)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *device = NULL;
@@ -210,23 +207,18 @@ test_source_refused (void)
 {
   assert_source_refused ("", "component: must not be empty");
   assert_source_refused (NULL, "component: must not be empty");
-  assert_source_refused ("relative/a.img",
-                         "component 'relative/a.img': not an absolute path, "
-                         "vblk:NAME or an NBD URI");
-  assert_source_refused ("a.img",
-                         "component 'a.img': not an absolute path, "
-                         "vblk:NAME or an NBD URI");
-  assert_source_refused ("http://host/x",
-                         "component 'http://host/x': not an absolute path, "
-                         "vblk:NAME or an NBD URI");
+  assert_source_refused ("relative/a.img", "component 'relative/a.img': not an absolute path, "
+                                           "vblk:NAME or an NBD URI");
+  assert_source_refused ("a.img", "component 'a.img': not an absolute path, "
+                                  "vblk:NAME or an NBD URI");
+  assert_source_refused ("http://host/x", "component 'http://host/x': not an absolute path, "
+                                          "vblk:NAME or an NBD URI");
   assert_source_refused ("vblk:", "component device name: must not be empty");
-  assert_source_refused ("vblk:a b",
-                         "component device name 'a b': character 2 is not "
-                         "allowed (allowed: A-Z a-z 0-9 . _ -)");
+  assert_source_refused ("vblk:a b", "component device name 'a b': character 2 is not "
+                                     "allowed (allowed: A-Z a-z 0-9 . _ -)");
   assert_source_refused ("vblk:..", "component device name '..' is reserved");
-  assert_source_refused ("vblk:/dev/sda",
-                         "component device name '/dev/sda': character 1 is "
-                         "not allowed (allowed: A-Z a-z 0-9 . _ -)");
+  assert_source_refused ("vblk:/dev/sda", "component device name '/dev/sda': character 1 is "
+                                          "not allowed (allowed: A-Z a-z 0-9 . _ -)");
 }
 
 static void
@@ -257,8 +249,7 @@ test_error_names (void)
   g_autoptr (GError) remote = NULL;
 
   g_assert_cmpstr (vb_error_short_name (VB_ERROR_BUSY), ==, "Busy");
-  g_assert_cmpstr (vb_error_short_name (VB_ERROR_DEPENDENCY_CYCLE), ==,
-                   "DependencyCycle");
+  g_assert_cmpstr (vb_error_short_name (VB_ERROR_DEPENDENCY_CYCLE), ==, "DependencyCycle");
   g_assert_cmpstr (vb_error_short_name (VB_ERROR_FAILED), ==, "Failed");
   g_assert_null (vb_error_short_name ((VbErrorCode) (VB_ERROR_FAILED + 1)));
 

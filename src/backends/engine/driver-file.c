@@ -9,22 +9,22 @@ static const guint64 sector_sizes[] = { 512, 1024, 2048, 4096, 0 };
 static const VbAttrSpec file_attributes[] = {
   { "read_only", VB_ATTR_BOOL, "false", FALSE, 0, NULL,
     "refuse writes (fixed while started: the kernel opens the file once)" },
-  { "sector_size", VB_ATTR_UINT, "512", TRUE, 0, sector_sizes,
-    "logical block size in bytes" },
+  { "sector_size", VB_ATTR_UINT, "512", TRUE, 0, sector_sizes, "logical block size in bytes" },
   { NULL },
 };
 
 static gboolean
-file_validate (GHashTable *attributes, const VbComponentInfo *components,
-               guint n_components, GError **error)
+file_validate (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+               GError **error)
 {
   guint64 sector = vb_attr_get_u64 (attributes, "sector_size");
 
   if (components[0].size < sector)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT " bytes, smaller than one sector (%"
-                   G_GUINT64_FORMAT ")", components[0].source, components[0].size, sector);
+                   "component '%s': %" G_GUINT64_FORMAT
+                   " bytes, smaller than one sector (%" G_GUINT64_FORMAT ")",
+                   components[0].source, components[0].size, sector);
       return FALSE;
     }
   return TRUE;
@@ -40,8 +40,8 @@ file_size (GHashTable *attributes, const VbComponentInfo *components, guint n_co
 }
 
 static void
-file_extent (GHashTable *attributes, const VbComponentInfo *components,
-             guint n_components, VbExtent *extent)
+file_extent (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+             VbExtent *extent)
 {
   extent->component = 0;
   extent->offset = 0;

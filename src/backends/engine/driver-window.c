@@ -17,8 +17,8 @@ static const VbAttrSpec window_attributes[] = {
 };
 
 static gboolean
-window_validate (GHashTable *attributes, const VbComponentInfo *components,
-                 guint n_components, GError **error)
+window_validate (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+                 GError **error)
 {
   guint64 offset = vb_attr_get_u64 (attributes, "offset");
   guint64 size = vb_attr_get_u64 (attributes, "size");
@@ -27,8 +27,9 @@ window_validate (GHashTable *attributes, const VbComponentInfo *components,
   if (offset >= avail)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'offset': %" G_GUINT64_FORMAT " is beyond the end of component '%s' (%"
-                   G_GUINT64_FORMAT " bytes)", offset, components[0].source, avail);
+                   "attribute 'offset': %" G_GUINT64_FORMAT
+                   " is beyond the end of component '%s' (%" G_GUINT64_FORMAT " bytes)",
+                   offset, components[0].source, avail);
       return FALSE;
     }
   if (size > avail - offset)
@@ -42,8 +43,8 @@ window_validate (GHashTable *attributes, const VbComponentInfo *components,
   if (size == 0 && (avail - offset) < WINDOW_ALIGN)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'offset': leaves less than %d bytes of component '%s'",
-                   WINDOW_ALIGN, components[0].source);
+                   "attribute 'offset': leaves less than %d bytes of component '%s'", WINDOW_ALIGN,
+                   components[0].source);
       return FALSE;
     }
   return TRUE;
@@ -63,8 +64,8 @@ window_size (GHashTable *attributes, const VbComponentInfo *components, guint n_
 }
 
 static void
-window_extent (GHashTable *attributes, const VbComponentInfo *components,
-               guint n_components, VbExtent *extent)
+window_extent (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+               VbExtent *extent)
 {
   extent->component = 0;
   extent->offset = vb_attr_get_u64 (attributes, "offset");

@@ -9,9 +9,9 @@
 G_BEGIN_DECLS
 
 typedef enum {
-  VB_ATTR_BOOL,   /* "true" / "false" (accepts 1/0, yes/no, on/off) */
-  VB_ATTR_UINT,   /* decimal */
-  VB_ATTR_SIZE,   /* bytes; K M G T suffixes (binary) accepted */
+  VB_ATTR_BOOL, /* "true" / "false" (accepts 1/0, yes/no, on/off) */
+  VB_ATTR_UINT, /* decimal */
+  VB_ATTR_SIZE, /* bytes; K M G T suffixes (binary) accepted */
 } VbAttrType;
 
 typedef struct {
@@ -34,15 +34,15 @@ typedef enum {
 typedef struct {
   const char *source; /* as the user wrote it */
   VbComponentKind kind;
-  guint64 size;       /* bytes */
+  guint64 size; /* bytes */
 } VbComponentInfo;
 
 /* A contiguous byte range of one component: all that a kernel loop device
  * can show. */
 typedef struct {
-  guint component;  /* index into the components */
+  guint component; /* index into the components */
   guint64 offset;
-  guint64 size;     /* bytes, never 0 */
+  guint64 size; /* bytes, never 0 */
   gboolean read_only;
   guint sector_size;
 } VbExtent;
@@ -53,15 +53,14 @@ typedef struct {
   const VbAttrSpec *attributes; /* terminated by an entry with name NULL */
   guint min_components;
   guint max_components;
-  guint component_kinds;        /* VbComponentKind mask */
+  guint component_kinds; /* VbComponentKind mask */
   /* Cross-checks once every attribute is canonical and present. NULL: none. */
   gboolean (*validate) (GHashTable *attributes, const VbComponentInfo *components,
                         guint n_components, GError **error);
-  guint64 (*size) (GHashTable *attributes, const VbComponentInfo *components,
-                   guint n_components);
+  guint64 (*size) (GHashTable *attributes, const VbComponentInfo *components, guint n_components);
   /* NULL when the driver needs the engine (more than one extent). */
-  void (*extent) (GHashTable *attributes, const VbComponentInfo *components,
-                  guint n_components, VbExtent *extent);
+  void (*extent) (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+                  VbExtent *extent);
 } VbDriver;
 
 const VbDriver *vb_driver_lookup (const char *name);
@@ -86,8 +85,7 @@ GHashTable *vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *ba
 
 /* Component count and kinds, then driver->validate. */
 gboolean vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
-                             const VbComponentInfo *components, guint n_components,
-                             GError **error);
+                             const VbComponentInfo *components, guint n_components, GError **error);
 
 gboolean vb_attr_get_bool (GHashTable *attributes, const char *name);
 guint64 vb_attr_get_u64 (GHashTable *attributes, const char *name);

@@ -79,12 +79,26 @@ parse_size (const char *text, guint64 *out)
     return FALSE;
   switch (g_ascii_toupper (*end))
     {
-    case '\0': break;
-    case 'K': mult = 1ULL << 10; end++; break;
-    case 'M': mult = 1ULL << 20; end++; break;
-    case 'G': mult = 1ULL << 30; end++; break;
-    case 'T': mult = 1ULL << 40; end++; break;
-    default: return FALSE;
+    case '\0':
+      break;
+    case 'K':
+      mult = 1ULL << 10;
+      end++;
+      break;
+    case 'M':
+      mult = 1ULL << 20;
+      end++;
+      break;
+    case 'G':
+      mult = 1ULL << 30;
+      end++;
+      break;
+    case 'T':
+      mult = 1ULL << 40;
+      end++;
+      break;
+    default:
+      return FALSE;
     }
   /* "1M", "1MiB" and "1MB" all mean 2^20 bytes, as losetup and mdadm read them */
   if (mult > 1 && (g_ascii_strcasecmp (end, "iB") == 0 || g_ascii_strcasecmp (end, "B") == 0))
@@ -112,12 +126,10 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
           || g_ascii_strcasecmp (value, "no") == 0 || g_ascii_strcasecmp (value, "off") == 0)
         return g_strdup ("false");
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute '%s': '%s' is not a boolean (true or false)",
-                   spec->name, value);
+                   "attribute '%s': '%s' is not a boolean (true or false)", spec->name, value);
       return NULL;
 
-    case VB_ATTR_UINT:
-      {
+      case VB_ATTR_UINT: {
         char *end = NULL;
         if (!g_ascii_isdigit (*value))
           goto not_number;
@@ -135,8 +147,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
                 g_string_append_printf (list, "%s%" G_GUINT64_FORMAT, list->len ? ", " : "", *a);
               }
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "attribute '%s': %s is not allowed (allowed: %s)",
-                         spec->name, value, list->str);
+                         "attribute '%s': %s is not allowed (allowed: %s)", spec->name, value,
+                         list->str);
             return NULL;
           }
         return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
@@ -157,7 +169,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
       if (spec->multiple && v % spec->multiple != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "attribute '%s': %" G_GUINT64_FORMAT " is not a multiple of %" G_GUINT64_FORMAT,
+                       "attribute '%s': %" G_GUINT64_FORMAT
+                       " is not a multiple of %" G_GUINT64_FORMAT,
                        spec->name, v, spec->multiple);
           return NULL;
         }
@@ -167,8 +180,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
 }
 
 GHashTable *
-vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base,
-                              GHashTable *given, GError **error)
+vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTable *given,
+                              GError **error)
 {
   g_autoptr (GHashTable) out = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   GHashTableIter iter;
@@ -216,40 +229,40 @@ kind_word (guint kinds)
 {
   switch (kinds)
     {
-    case VB_COMPONENT_KIND_FILE: return "a regular file";
-    case VB_COMPONENT_KIND_BLOCK: return "a block device";
-    default: return "a regular file, a block device or vblk:NAME";
+    case VB_COMPONENT_KIND_FILE:
+      return "a regular file";
+    case VB_COMPONENT_KIND_BLOCK:
+      return "a block device";
+    default:
+      return "a regular file, a block device or vblk:NAME";
     }
 }
 
 gboolean
 vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
-                    const VbComponentInfo *components, guint n_components,
-                    GError **error)
+                    const VbComponentInfo *components, guint n_components, GError **error)
 {
   if (n_components < driver->min_components || n_components > driver->max_components)
     {
       if (driver->min_components == driver->max_components)
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "components: driver '%s' takes exactly %u, %u given",
-                     driver->name, driver->min_components, n_components);
+                     "components: driver '%s' takes exactly %u, %u given", driver->name,
+                     driver->min_components, n_components);
       else
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "components: driver '%s' takes %u to %u, %u given",
-                     driver->name, driver->min_components, driver->max_components,
-                     n_components);
+                     "components: driver '%s' takes %u to %u, %u given", driver->name,
+                     driver->min_components, driver->max_components, n_components);
       return FALSE;
     }
   for (guint i = 0; i < n_components; i++)
     if ((components[i].kind & driver->component_kinds) == 0)
       {
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "component '%s': driver '%s' takes %s",
-                     components[i].source, driver->name, kind_word (driver->component_kinds));
+                     "component '%s': driver '%s' takes %s", components[i].source, driver->name,
+                     kind_word (driver->component_kinds));
         return FALSE;
       }
-  return driver->validate == NULL
-         || driver->validate (attributes, components, n_components, error);
+  return driver->validate == NULL || driver->validate (attributes, components, n_components, error);
 }
 
 gboolean
