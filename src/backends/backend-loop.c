@@ -3,9 +3,10 @@
  * Setup is our own LOOP_CONFIGURE rather than libblockdev's bd_loop_setup():
  * bd_loop_setup (2.28) can set neither the logical block size nor the
  * loop's name, and the name is what makes a crash safe — it carries the
- * tag "vblk:UUID" from the very ioctl that creates the device, so a vblkd
- * killed at any instant finds every loop device it made (scan) and never
- * leaks or duplicates one. Teardown and queries use libblockdev. */
+ * tag "vblk:INSTANCE:UUID" from the very ioctl that creates the device, so
+ * a vblkd killed at any instant finds every loop device it made (scan) and
+ * never leaks or duplicates one, and leaves those of other vblkd
+ * instances (other state directories) alone. Teardown uses libblockdev. */
 #include "config.h"
 
 #include "backend.h"
@@ -53,17 +54,19 @@ loop_supports (const VbDriver *driver, char **reason)
 }
 
 static void
-tag_for (const char *uuid, char out[LO_NAME_SIZE])
+tag_for (const char *instance, const char *uuid, char out[LO_NAME_SIZE])
 {
   memset (out, 0, LO_NAME_SIZE);
-  g_snprintf (out, LO_NAME_SIZE, LOOP_TAG_PREFIX "%s", uuid);
+  g_snprintf (out, LO_NAME_SIZE, LOOP_TAG_PREFIX "%s:%s", instance, uuid);
 }
 
-/* Reads the tag of an attached loop device; NULL when not attached or not ours. */
+/* The UUID in the tag of an attached loop device of @instance; NULL when
+ * not attached or not ours. */
 static char *
-loop_read_tag (const char *block_device)
+loop_read_tag (const char *block_device, const char *instance)
 {
   struct loop_info64 info = { 0 };
+  g_autofree char *prefix = g_strdup_printf (LOOP_TAG_PREFIX "%s:", instance);
   int fd = open (block_device, O_RDONLY | O_CLOEXEC);
   int r;
 
@@ -71,10 +74,10 @@ loop_read_tag (const char *block_device)
     return NULL;
   r = ioctl (fd, LOOP_GET_STATUS64, &info);
   close (fd);
-  if (r < 0 || strncmp ((char *) info.lo_file_name, LOOP_TAG_PREFIX, strlen (LOOP_TAG_PREFIX)) != 0)
-    return NULL;
   info.lo_file_name[LO_NAME_SIZE - 1] = 0;
-  return g_strdup ((char *) info.lo_file_name + strlen (LOOP_TAG_PREFIX));
+  if (r < 0 || !g_str_has_prefix ((char *) info.lo_file_name, prefix))
+    return NULL;
+  return g_strdup ((char *) info.lo_file_name + strlen (prefix));
 }
 
 static gboolean
@@ -208,7 +211,7 @@ loop_start (const VbBackendRequest *request, GError **error)
   config.info.lo_offset = extent.offset;
   config.info.lo_sizelimit = extent.size;
   config.info.lo_flags = extent.read_only ? LO_FLAGS_READ_ONLY : 0;
-  tag_for (request->uuid, (char *) config.info.lo_file_name);
+  tag_for (request->instance, request->uuid, (char *) config.info.lo_file_name);
 
   udev = udev_new ();
   monitor = udev ? monitor_block (udev) : NULL;
@@ -233,9 +236,9 @@ out:
 }
 
 static gboolean
-loop_stop (const char *block_device, const char *uuid, GError **error)
+loop_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
 {
-  g_autofree char *tag = loop_read_tag (block_device);
+  g_autofree char *tag = loop_read_tag (block_device, instance);
   g_autoptr (GError) local = NULL;
 
   if (tag == NULL)
@@ -307,7 +310,7 @@ fail:
 }
 
 static GPtrArray *
-loop_scan (GError **error)
+loop_scan (const char *instance, GError **error)
 {
   g_autoptr (GPtrArray) found
       = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
@@ -326,14 +329,14 @@ loop_scan (GError **error)
       if (!g_file_get_contents (backing_path, &backing, NULL, NULL))
         continue; /* not attached */
       dev = g_strdup_printf ("/dev/%s", entry);
-      tag = loop_read_tag (dev);
+      tag = loop_read_tag (dev, instance);
       if (tag == NULL)
         continue;
-      VbBackendInstance *instance = g_new0 (VbBackendInstance, 1);
-      instance->uuid = g_steal_pointer (&tag);
-      instance->block_device = g_steal_pointer (&dev);
-      instance->backing = g_strdup (g_strstrip (backing));
-      g_ptr_array_add (found, instance);
+      VbBackendInstance *node = g_new0 (VbBackendInstance, 1);
+      node->uuid = g_steal_pointer (&tag);
+      node->block_device = g_steal_pointer (&dev);
+      node->backing = g_strdup (g_strstrip (backing));
+      g_ptr_array_add (found, node);
     }
   return g_steal_pointer (&found);
 }

@@ -13,7 +13,8 @@ G_BEGIN_DECLS
 /* What a backend needs to make a block node for one device. */
 typedef struct {
   const char *name; /* device name, for messages */
-  const char *uuid; /* device UUID: the ownership tag of the block node */
+  const char *instance; /* the vblkd instance (state dir) that owns the node */
+  const char *uuid;     /* device UUID; with @instance, the node's ownership tag */
   const VbDriver *driver;
   GHashTable *attributes;
   guint n_components;
@@ -22,6 +23,8 @@ typedef struct {
 } VbBackendRequest;
 
 /* A block node found running for vblk (by scan). */
+#define VB_INSTANCE_ID_LEN 8 /* hex digits */
+
 typedef struct {
   char *uuid;
   char *block_device; /* "/dev/loop3" */
@@ -39,12 +42,14 @@ typedef struct {
   /* Makes the block node and returns its path once it exists and udev (if
    * running) has processed it. */
   char *(*start) (const VbBackendRequest *request, GError **error);
-  /* Removes the block node; refuses when it is no longer tagged @uuid. */
-  gboolean (*stop) (const char *block_device, const char *uuid, GError **error);
+  /* Removes the block node; refuses when it is no longer tagged @instance, @uuid. */
+  gboolean (*stop) (const char *block_device, const char *instance, const char *uuid,
+                    GError **error);
   /* Applies attributes marked online to a started node. */
   gboolean (*update) (const char *block_device, const VbBackendRequest *request, GError **error);
-  /* Every block node this backend runs for vblk (VbBackendInstance*). */
-  GPtrArray *(*scan) (GError **error);
+  /* Every block node this backend runs for @instance (VbBackendInstance*);
+   * nodes of other vblkd instances on the host are left alone. */
+  GPtrArray *(*scan) (const char *instance, GError **error);
 } VbBackend;
 
 const VbBackend *const *vb_backends (void);

@@ -12,6 +12,7 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <string.h>
 #include <unistd.h>
 
 static char *opt_state_dir = NULL;
@@ -77,24 +78,43 @@ mutate_boot (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray
   return TRUE;
 }
 
+static gboolean prepare_state (VbDaemon *daemon, gboolean wait, GError **error);
+
+static void
+print_startup_error (const GError *error)
+{
+  g_printerr ("vblkd: %s\n", error->message);
+  if (g_str_has_prefix (error->message, "refusing to start"))
+    g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
+}
+
 static void
 on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
 
   daemon->connection = g_object_ref (connection);
-  daemon->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
-  vb_manager_export (daemon);
-  vb_objects_sync (daemon);
-  g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
 }
 
 static void
 on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
+  g_autoptr (GError) error = NULL;
 
-  g_message ("vblk: owns %s; state %s", name, daemon->state_path);
+  /* with --replace the old vblkd lets go of the state only now */
+  if (daemon->desired == NULL && !prepare_state (daemon, TRUE, &error))
+    {
+      print_startup_error (error);
+      daemon->exit_status = 1;
+      vb_daemon_quit (daemon);
+      return;
+    }
+  daemon->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
+  vb_manager_export (daemon);
+  vb_objects_sync (daemon);
+  g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
+  g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path, daemon->instance);
   vb_daemon_submit (daemon, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
 }
 
@@ -103,10 +123,17 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
 
+  if (daemon->object_manager != NULL)
+    {
+      /* we owned it: a vblkd --replace took over; hand over cleanly */
+      g_message ("vblk: %s taken over by another vblkd; leaving devices running", name);
+      vb_daemon_quit (daemon);
+      return;
+    }
   if (connection == NULL)
     g_printerr ("vblkd: cannot connect to the system bus\n");
   else
-    g_printerr ("vblkd: lost or could not own the name %s (another vblkd? use --replace)\n", name);
+    g_printerr ("vblkd: could not own the name %s (another vblkd? --replace takes over)\n", name);
   daemon->exit_status = 1;
   vb_daemon_quit (daemon);
 }
@@ -143,22 +170,86 @@ check_loaded_state (VbState *state, GError **error)
   return vb_graph_check (graph, error);
 }
 
+#define LOCK_WAIT_MS 15000
+
+/* Only one vblkd per state dir; @wait lets a --replace'd one finish. */
 static int
-lock_state_dir (const char *dir, GError **error)
+lock_state_dir (const char *dir, gboolean wait, GError **error)
 {
   g_autofree char *path = g_build_filename (dir, ".lock", NULL);
   int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  gint64 deadline = g_get_monotonic_time () + LOCK_WAIT_MS * 1000;
+  int e;
 
-  if (fd < 0 || flock (fd, LOCK_EX | LOCK_NB) < 0)
+  if (fd < 0)
+    goto fail;
+  while (flock (fd, LOCK_EX | LOCK_NB) < 0)
     {
-      int e = errno;
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path, g_strerror (e),
-                   e == EWOULDBLOCK ? " (another vblkd uses this state)" : "");
-      if (fd >= 0)
-        close (fd);
-      return -1;
+      if (errno != EWOULDBLOCK || !wait || g_get_monotonic_time () > deadline)
+        goto fail;
+      g_usleep (100 * 1000);
     }
   return fd;
+fail:
+  e = errno;
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path, g_strerror (e),
+               e == EWOULDBLOCK ? " (another vblkd uses this state; --replace takes over)" : "");
+  if (fd >= 0)
+    close (fd);
+  return -1;
+}
+
+/* A random id for this state dir, kept beside state.json: the backends tag
+ * block nodes with it, so vblkds of other state dirs leave them alone. */
+static char *
+load_instance_id (const char *dir, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, "instance-id", NULL);
+  g_autofree char *text = NULL;
+  char *id;
+
+  if (g_file_get_contents (path, &text, NULL, NULL))
+    {
+      g_strstrip (text);
+      if (strlen (text) == VB_INSTANCE_ID_LEN && strspn (text, "0123456789abcdef") == VB_INSTANCE_ID_LEN)
+        return g_steal_pointer (&text);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "%s: '%s' is not %d lower-case hex digits", path, text, VB_INSTANCE_ID_LEN);
+      return NULL;
+    }
+  id = g_strdup_printf ("%08x", g_random_int ());
+  if (!g_file_set_contents_full (path, id, -1,
+                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                 0600, error))
+    {
+      g_free (id);
+      return NULL;
+    }
+  return id;
+}
+
+static gboolean
+prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
+{
+  daemon->lock_fd = lock_state_dir (daemon->state_dir, wait, error);
+  if (daemon->lock_fd < 0)
+    return FALSE;
+  daemon->instance = load_instance_id (daemon->state_dir, error);
+  if (daemon->instance == NULL)
+    return FALSE;
+  daemon->desired = vb_state_load (daemon->state_path, error);
+  if (daemon->desired == NULL)
+    goto refuse;
+  if (!check_loaded_state (daemon->desired, error))
+    {
+      g_prefix_error (error, "%s: ", daemon->state_path);
+      g_clear_pointer (&daemon->desired, vb_state_free);
+      goto refuse;
+    }
+  return TRUE;
+refuse:
+  g_prefix_error (error, "refusing to start: ");
+  return FALSE;
 }
 
 static void
@@ -183,12 +274,11 @@ main (int argc, char **argv)
 {
   g_autoptr (GOptionContext) context = NULL;
   g_autoptr (GError) error = NULL;
-  VbDaemon daemon = { 0 };
+  VbDaemon daemon = { .lock_fd = -1 };
   BDPluginSpec loop_plugin = { BD_PLUGIN_LOOP, NULL };
   BDPluginSpec *plugins[] = { &loop_plugin, NULL };
   g_autofree char *marker = NULL;
   guint owner;
-  int lock_fd;
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
@@ -216,18 +306,9 @@ main (int argc, char **argv)
       g_printerr ("vblkd: cannot create %s: %s\n", daemon.state_dir, g_strerror (errno));
       return 1;
     }
-  lock_fd = lock_state_dir (daemon.state_dir, &error);
-  if (lock_fd < 0)
+  if (!opt_replace && !prepare_state (&daemon, FALSE, &error))
     {
-      g_printerr ("vblkd: %s\n", error->message);
-      return 1;
-    }
-  daemon.desired = vb_state_load (daemon.state_path, &error);
-  if (daemon.desired == NULL || !check_loaded_state (daemon.desired, &error))
-    {
-      g_printerr ("vblkd: refusing to start: %s%s%s\n", daemon.desired ? daemon.state_path : "",
-                  daemon.desired ? ": " : "", error->message);
-      g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
+      print_startup_error (error);
       return 1;
     }
 
@@ -291,8 +372,10 @@ main (int argc, char **argv)
   g_hash_table_unref (daemon.device_objects);
   g_hash_table_unref (daemon.running);
   g_hash_table_unref (daemon.status);
-  vb_state_free (daemon.desired);
+  g_clear_pointer (&daemon.desired, vb_state_free);
   g_main_loop_unref (daemon.loop);
-  close (lock_fd);
+  if (daemon.lock_fd >= 0)
+    close (daemon.lock_fd);
+  g_free (daemon.instance);
   return daemon.exit_status;
 }

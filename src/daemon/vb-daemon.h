@@ -32,6 +32,8 @@ struct _VbDaemon {
   char *state_path;
   char *run_dir;
   char *dev_dir;
+  char *instance;         /* tags the block nodes of this state dir */
+  int lock_fd;            /* flock of the state dir */
   gboolean fresh_run_dir; /* first vblkd since boot: autostart applies */
 
   VbState *desired;

@@ -142,6 +142,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   g_ptr_array_add (paths, NULL);
   VbBackendRequest request = {
     .name = config->name,
+    .instance = op->daemon->instance,
     .uuid = config->uuid,
     .driver = driver,
     .attributes = config->attributes,
@@ -174,6 +175,7 @@ step_update (VbOp *op, const VbStep *step, GError **error)
   g_ptr_array_add (paths, NULL);
   VbBackendRequest request = {
     .name = config->name,
+    .instance = op->daemon->instance,
     .uuid = config->uuid,
     .driver = vb_driver_lookup (config->driver),
     .attributes = config->attributes,
@@ -197,7 +199,7 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
                    step->backend);
       return FALSE;
     }
-  return backend->stop (step->block_device, step->uuid, error);
+  return backend->stop (step->block_device, op->daemon->instance, step->uuid, error);
 }
 
 static gboolean
@@ -382,7 +384,7 @@ scan_running (VbOp *op)
 
       if (!(*b)->available (&reason))
         continue;
-      found = (*b)->scan (&local);
+      found = (*b)->scan (op->daemon->instance, &local);
       if (found == NULL)
         {
           g_warning ("vblk: scanning backend %s: %s", (*b)->name, local->message);

@@ -319,6 +319,13 @@ vb_assert_contains () {
   esac
 }
 
+# vb_assert_absent PATH WHAT — PATH neither exists nor is a (dangling) link.
+vb_assert_absent () {
+  if [ -e "$1" ] || [ -L "$1" ]; then
+    vb_fail "$2: $1 exists"
+  fi
+}
+
 vb_assert_not_contains () {
   local haystack=$1 needle=$2 what=${3:-output}
   case "$haystack" in
@@ -387,7 +394,9 @@ vb__detach_loops () {
   while [ "$changed" = 1 ]; do
     changed=0
     while read -r name back; do
-      [ -n "$name" ] && [ -n "$back" ] && [ -z "${seen[$name]:-}" ] || continue
+      if [ -z "$name" ] || [ -z "$back" ] || [ -n "${seen[$name]:-}" ]; then
+        continue
+      fi
       back=${back%%\\x20(deleted)}
       if [[ "$back" == "$T"/* ]] || [ -n "${seen[$back]:-}" ]; then
         seen[$name]=1

@@ -33,8 +33,7 @@ for step in "${steps[@]}"; do
   vb_expect_fail NotFound vbmgr show "$name"
   vb_assert_eq 0 "$(vbmgr list --json | jq length)" "$step: devices after restart"
   vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "$step: devices in state.json"
-  [ ! -e "$VB_DEV_DIR/$name" ] && [ ! -L "$VB_DEV_DIR/$name" ] ||
-    vb_fail "$step: link $VB_DEV_DIR/$name left"
+  vb_assert_absent "$VB_DEV_DIR/$name" "$step: link after restart"
   [ -f "$img" ] || vb_fail "$step: image file removed"
   vb_stop_daemon
 done

@@ -12,8 +12,7 @@ vb_log "create: device exists, no block node, no link, no loop device"
 vbmgr create disk --driver file "$img"
 vb_assert_eq ready "$(vb_state_of disk)" "state after create"
 vb_assert_eq "" "$(vb_blockdev_of disk)" "block_device after create"
-[ ! -e "$VB_DEV_DIR/disk" ] && [ ! -L "$VB_DEV_DIR/disk" ] ||
-  vb_fail "link $VB_DEV_DIR/disk exists before start"
+vb_assert_absent "$VB_DEV_DIR/disk" "link before start"
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image before start"
 vb_assert_eq disk "$(vbmgr list --json | jq -r '.[].name')" "list after create"
 [ -f "$VB_STATE_FILE" ] || vb_fail "no state.json after create"
@@ -41,8 +40,7 @@ vb_log "stop: block node and link go away, the device stays"
 vbmgr stop disk
 vb_assert_eq stopped "$(vb_state_of disk)" "state after stop"
 vb_assert_eq "" "$(vb_blockdev_of disk)" "block_device after stop"
-[ ! -e "$VB_DEV_DIR/disk" ] && [ ! -L "$VB_DEV_DIR/disk" ] ||
-  vb_fail "link $VB_DEV_DIR/disk still there after stop"
+vb_assert_absent "$VB_DEV_DIR/disk" "link after stop"
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image after stop"
 jq -e '.devices[] | select(.name == "disk")' "$VB_STATE_FILE" > /dev/null ||
   vb_fail "device missing from state.json after stop"
@@ -55,8 +53,7 @@ vb_expect_fail NotFound vbmgr show disk
 vb_assert_eq 0 "$(vbmgr list --json | jq length)" "devices after delete"
 vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "devices in state.json after delete"
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image after delete"
-[ ! -e "$VB_DEV_DIR/disk" ] && [ ! -L "$VB_DEV_DIR/disk" ] ||
-  vb_fail "link $VB_DEV_DIR/disk still there after delete"
+vb_assert_absent "$VB_DEV_DIR/disk" "link after delete"
 [ -f "$img" ] || vb_fail "delete removed the image file"
 
 vb_stop_daemon
