@@ -11,7 +11,7 @@ packages=(
   # run: system bus, polkit, udev, gdbus
   dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
   # tests: loop devices, filesystems, JSON, process control
-  util-linux mount e2fsprogs kmod jq diffutils coreutils
+  util-linux mount fdisk e2fsprogs kmod jq diffutils coreutils
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -69,6 +69,23 @@ vb_assert_contains "$VB_ERR" "component '$mloop' is mounted on $T/mnt" "mounted 
 umount "$T/mnt"
 losetup -d "$mloop"
 
+vb_log "a disk whose partition holds a mounted filesystem"
+vb_mkimg "$T/p.img" 32M
+printf 'label: dos\nstart=2048, size=16384, type=83\n' | sfdisk -q "$T/p.img"
+ploop=$(losetup --show -f -P "$T/p.img")
+udevadm settle
+# a kernel without the msdos partition parser leaves partscan empty: add it by hand
+[ -b "${ploop}p1" ] || partx -a "$ploop"
+udevadm settle
+[ -b "${ploop}p1" ] || vb_fail "no partition ${ploop}p1"
+mkfs.ext4 -q -F "${ploop}p1"
+mkdir "$T/pmnt"
+mount "${ploop}p1" "$T/pmnt"
+refuse WouldLoseData vbmgr create b --driver window "$ploop"
+vb_assert_contains "$VB_ERR" "component '$ploop' is mounted on $T/pmnt" "partition-mounted message"
+umount "$T/pmnt"
+losetup -d "$ploop"
+
 vb_log "duplicate name"
 refuse AlreadyExists vbmgr create a --driver file "$T/other.img"
 vb_assert_contains "$VB_ERR" "device 'a' already exists" "duplicate name message"
