@@ -6,6 +6,8 @@
 
 #include <glib.h>
 
+#include "driver-map.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -61,6 +63,14 @@ typedef struct {
   /* NULL when the driver needs the engine (more than one extent). */
   void (*extent) (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
                   VbExtent *extent);
+  /* The engine's view: the fixed layout of a started device ... */
+  void (*layout) (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+                  VbLayout *layout);
+  /* ... and the placement of the bytes from @offset on: fills @out with
+   * the first piece (out->offset = @offset, 0 < out->length <= @length,
+   * ending at the next chunk or component boundary) and every copy of it.
+   * Copies' offsets are relative to each component's data area. */
+  void (*map) (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out);
 } VbDriver;
 
 const VbDriver *vb_driver_lookup (const char *name);

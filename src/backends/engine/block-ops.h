@@ -1,0 +1,22 @@
+/* What a server (NBD, FUSE) needs from a block device it serves: the one
+ * interface between the engine and whatever exposes it. Every call is
+ * blocking, may come from any thread at once, and returns 0 or -errno. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint64 (*size) (void *handle);
+  guint32 (*block_size) (void *handle); /* logical block size; offsets and lengths are multiples */
+  gboolean (*read_only) (void *handle);
+  gboolean (*can_multi_conn) (void *handle); /* a flush covers writes done through every connection */
+  int (*pread) (void *handle, void *buf, guint64 length, guint64 offset);
+  int (*pwrite) (void *handle, const void *buf, guint64 length, guint64 offset, gboolean fua);
+  int (*flush) (void *handle);
+  int (*discard) (void *handle, guint64 length, guint64 offset);
+  int (*write_zeroes) (void *handle, guint64 length, guint64 offset, gboolean fua);
+} VbBlockOps;
+
+G_END_DECLS
