@@ -27,6 +27,9 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "stop", "NAME [--recursive]", N_ ("Stop a device"), vb_cmd_stop },
   { "delete", "NAME [--recursive]", N_ ("Delete a device"), vb_cmd_delete },
   { "graph", "[--dot] [--json]", N_ ("Show which devices are built on which"), vb_cmd_graph },
+  { "fail", "NAME COMPONENT", N_ ("Mark a component of a redundant device faulty"), vb_cmd_fail },
+  { "export", "NAME --nbd [--listen unix:PATH|tcp:HOST:PORT]", N_ ("Serve a device over NBD"),
+    vb_cmd_export },
 };
 
 static char *

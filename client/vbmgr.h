@@ -36,6 +36,8 @@ int vb_cmd_stop (int argc, char **argv);
 int vb_cmd_delete (int argc, char **argv);
 /* cmd-graph.c */
 int vb_cmd_graph (int argc, char **argv);
+int vb_cmd_fail (int argc, char **argv);
+int vb_cmd_export (int argc, char **argv);
 
 /* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
  * works); on return argv[0] is the command and argv[1..] the positional

@@ -1,4 +1,6 @@
-/* Backend "loop": a kernel loop device over one extent of one component.
+/* Backend "loop": a kernel loop device over one extent of one component,
+ * or, for a driver that needs the engine, over the one file of a FUSE
+ * mount that the engine serves (loop with direct I/O, so no page cache).
  *
  * Setup is our own LOOP_CONFIGURE rather than libblockdev's bd_loop_setup():
  * bd_loop_setup (2.28) can set neither the logical block size nor the
@@ -10,6 +12,8 @@
 #include "config.h"
 
 #include "backend.h"
+#include "engine/engine.h"
+#include "engine/fuse-server.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
 
@@ -44,13 +48,56 @@ loop_available (char **reason)
 static gboolean
 loop_supports (const VbDriver *driver, char **reason)
 {
-  if (driver->extent == NULL)
+  if (driver->extent == NULL && driver->map == NULL)
     {
-      *reason = g_strdup_printf ("driver '%s' needs the engine, which loop cannot run yet",
-                                 driver->name);
+      *reason = g_strdup_printf ("driver '%s' has no placement for the engine", driver->name);
+      return FALSE;
+    }
+  if (driver->extent == NULL && access ("/dev/fuse", F_OK) != 0)
+    {
+      *reason = g_strdup ("no /dev/fuse: the engine serves loop devices through FUSE");
       return FALSE;
     }
   return TRUE;
+}
+
+/* The engine devices this process serves: block node -> runtime. */
+typedef struct {
+  char *uuid;
+  char *block_device;
+  VbEngine *engine;
+  VbFuseServer *fuse;
+} EngineRuntime;
+
+static GMutex runtimes_lock;
+static GHashTable *runtimes; /* block_device -> EngineRuntime* */
+
+static void
+engine_runtime_free (EngineRuntime *rt)
+{
+  /* the loop device is detached before: nothing holds the FUSE file */
+  vb_fuse_server_free (rt->fuse);
+  vb_engine_free (rt->engine);
+  g_free (rt->uuid);
+  g_free (rt->block_device);
+  g_free (rt);
+}
+
+static EngineRuntime *
+runtime_lookup (const char *block_device)
+{
+  EngineRuntime *rt;
+
+  g_mutex_lock (&runtimes_lock);
+  rt = runtimes ? g_hash_table_lookup (runtimes, block_device) : NULL;
+  g_mutex_unlock (&runtimes_lock);
+  return rt;
+}
+
+static void
+on_engine_failure (VbEngine *engine, guint component, int error, gpointer user_data)
+{
+  vb_backends_report_failure (user_data, component, error);
 }
 
 static void
@@ -183,16 +230,50 @@ loop_configure_free (int backing_fd, const struct loop_config *config, char **bl
   return err;
 }
 
+/* Makes a tagged loop device over @backing_fd and waits for udev. */
 static char *
-loop_start (const VbBackendRequest *request, GError **error)
+attach (int backing_fd, const struct loop_config *base, const char *instance, const char *uuid,
+        const char *what, GError **error)
+{
+  struct loop_config config = *base;
+  struct udev *udev = udev_new ();
+  struct udev_monitor *monitor = udev ? monitor_block (udev) : NULL;
+  char *block_device = NULL;
+  struct stat st;
+  int err;
+
+  config.fd = backing_fd;
+  tag_for (instance, uuid, (char *) config.info.lo_file_name);
+  err = loop_configure_free (backing_fd, &config, &block_device);
+  if (err == -EINVAL && (config.info.lo_flags & LO_FLAGS_DIRECT_IO))
+    {
+      /* a backing file that cannot do direct I/O: buffered, still correct */
+      config.info.lo_flags &= ~LO_FLAGS_DIRECT_IO;
+      err = loop_configure_free (backing_fd, &config, &block_device);
+    }
+  if (err < 0)
+    g_set_error (error, VB_ERROR, err == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
+                 "loop device for '%s': %s", what, g_strerror (-err));
+  else
+    {
+      vb_test_hook ("start:after-loop-setup");
+      if (monitor && stat (block_device, &st) == 0)
+        wait_udev_event (monitor, st.st_rdev, "change");
+    }
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  return block_device;
+}
+
+static char *
+start_extent (const VbBackendRequest *request, GError **error)
 {
   VbExtent extent = { 0 };
   struct loop_config config = { 0 };
-  struct udev *udev = NULL;
-  struct udev_monitor *monitor = NULL;
-  char *block_device = NULL;
-  struct stat st;
-  int backing_fd, err;
+  char *block_device;
+  int backing_fd;
 
   request->driver->extent (request->attributes, request->components, request->n_components,
                            &extent);
@@ -205,34 +286,82 @@ loop_start (const VbBackendRequest *request, GError **error)
                    "component '%s': %s", path, g_strerror (e));
       return NULL;
     }
-
-  config.fd = backing_fd;
   config.block_size = extent.sector_size;
   config.info.lo_offset = extent.offset;
   config.info.lo_sizelimit = extent.size;
   config.info.lo_flags = extent.read_only ? LO_FLAGS_READ_ONLY : 0;
-  tag_for (request->instance, request->uuid, (char *) config.info.lo_file_name);
-
-  udev = udev_new ();
-  monitor = udev ? monitor_block (udev) : NULL;
-  err = loop_configure_free (backing_fd, &config, &block_device);
+  block_device = attach (backing_fd, &config, request->instance, request->uuid, path, error);
   close (backing_fd);
-  if (err < 0)
-    {
-      g_set_error (error, VB_ERROR, err == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                   "loop device for '%s': %s", path, g_strerror (-err));
-      goto out;
-    }
-  vb_test_hook ("start:after-loop-setup");
-  if (monitor && stat (block_device, &st) == 0)
-    wait_udev_event (monitor, st.st_rdev, "change");
-
-out:
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
   return block_device;
+}
+
+/* An engine device: engine, then its FUSE file, then a loop device with
+ * direct I/O on that file. A component that is itself an engine device of
+ * this process is called in place, without a kernel round trip. */
+static char *
+start_engine (const VbBackendRequest *request, GError **error)
+{
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  gboolean read_only = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+  g_autofree char *mountpoint = NULL;
+  struct loop_config config = { 0 };
+  EngineRuntime *rt;
+  char *block_device;
+  int fd;
+
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      EngineRuntime *dep = runtime_lookup (request->paths[i]);
+      sources[i].path = request->paths[i];
+      if (dep)
+        {
+          sources[i].ops = &vb_engine_ops;
+          sources[i].handle = dep->engine;
+        }
+    }
+  rt = g_new0 (EngineRuntime, 1);
+  rt->uuid = g_strdup (request->uuid);
+  rt->engine = vb_engine_new (request->name, request->driver, request->attributes,
+                              request->n_components, sources, request->components, read_only, error);
+  if (rt->engine == NULL)
+    goto fail;
+  vb_engine_set_failure_func (rt->engine, on_engine_failure, rt->uuid);
+  mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
+  rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_ops, rt->engine, error);
+  if (rt->fuse == NULL)
+    goto fail;
+  fd = open (vb_fuse_server_path (rt->fuse), (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+  if (fd < 0)
+    {
+      int e = errno;
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", vb_fuse_server_path (rt->fuse),
+                   g_strerror (e));
+      goto fail;
+    }
+  config.block_size = vb_engine_ops.block_size (rt->engine);
+  config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
+  block_device = attach (fd, &config, request->instance, request->uuid,
+                         vb_fuse_server_path (rt->fuse), error);
+  close (fd);
+  if (block_device == NULL)
+    goto fail;
+  rt->block_device = g_strdup (block_device);
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes == NULL)
+    runtimes = g_hash_table_new (g_str_hash, g_str_equal);
+  g_hash_table_insert (runtimes, rt->block_device, rt);
+  g_mutex_unlock (&runtimes_lock);
+  return block_device;
+
+fail:
+  engine_runtime_free (rt);
+  return NULL;
+}
+
+static char *
+loop_start (const VbBackendRequest *request, GError **error)
+{
+  return request->driver->extent ? start_extent (request, error) : start_engine (request, error);
 }
 
 static gboolean
@@ -255,6 +384,50 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
                    local->message);
       return FALSE;
     }
+  g_mutex_lock (&runtimes_lock);
+  EngineRuntime *rt = runtimes ? g_hash_table_lookup (runtimes, block_device) : NULL;
+  if (rt)
+    g_hash_table_remove (runtimes, block_device);
+  g_mutex_unlock (&runtimes_lock);
+  if (rt)
+    engine_runtime_free (rt);
+  return TRUE;
+}
+
+static gboolean
+loop_component_status (const char *block_device, guint component, gboolean *faulty,
+                       guint64 *errors)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  if (rt == NULL || component >= vb_engine_n_components (rt->engine))
+    return FALSE;
+  *faulty = vb_engine_component_faulty (rt->engine, component);
+  *errors = vb_engine_component_errors (rt->engine, component);
+  return TRUE;
+}
+
+static int
+loop_set_faulty (const char *block_device, guint component)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  if (rt == NULL)
+    return -ENOTSUP;
+  if (component >= vb_engine_n_components (rt->engine))
+    return -EINVAL;
+  return vb_engine_set_faulty (rt->engine, component);
+}
+
+static gboolean
+loop_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  if (rt == NULL)
+    return FALSE;
+  *ops = &vb_engine_ops;
+  *handle = rt->engine;
   return TRUE;
 }
 
@@ -266,6 +439,12 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
   int fd, e = 0;
   const char *step = NULL;
 
+  if (request->driver->extent == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "driver '%s' has no attribute that changes while started", request->driver->name);
+      return FALSE;
+    }
   request->driver->extent (request->attributes, request->components, request->n_components,
                            &extent);
   fd = open (block_device, O_RDONLY | O_CLOEXEC);
@@ -315,6 +494,7 @@ loop_scan (const char *instance, GError **error)
   g_autoptr (GPtrArray) found
       = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
   g_autoptr (GDir) dir = g_dir_open ("/sys/block", 0, error);
+  g_autofree char *engine_dir = g_build_filename (vb_backends_run_dir (), "engine", NULL);
   const char *entry;
 
   if (dir == NULL)
@@ -332,12 +512,23 @@ loop_scan (const char *instance, GError **error)
       tag = loop_read_tag (dev, instance);
       if (tag == NULL)
         continue;
+      g_strstrip (backing);
+      if (g_str_has_prefix (backing, engine_dir) && runtime_lookup (dev) == NULL)
+        {
+          /* served by a vblkd that died: its FUSE server is gone, so the
+           * node can only fail; detach it, the device is started afresh */
+          g_autoptr (GError) local = NULL;
+          if (!bd_loop_teardown (dev, &local))
+            g_debug ("loop: detaching stale %s: %s", dev, local->message);
+          continue;
+        }
       VbBackendInstance *node = g_new0 (VbBackendInstance, 1);
       node->uuid = g_steal_pointer (&tag);
       node->block_device = g_steal_pointer (&dev);
-      node->backing = g_strdup (g_strstrip (backing));
+      node->backing = g_strdup (backing);
       g_ptr_array_add (found, node);
     }
+  vb_fuse_cleanup_stale (engine_dir);
   return g_steal_pointer (&found);
 }
 
@@ -348,5 +539,8 @@ const VbBackend vb_backend_loop = {
   .start = loop_start,
   .stop = loop_stop,
   .update = loop_update,
+  .component_status = loop_component_status,
+  .set_faulty = loop_set_faulty,
+  .block_ops = loop_block_ops,
   .scan = loop_scan,
 };

@@ -6,6 +6,7 @@
 
 #include <glib.h>
 
+#include "engine/block-ops.h"
 #include "engine/driver.h"
 
 G_BEGIN_DECLS
@@ -47,10 +48,29 @@ typedef struct {
                     GError **error);
   /* Applies attributes marked online to a started node. */
   gboolean (*update) (const char *block_device, const VbBackendRequest *request, GError **error);
+  /* Engine devices (NULL where the backend runs none): a component's
+   * health; SetFaulty (-EBUSY when it holds the last copy of some data,
+   * -ENOTSUP without redundancy); and in-process access to the device for
+   * an engine device stacked on it. All cheap and non-blocking. */
+  gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
+                                guint64 *errors);
+  int (*set_faulty) (const char *block_device, guint component);
+  gboolean (*block_ops) (const char *block_device, const VbBlockOps **ops, void **handle);
   /* Every block node this backend runs for @instance (VbBackendInstance*);
    * nodes of other vblkd instances on the host are left alone. */
   GPtrArray *(*scan) (const char *instance, GError **error);
 } VbBackend;
+
+/* Called on an I/O thread when a component of an engine device fails;
+ * must not block. */
+typedef void (*VbBackendFailureFunc) (const char *uuid, guint component, int error,
+                                      gpointer user_data);
+
+/* Once, before any other call: where engine devices keep their FUSE
+ * mounts (RUN_DIR/engine), and who hears of component failures. */
+void vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure, gpointer user_data);
+const char *vb_backends_run_dir (void);
+void vb_backends_report_failure (const char *uuid, guint component, int error);
 
 const VbBackend *const *vb_backends (void);
 const VbBackend *vb_backend_lookup (const char *name);

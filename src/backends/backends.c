@@ -13,6 +13,32 @@ static const VbBackend *const all_backends[] = {
   NULL,
 };
 
+static char *run_dir;
+static VbBackendFailureFunc failure_func;
+static gpointer failure_data;
+
+void
+vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, gpointer user_data)
+{
+  g_free (run_dir);
+  run_dir = g_strdup (dir);
+  failure_func = on_failure;
+  failure_data = user_data;
+}
+
+const char *
+vb_backends_run_dir (void)
+{
+  return run_dir ? run_dir : VB_DEFAULT_RUN_DIR;
+}
+
+void
+vb_backends_report_failure (const char *uuid, guint component, int error)
+{
+  if (failure_func)
+    failure_func (uuid, component, error, failure_data);
+}
+
 void
 vb_backend_instance_free (VbBackendInstance *instance)
 {

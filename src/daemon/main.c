@@ -353,6 +353,7 @@ main (int argc, char **argv)
       g_clear_error (&error);
     }
 
+  vb_backends_init (daemon.run_dir, vb_daemon_component_failed, &daemon);
   vb_udev_watch (&daemon);
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);

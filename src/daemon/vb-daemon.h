@@ -98,6 +98,9 @@ void vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *ru
 /* vb-udev.c: block events for the nodes vblk runs trigger an observe op. */
 void vb_udev_watch (VbDaemon *daemon);
 
+/* vb-objects.c: a component of an engine device failed (any thread). */
+void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);
+
 /* main.c: leave once the running op (if any) is done. */
 void vb_daemon_quit (VbDaemon *daemon);
 

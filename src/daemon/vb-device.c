@@ -6,6 +6,7 @@
 #include "vb-request.h"
 
 #include <glib/gi18n.h>
+#include <errno.h>
 #include <string.h>
 
 VbRequest *
@@ -460,16 +461,89 @@ static gboolean
 component_not_supported (GDBusMethodInvocation *inv)
 {
   g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _ ("component changes need a redundant driver; "
-                                            "this version has none"));
+                                         _ ("removing and replacing components needs "
+                                            "on-component metadata, which this version lacks"));
   return TRUE;
+}
+
+/* The device and index a component object stands for. */
+static VbDeviceConfig *
+component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError **error)
+{
+  const char *path = g_dbus_method_invocation_get_object_path (inv);
+  const char *slash = strrchr (path, '/');
+  g_autofree char *device_path = NULL;
+
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      g_free (device_path);
+      device_path = vb_device_object_path (d->name);
+      if (g_str_has_prefix (path, device_path)
+          && strncmp (path + strlen (device_path), "/components/", 12) == 0)
+        {
+          *index = (guint) g_ascii_strtoull (slash + 1, NULL, 10);
+          if (*index < d->components->len)
+            return d;
+        }
+    }
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no component at %s", path);
+  return NULL;
+}
+
+static void
+set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_data)
+{
+  g_autoptr (GVariant) options = user_data;
+  g_autoptr (GError) error = NULL;
+  const VbDeviceConfig *d;
+  const VbRunning *r;
+  const VbBackend *backend;
+  const char *source;
+  guint index;
+  int res;
+
+  if (!vb_options_check (options, no_options, &error)
+      || (d = component_of (daemon, inv, &index, &error)) == NULL)
+    {
+      vb_invocation_return_gerror (inv, error);
+      return;
+    }
+  source = ((VbComponentConfig *) d->components->pdata[index])->source;
+  r = g_hash_table_lookup (daemon->running, d->uuid);
+  backend = r ? vb_backend_lookup (r->backend) : NULL;
+  if (r == NULL)
+    {
+      g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                                             "device '%s' is not started", d->name);
+      return;
+    }
+  res = backend->set_faulty ? backend->set_faulty (r->block_device, index) : -ENOTSUP;
+  if (res == -EBUSY)
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                                           "component '%s' holds the last in-sync copy of data of '%s'",
+                                           source, d->name);
+  else if (res == -ENOTSUP || res == -EOPNOTSUPP)
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                                           "device '%s' (driver '%s') has no redundancy: a component "
+                                           "cannot be failed", d->name, d->driver);
+  else if (res < 0)
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s",
+                                           source, g_strerror (-res));
+  else
+    {
+      vb_objects_sync (daemon);
+      g_dbus_method_invocation_return_value (inv, NULL);
+    }
 }
 
 static gboolean
 handle_set_faulty (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *options,
                    VbDaemon *daemon)
 {
-  return component_not_supported (inv);
+  vb_auth_check (daemon, inv, "org.vblk.manage", NULL, set_faulty_authorized,
+                 g_variant_ref (options), (GDestroyNotify) g_variant_unref);
+  return TRUE;
 }
 
 static gboolean

@@ -7,13 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Health of component @index of a running engine device, from its backend. */
+static gboolean
+running_component_status (VbDaemon *daemon, const VbDeviceConfig *config, guint index,
+                          gboolean *faulty, guint64 *errors)
+{
+  const VbRunning *r = g_hash_table_lookup (daemon->running, config->uuid);
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+
+  *faulty = FALSE;
+  *errors = 0;
+  return backend && backend->component_status
+         && backend->component_status (r->block_device, index, faulty, errors);
+}
+
 const char *
 vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config)
 {
   const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, config->name);
 
   if (g_hash_table_contains (daemon->running, config->uuid))
-    return "active";
+    {
+      for (guint i = 0; i < config->components->len; i++)
+        {
+          gboolean faulty;
+          guint64 errors;
+          if (running_component_status (daemon, config, i, &faulty, &errors) && faulty)
+            return "degraded";
+        }
+      return "active";
+    }
   if (st && st->failure && config->started)
     return "failed";
   if (st && !st->complete)
@@ -40,8 +63,13 @@ attributes_variant (GHashTable *attributes)
 }
 
 static const char *
-component_state (VbDaemon *daemon, const VbDeviceConfig *d, const VbComponentConfig *c)
+component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index,
+                 const VbComponentConfig *c, guint64 *errors)
 {
+  gboolean faulty;
+
+  if (running_component_status (daemon, d, index, &faulty, errors) && faulty)
+    return "faulty";
   if (g_strcmp0 (c->role, "spare") == 0)
     return "spare";
   if (g_str_has_prefix (c->source, "vblk:"))
@@ -84,7 +112,9 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
         }
       vb_dbus_component_set_source (iface, c->source);
       vb_dbus_component_set_role (iface, c->role);
-      vb_dbus_component_set_state (iface, component_state (daemon, d, c));
+      guint64 errors = 0;
+      vb_dbus_component_set_state (iface, component_state (daemon, d, i, c, &errors));
+      vb_dbus_component_set_errors (iface, errors);
       vb_dbus_component_set_device (iface, device_path);
       g_ptr_array_add (paths, g_steal_pointer (&path));
     }
@@ -166,6 +196,57 @@ vb_objects_sync (VbDaemon *daemon)
       g_dbus_object_manager_server_unexport (daemon->object_manager, path);
       g_hash_table_iter_remove (&iter);
     }
+}
+
+typedef struct {
+  VbDaemon *daemon;
+  char *uuid;
+  guint component;
+  int error;
+} FailureNote;
+
+static gboolean
+publish_failure (gpointer data)
+{
+  FailureNote *note = data;
+  VbDaemon *daemon = note->daemon;
+
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      const VbComponentConfig *c;
+      GVariantBuilder details;
+
+      if (g_strcmp0 (d->uuid, note->uuid) != 0 || note->component >= d->components->len)
+        continue;
+      c = d->components->pdata[note->component];
+      g_warning ("vblk: %s: component %u (%s) failed: %s", d->name, note->component, c->source,
+                 g_strerror (-note->error));
+      g_variant_builder_init (&details, G_VARIANT_TYPE_VARDICT);
+      g_variant_builder_add (&details, "{sv}", "component", g_variant_new_uint32 (note->component));
+      g_variant_builder_add (&details, "{sv}", "source", g_variant_new_string (c->source));
+      g_variant_builder_add (&details, "{sv}", "error", g_variant_new_string (g_strerror (-note->error)));
+      vb_objects_sync (daemon);
+      vb_objects_emit_event (daemon, "component-failed", d->name, g_variant_builder_end (&details));
+      if (strcmp (vb_daemon_device_state (daemon, d), "degraded") == 0)
+        vb_objects_emit_event (daemon, "degraded", d->name, NULL);
+    }
+  g_free (note->uuid);
+  g_free (note);
+  return G_SOURCE_REMOVE;
+}
+
+void
+vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data)
+{
+  FailureNote *note = g_new0 (FailureNote, 1);
+
+  note->daemon = user_data;
+  note->uuid = g_strdup (uuid);
+  note->component = component;
+  note->error = error;
+  /* the main thread owns all state: publish there */
+  g_idle_add (publish_failure, note);
 }
 
 void

@@ -398,10 +398,10 @@ scan_running (VbOp *op)
             if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid)
                 == 0)
               d = op->candidate->devices->pdata[j];
-          if (d)
+          if (d && op->mode == VB_OP_STARTUP)
             g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
                        inst->block_device, (*b)->name, inst->backing);
-          else
+          else if (d == NULL)
             g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
                        inst->block_device, inst->uuid);
           g_hash_table_replace (

@@ -48,8 +48,12 @@ test_lookup (void)
 
   g_assert_nonnull (vb_driver_lookup ("file"));
   g_assert_nonnull (vb_driver_lookup ("window"));
+  g_assert_nonnull (vb_driver_lookup ("linear"));
+  g_assert_nonnull (vb_driver_lookup ("raid0"));
+  g_assert_nonnull (vb_driver_lookup ("raid1"));
+  g_assert_nonnull (vb_driver_lookup ("raid10"));
   g_assert_null (vb_driver_lookup ("raid7"));
-  g_assert_cmpstr (known, ==, "file, window");
+  g_assert_cmpstr (known, ==, "file, window, linear, raid0, raid1, raid10");
 }
 
 static void

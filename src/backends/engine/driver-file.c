@@ -50,6 +50,30 @@ file_extent (GHashTable *attributes, const VbComponentInfo *components, guint n_
   extent->sector_size = (guint) vb_attr_get_u64 (attributes, "sector_size");
 }
 
+static void
+file_layout (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+             VbLayout *layout)
+{
+  *layout = (VbLayout){ 0 };
+  layout->n_components = 1;
+  layout->copies = 1;
+  layout->size = file_size (attributes, components, n_components);
+  layout->component_size = layout->size;
+  layout->component_sizes[0] = layout->size;
+}
+
+static void
+file_map (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out)
+{
+  g_assert (length > 0 && offset < layout->size && length <= layout->size - offset);
+
+  out->offset = offset;
+  out->length = length;
+  out->n_copies = 1;
+  out->copies[0].component = 0;
+  out->copies[0].offset = offset;
+}
+
 const VbDriver vb_driver_file = {
   .name = "file",
   .description = "a regular file as a block device",
@@ -60,4 +84,6 @@ const VbDriver vb_driver_file = {
   .validate = file_validate,
   .size = file_size,
   .extent = file_extent,
+  .layout = file_layout,
+  .map = file_map,
 };

@@ -74,6 +74,32 @@ window_extent (GHashTable *attributes, const VbComponentInfo *components, guint 
   extent->sector_size = WINDOW_ALIGN;
 }
 
+static void
+window_layout (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+               VbLayout *layout)
+{
+  *layout = (VbLayout){ 0 };
+  layout->n_components = 1;
+  layout->copies = 1;
+  layout->start = vb_attr_get_u64 (attributes, "offset");
+  layout->size = window_size (attributes, components, n_components);
+  /* what the window reaches, not the whole component: nothing past it is ours */
+  layout->component_size = layout->start + layout->size;
+  layout->component_sizes[0] = layout->component_size;
+}
+
+static void
+window_map (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out)
+{
+  g_assert (length > 0 && offset < layout->size && length <= layout->size - offset);
+
+  out->offset = offset;
+  out->length = length;
+  out->n_copies = 1;
+  out->copies[0].component = 0;
+  out->copies[0].offset = layout->start + offset;
+}
+
 const VbDriver vb_driver_window = {
   .name = "window",
   .description = "a byte range of a block device, file or device",
@@ -84,4 +110,6 @@ const VbDriver vb_driver_window = {
   .validate = window_validate,
   .size = window_size,
   .extent = window_extent,
+  .layout = window_layout,
+  .map = window_map,
 };

@@ -12,10 +12,18 @@
 
 extern const VbDriver vb_driver_file;
 extern const VbDriver vb_driver_window;
+extern const VbDriver vb_driver_linear;
+extern const VbDriver vb_driver_raid0;
+extern const VbDriver vb_driver_raid1;
+extern const VbDriver vb_driver_raid10;
 
 static const VbDriver *const all_drivers[] = {
   &vb_driver_file,
   &vb_driver_window,
+  &vb_driver_linear,
+  &vb_driver_raid0,
+  &vb_driver_raid1,
+  &vb_driver_raid10,
   NULL,
 };
 
@@ -207,9 +215,15 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
           if (spec == NULL)
             {
               g_autofree char *allowed = vb_driver_attr_names (driver);
-              g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                           "attribute '%s': not an attribute of driver '%s' (allowed: %s)",
-                           (char *) keys[i], driver->name, allowed);
+              /* linear and raid1 have none: say so rather than "(allowed: )" */
+              if (*allowed == '\0')
+                g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                             "attribute '%s': driver '%s' has no attributes", (char *) keys[i],
+                             driver->name);
+              else
+                g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                             "attribute '%s': not an attribute of driver '%s' (allowed: %s)",
+                             (char *) keys[i], driver->name, allowed);
               return NULL;
             }
           canonical = vb_attr_canonicalize (spec, g_hash_table_lookup (given, keys[i]), error);

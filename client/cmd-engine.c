@@ -1,0 +1,106 @@
+/* vbmgr commands for engine devices: fail (a component, SetFaulty) and
+ * export (serve a device over NBD). */
+#include "config.h"
+
+#include "vbmgr.h"
+#include "vb-error.h"
+
+#include <glib/gi18n.h>
+
+/* The component of @device whose source is @which (a path is made
+ * absolute first) or whose index is @which. */
+static VbDBusComponent *
+find_component (GDBusObjectManager *manager, VbDBusDevice *device, const char *which)
+{
+  const char *const *paths = vb_dbus_device_get_components (device);
+  g_autofree char *source = vb_mgr_absolute_source (which);
+
+  for (guint i = 0; paths && paths[i]; i++)
+    {
+      g_autoptr (VbDBusComponent) c = vb_mgr_lookup_component (manager, paths[i]);
+      g_autofree char *index = g_strdup_printf ("%u", i);
+      if (c && (g_strcmp0 (vb_dbus_component_get_source (c), source) == 0
+                || g_strcmp0 (which, index) == 0))
+        return g_steal_pointer (&c);
+    }
+  return NULL;
+}
+
+int
+vb_cmd_fail (int argc, char **argv)
+{
+  const GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
+  g_autoptr (VbDBusComponent) component = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (!vb_mgr_parse_options ("fail", "NAME COMPONENT",
+                             _ ("Mark a component of a redundant device faulty."), entries, &argc,
+                             &argv))
+    return VB_EXIT_USAGE;
+  if (argc != 3)
+    return vb_mgr_usage_error ("fail", _ ("expected a device name and a component"));
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  device = vb_mgr_lookup_device (manager, "fail", argv[1]);
+  if (device == NULL)
+    return VB_EXIT_FAILED;
+  component = find_component (manager, device, argv[2]);
+  if (component == NULL)
+    {
+      g_set_error (&error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s' has no component '%s'"), argv[1],
+                   argv[2]);
+      return vb_mgr_fail ("fail", argv[1], error);
+    }
+  reply = vb_mgr_call (component, "SetFaulty", g_variant_new ("(a{sv})", NULL), &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("fail", argv[1], error);
+  return VB_EXIT_OK;
+}
+
+int
+vb_cmd_export (int argc, char **argv)
+{
+  gboolean nbd = FALSE;
+  g_autofree char *listen = NULL;
+  g_autofree char *name = NULL;
+  const GOptionEntry entries[]
+      = { { "nbd", 0, 0, G_OPTION_ARG_NONE, &nbd, N_ ("Serve over NBD"), NULL },
+          { "listen", 0, 0, G_OPTION_ARG_STRING, &listen,
+            N_ ("Where to listen: unix:PATH or tcp:HOST:PORT (default: a socket in vblkd's run "
+                "directory)"),
+            N_ ("ADDRESS") },
+          { "name", 0, 0, G_OPTION_ARG_STRING, &name,
+            N_ ("Export name clients ask for (default: the device name)"), N_ ("NAME") },
+          G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
+
+  if (!vb_mgr_parse_options ("export", "NAME --nbd [--listen ADDRESS]",
+                             _ ("Serve a started device to the network."), entries, &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc != 2)
+    return vb_mgr_usage_error ("export", _ ("expected one device name"));
+  if (!nbd)
+    return vb_mgr_usage_error ("export", _ ("missing --nbd (the only protocol)"));
+  if (listen)
+    g_variant_builder_add (&options, "{sv}", "listen", g_variant_new_string (listen));
+  if (name)
+    g_variant_builder_add (&options, "{sv}", "name", g_variant_new_string (name));
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  device = vb_mgr_lookup_device (manager, "export", argv[1]);
+  if (device == NULL)
+    return VB_EXIT_FAILED;
+  reply = vb_mgr_call (device, "Export", g_variant_new ("(sa{sv})", "nbd", &options), &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("export", argv[1], error);
+  return VB_EXIT_OK;
+}

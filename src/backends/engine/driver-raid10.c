@@ -1,0 +1,161 @@
+/* Driver "raid10": md's "near" layout. The components' chunks form rows of
+ * n slots; device chunk c fills the `copies` consecutive slots from
+ * c * copies on, and slot s is chunk s / n of component s % n. */
+#include "config.h"
+
+#include "driver.h"
+#include "vb-error.h"
+
+#define RAID10_CHUNK_MIN (4ULL << 10)
+#define RAID10_CHUNK_MAX (64ULL << 20)
+
+G_STATIC_ASSERT (VB_MAX_COPIES == 8);
+static const guint64 allowed_copies[] = { 2, 3, 4, 5, 6, 7, 8, 0 };
+
+static const VbAttrSpec raid10_attributes[] = {
+  /* neither is online: changing one moves every byte (a reshape) */
+  { "copies", VB_ATTR_UINT, "2", FALSE, 0, allowed_copies,
+    "copies of every chunk, each on a different component" },
+  { "chunk_size", VB_ATTR_SIZE, "524288", FALSE, 0, NULL,
+    "bytes per chunk: a power of two from 4K to 64M" },
+  { NULL },
+};
+
+static guint64
+smallest_component (const VbComponentInfo *components, guint n_components, guint *which)
+{
+  guint64 smallest = G_MAXUINT64;
+
+  for (guint i = 0; i < n_components; i++)
+    if (components[i].size < smallest)
+      {
+        smallest = components[i].size;
+        *which = i;
+      }
+  return smallest;
+}
+
+/* Device chunks: every whole row-slot group of `copies` slots. */
+static guint64
+raid10_chunks (guint64 component_size, guint64 chunk, guint n_components, guint copies)
+{
+  return component_size / chunk * n_components / copies;
+}
+
+static gboolean
+raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+                 GError **error)
+{
+  guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
+  guint64 copies = vb_attr_get_u64 (attributes, "copies");
+  guint which = 0;
+  guint64 smallest = smallest_component (components, n_components, &which);
+
+  if (copies > n_components)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'copies': %" G_GUINT64_FORMAT
+                   " copies need at least as many components, %u given",
+                   copies, n_components);
+      return FALSE;
+    }
+  /* a power of two keeps the map to shifts and masks, as md requires too */
+  if (chunk < RAID10_CHUNK_MIN || chunk > RAID10_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'chunk_size': %" G_GUINT64_FORMAT
+                   " is not a power of two from 4K (4096) to 64M (67108864)",
+                   chunk);
+      return FALSE;
+    }
+  if (smallest < chunk)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "component '%s': %" G_GUINT64_FORMAT
+                   " bytes, smaller than one chunk (%" G_GUINT64_FORMAT ")",
+                   components[which].source, smallest, chunk);
+      return FALSE;
+    }
+  /* offsets into the device are off_t on every path that serves it */
+  if (raid10_chunks (smallest, chunk, n_components, copies) > (guint64) G_MAXINT64 / chunk)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "components: the device would be larger than %" G_GINT64_FORMAT " bytes",
+                   G_MAXINT64);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static guint64
+raid10_component_size (GHashTable *attributes, const VbComponentInfo *components,
+                       guint n_components)
+{
+  guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
+  guint which = 0;
+
+  return smallest_component (components, n_components, &which) / chunk * chunk;
+}
+
+static guint64
+raid10_size (GHashTable *attributes, const VbComponentInfo *components, guint n_components)
+{
+  guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
+  guint64 copies = vb_attr_get_u64 (attributes, "copies");
+
+  return raid10_chunks (raid10_component_size (attributes, components, n_components), chunk,
+                        n_components, copies)
+         * chunk;
+}
+
+static void
+raid10_layout (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+               VbLayout *layout)
+{
+  g_assert (n_components >= 1 && n_components <= VB_MAX_COMPONENTS);
+
+  *layout = (VbLayout){ 0 };
+  layout->n_components = n_components;
+  layout->copies = (guint) vb_attr_get_u64 (attributes, "copies");
+  layout->chunk_size = vb_attr_get_u64 (attributes, "chunk_size");
+  /* map() writes one VbMapping copy per copy, on distinct components */
+  g_assert (layout->copies >= 1 && layout->copies <= MIN (n_components, VB_MAX_COPIES));
+  layout->component_size = raid10_component_size (attributes, components, n_components);
+  for (guint i = 0; i < n_components; i++)
+    layout->component_sizes[i] = layout->component_size;
+  layout->size = raid10_size (attributes, components, n_components);
+}
+
+static void
+raid10_map (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out)
+{
+  guint64 chunk = offset / layout->chunk_size;
+  guint64 within = offset % layout->chunk_size;
+  guint64 slot = chunk * layout->copies;
+
+  g_assert (length > 0 && offset < layout->size && length <= layout->size - offset);
+
+  out->offset = offset;
+  out->length = MIN (length, layout->chunk_size - within);
+  out->n_copies = layout->copies;
+  /* consecutive slots: the copies land on distinct components because
+   * copies <= n, wrapping into the next row after the last component */
+  for (guint i = 0; i < layout->copies; i++, slot++)
+    {
+      out->copies[i].component = slot % layout->n_components;
+      out->copies[i].offset = slot / layout->n_components * layout->chunk_size + within;
+    }
+}
+
+const VbDriver vb_driver_raid10 = {
+  .name = "raid10",
+  .description = "striped mirrors, md's near layout",
+  .attributes = raid10_attributes,
+  .min_components = 2,
+  .max_components = VB_MAX_COMPONENTS,
+  .component_kinds = VB_COMPONENT_KIND_FILE | VB_COMPONENT_KIND_BLOCK | VB_COMPONENT_KIND_DEVICE,
+  .validate = raid10_validate,
+  .size = raid10_size,
+  .layout = raid10_layout,
+  .map = raid10_map,
+};

@@ -1,0 +1,25 @@
+/* The FUSE server: serves a VbBlockOps device as one regular file in a
+ * private FUSE mount (for the kernel loop driver to sit on). */
+#pragma once
+
+#include <glib.h>
+
+#include "block-ops.h"
+
+G_BEGIN_DECLS
+
+typedef struct _VbFuseServer VbFuseServer;
+
+/* Mounts a FUSE file system on @mountpoint (created if missing) holding
+ * one file @file_name; serves it on its own threads until freed. */
+VbFuseServer *vb_fuse_server_new (const char *mountpoint, const char *file_name,
+                                  const VbBlockOps *ops, void *handle, GError **error);
+const char *vb_fuse_server_path (VbFuseServer *server);
+/* Unmounts and joins the serving threads. Nothing may hold the file open. */
+void vb_fuse_server_free (VbFuseServer *server);
+
+/* Lazily unmounts FUSE mounts under @dir left by a vblkd that died;
+ * returns how many. */
+guint vb_fuse_cleanup_stale (const char *dir);
+
+G_END_DECLS
