@@ -19,8 +19,9 @@ find_component (GDBusObjectManager *manager, VbDBusDevice *device, const char *w
     {
       g_autoptr (VbDBusComponent) c = vb_mgr_lookup_component (manager, paths[i]);
       g_autofree char *index = g_strdup_printf ("%u", i);
-      if (c && (g_strcmp0 (vb_dbus_component_get_source (c), source) == 0
-                || g_strcmp0 (which, index) == 0))
+      if (c
+          && (g_strcmp0 (vb_dbus_component_get_source (c), source) == 0
+              || g_strcmp0 (which, index) == 0))
         return g_steal_pointer (&c);
     }
   return NULL;

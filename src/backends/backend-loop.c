@@ -302,7 +302,8 @@ static char *
 start_engine (const VbBackendRequest *request, GError **error)
 {
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
-  gboolean read_only = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+  gboolean read_only
+      = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
   g_autofree char *mountpoint = NULL;
   struct loop_config config = { 0 };
   EngineRuntime *rt;
@@ -321,8 +322,9 @@ start_engine (const VbBackendRequest *request, GError **error)
     }
   rt = g_new0 (EngineRuntime, 1);
   rt->uuid = g_strdup (request->uuid);
-  rt->engine = vb_engine_new (request->name, request->driver, request->attributes,
-                              request->n_components, sources, request->components, read_only, error);
+  rt->engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, read_only, error);
   if (rt->engine == NULL)
     goto fail;
   vb_engine_set_failure_func (rt->engine, on_engine_failure, rt->uuid);
@@ -330,7 +332,8 @@ start_engine (const VbBackendRequest *request, GError **error)
   rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_ops, rt->engine, error);
   if (rt->fuse == NULL)
     goto fail;
-  fd = open (vb_fuse_server_path (rt->fuse), (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+  fd = open (vb_fuse_server_path (rt->fuse),
+             (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
   if (fd < 0)
     {
       int e = errno;
@@ -395,8 +398,7 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
 }
 
 static gboolean
-loop_component_status (const char *block_device, guint component, gboolean *faulty,
-                       guint64 *errors)
+loop_component_status (const char *block_device, guint component, gboolean *faulty, guint64 *errors)
 {
   EngineRuntime *rt = runtime_lookup (block_device);
 
@@ -442,7 +444,8 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
   if (request->driver->extent == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "driver '%s' has no attribute that changes while started", request->driver->name);
+                   "driver '%s' has no attribute that changes while started",
+                   request->driver->name);
       return FALSE;
     }
   request->driver->extent (request->attributes, request->components, request->n_components,

@@ -211,16 +211,16 @@ load_instance_id (const char *dir, GError **error)
   if (g_file_get_contents (path, &text, NULL, NULL))
     {
       g_strstrip (text);
-      if (strlen (text) == VB_INSTANCE_ID_LEN && strspn (text, "0123456789abcdef") == VB_INSTANCE_ID_LEN)
+      if (strlen (text) == VB_INSTANCE_ID_LEN
+          && strspn (text, "0123456789abcdef") == VB_INSTANCE_ID_LEN)
         return g_steal_pointer (&text);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "%s: '%s' is not %d lower-case hex digits", path, text, VB_INSTANCE_ID_LEN);
       return NULL;
     }
   id = g_strdup_printf ("%08x", g_random_int ());
-  if (!g_file_set_contents_full (path, id, -1,
-                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
-                                 0600, error))
+  if (!g_file_set_contents_full (
+          path, id, -1, G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0600, error))
     {
       g_free (id);
       return NULL;

@@ -520,13 +520,15 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
     }
   res = backend->set_faulty ? backend->set_faulty (r->block_device, index) : -ENOTSUP;
   if (res == -EBUSY)
-    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                                           "component '%s' holds the last in-sync copy of data of '%s'",
-                                           source, d->name);
+    g_dbus_method_invocation_return_error (
+        inv, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+        "component '%s' holds the last in-sync copy of data of '%s'", source, d->name);
   else if (res == -ENOTSUP || res == -EOPNOTSUPP)
-    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                           "device '%s' (driver '%s') has no redundancy: a component "
-                                           "cannot be failed", d->name, d->driver);
+    g_dbus_method_invocation_return_error (
+        inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+        "device '%s' (driver '%s') has no redundancy: a component "
+        "cannot be failed",
+        d->name, d->driver);
   else if (res < 0)
     g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s",
                                            source, g_strerror (-res));

@@ -5,6 +5,7 @@
 #include "vb-daemon.h"
 
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 /* Health of component @index of a running engine device, from its backend. */
@@ -63,8 +64,8 @@ attributes_variant (GHashTable *attributes)
 }
 
 static const char *
-component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index,
-                 const VbComponentConfig *c, guint64 *errors)
+component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const VbComponentConfig *c,
+                 guint64 *errors)
 {
   gboolean faulty;
 
@@ -220,12 +221,14 @@ publish_failure (gpointer data)
       if (g_strcmp0 (d->uuid, note->uuid) != 0 || note->component >= d->components->len)
         continue;
       c = d->components->pdata[note->component];
+      const char *why
+          = note->error == -ECANCELED ? "marked faulty on request" : g_strerror (-note->error);
       g_warning ("vblk: %s: component %u (%s) failed: %s", d->name, note->component, c->source,
-                 g_strerror (-note->error));
+                 why);
       g_variant_builder_init (&details, G_VARIANT_TYPE_VARDICT);
       g_variant_builder_add (&details, "{sv}", "component", g_variant_new_uint32 (note->component));
       g_variant_builder_add (&details, "{sv}", "source", g_variant_new_string (c->source));
-      g_variant_builder_add (&details, "{sv}", "error", g_variant_new_string (g_strerror (-note->error)));
+      g_variant_builder_add (&details, "{sv}", "error", g_variant_new_string (why));
       vb_objects_sync (daemon);
       vb_objects_emit_event (daemon, "component-failed", d->name, g_variant_builder_end (&details));
       if (strcmp (vb_daemon_device_state (daemon, d), "degraded") == 0)

@@ -211,8 +211,8 @@ vb_state_lookup (const VbState *state, const char *name)
 
 /* Sets a schema error at @path ("devices[2].driver"; "" is the top level). */
 G_GNUC_PRINTF (4, 5)
-static void schema_error (GError **error, const char *origin, const char *path, const char *format,
-                          ...)
+static void
+schema_error (GError **error, const char *origin, const char *path, const char *format, ...)
 {
   g_autofree char *msg = NULL;
   va_list args;

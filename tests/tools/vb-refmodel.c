@@ -153,7 +153,8 @@ main (int argc, char **argv)
       guint64 len = MIN ((guint64) 1 << 20, t.size - off);
       if (t_read (&t, check, len, off) < 0)
         {
-          fprintf (stderr, "vb-refmodel: initial read at %" G_GUINT64_FORMAT ": %s\n", off, t_error (&t));
+          fprintf (stderr, "vb-refmodel: initial read at %" G_GUINT64_FORMAT ": %s\n", off,
+                   t_error (&t));
           return 1;
         }
       memcpy (model + off, check, len);
@@ -163,7 +164,8 @@ main (int argc, char **argv)
   r = g_rand_new_with_seed ((guint32) opt_seed);
   for (gint64 i = 0; i < opt_ops; i++)
     {
-      guint64 len = (guint64) g_rand_int_range (r, 1, (gint32) (opt_max_len / opt_block) + 1) * opt_block;
+      guint64 len
+          = (guint64) g_rand_int_range (r, 1, (gint32) (opt_max_len / opt_block) + 1) * opt_block;
       guint64 off = pick_offset (r, t.size, len);
       int op = g_rand_int_range (r, 0, 100);
 
@@ -184,7 +186,8 @@ main (int argc, char **argv)
           for (guint64 s = 0; s < len; s += SECTOR)
             if (known[(off + s) / SECTOR] && memcmp (buf + s, model + off + s, SECTOR) != 0)
               {
-                fprintf (stderr, "vb-refmodel: op %" G_GINT64_FORMAT ": read of %" G_GUINT64_FORMAT
+                fprintf (stderr,
+                         "vb-refmodel: op %" G_GINT64_FORMAT ": read of %" G_GUINT64_FORMAT
                          "+%" G_GUINT64_FORMAT ": sector at %" G_GUINT64_FORMAT " differs\n",
                          i, off, len, off + s);
                 return 1;
@@ -215,8 +218,10 @@ main (int argc, char **argv)
         }
       continue;
     io_error:
-      fprintf (stderr, "vb-refmodel: op %" G_GINT64_FORMAT " (%d) at %" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT
-               ": %s\n", i, op, off, len, t_error (&t));
+      fprintf (stderr,
+               "vb-refmodel: op %" G_GINT64_FORMAT " (%d) at %" G_GUINT64_FORMAT
+               "+%" G_GUINT64_FORMAT ": %s\n",
+               i, op, off, len, t_error (&t));
       return 1;
     }
   /* and the whole device once more */
@@ -225,19 +230,22 @@ main (int argc, char **argv)
       guint64 len = MIN ((guint64) 1 << 20, t.size - off);
       if (t_read (&t, check, len, off) < 0)
         {
-          fprintf (stderr, "vb-refmodel: final read at %" G_GUINT64_FORMAT ": %s\n", off, t_error (&t));
+          fprintf (stderr, "vb-refmodel: final read at %" G_GUINT64_FORMAT ": %s\n", off,
+                   t_error (&t));
           return 1;
         }
       for (guint64 s = 0; s < len; s += SECTOR)
         if (known[(off + s) / SECTOR] && memcmp (check + s, model + off + s, SECTOR) != 0)
           {
-            fprintf (stderr, "vb-refmodel: final read: sector at %" G_GUINT64_FORMAT " differs\n", off + s);
+            fprintf (stderr, "vb-refmodel: final read: sector at %" G_GUINT64_FORMAT " differs\n",
+                     off + s);
             return 1;
           }
     }
   printf ("ok: %" G_GUINT64_FORMAT " writes, %" G_GUINT64_FORMAT " reads, %" G_GUINT64_FORMAT
-          " flushes, %" G_GUINT64_FORMAT " discards, %" G_GUINT64_FORMAT " write-zeroes over %"
-          G_GUINT64_FORMAT " bytes\n", counts[0], counts[1], counts[2], counts[3], counts[4], t.size);
+          " flushes, %" G_GUINT64_FORMAT " discards, %" G_GUINT64_FORMAT
+          " write-zeroes over %" G_GUINT64_FORMAT " bytes\n",
+          counts[0], counts[1], counts[2], counts[3], counts[4], t.size);
   if (t.nbd)
     {
       nbd_shutdown (t.nbd, 0);

@@ -11,7 +11,8 @@ typedef struct {
   guint64 (*size) (void *handle);
   guint32 (*block_size) (void *handle); /* logical block size; offsets and lengths are multiples */
   gboolean (*read_only) (void *handle);
-  gboolean (*can_multi_conn) (void *handle); /* a flush covers writes done through every connection */
+  gboolean (*can_multi_conn) (
+      void *handle); /* a flush covers writes done through every connection */
   int (*pread) (void *handle, void *buf, guint64 length, guint64 offset);
   int (*pwrite) (void *handle, const void *buf, guint64 length, guint64 offset, gboolean fua);
   int (*flush) (void *handle);

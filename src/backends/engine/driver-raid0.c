@@ -38,7 +38,8 @@ raid0_validate (GHashTable *attributes, const VbComponentInfo *components, guint
   guint which = 0;
   guint64 smallest = smallest_component (components, n_components, &which);
 
-  /* a power of two keeps the map to shifts and masks, as md requires too */
+  /* a power of two from 4K: any logical block size up to 4K divides a
+   * chunk, so no block is split between two components */
   if (chunk < RAID0_CHUNK_MIN || chunk > RAID0_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,

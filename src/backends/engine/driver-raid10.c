@@ -9,6 +9,7 @@
 #define RAID10_CHUNK_MIN (4ULL << 10)
 #define RAID10_CHUNK_MAX (64ULL << 20)
 
+/* a VbMapping holds at most VB_MAX_COPIES copies, and the list stops there */
 G_STATIC_ASSERT (VB_MAX_COPIES == 8);
 static const guint64 allowed_copies[] = { 2, 3, 4, 5, 6, 7, 8, 0 };
 
@@ -35,7 +36,8 @@ smallest_component (const VbComponentInfo *components, guint n_components, guint
   return smallest;
 }
 
-/* Device chunks: every whole row-slot group of `copies` slots. */
+/* Device chunks: the rows' slots taken `copies` at a time; a last group too
+ * short to hold every copy stays unused. */
 static guint64
 raid10_chunks (guint64 component_size, guint64 chunk, guint n_components, guint copies)
 {
@@ -59,7 +61,8 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
                    copies, n_components);
       return FALSE;
     }
-  /* a power of two keeps the map to shifts and masks, as md requires too */
+  /* md's raid10 takes only powers of two; any 4K-aligned block size then
+   * divides a chunk, so no block is split between two components */
   if (chunk < RAID10_CHUNK_MIN || chunk > RAID10_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,

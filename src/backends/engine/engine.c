@@ -30,14 +30,14 @@
 
 typedef struct {
   char *path;
-  int fd;                  /* -1 for an in-process component */
-  const VbBlockOps *ops;   /* in-process component */
+  int fd;                /* -1 for an in-process component */
+  const VbBlockOps *ops; /* in-process component */
   void *handle;
   gboolean is_block;
-  gboolean direct;         /* opened O_DIRECT */
-  guint64 data_offset;     /* where the data area starts */
-  gint faulty;             /* atomic */
-  guint64 errors;          /* atomic */
+  gboolean direct;     /* opened O_DIRECT */
+  guint64 data_offset; /* where the data area starts */
+  gint faulty;         /* atomic */
+  guint64 errors;      /* atomic */
 } Component;
 
 struct _VbEngine {
@@ -49,7 +49,7 @@ struct _VbEngine {
   gboolean redundant; /* every piece has more than one copy */
   guint n;
   Component *components;
-  guint rr;           /* atomic: read balancing */
+  guint rr; /* atomic: read balancing */
   VbEngineFailureFunc failure_func;
   gpointer failure_data;
 };
@@ -209,9 +209,9 @@ open_component (Component *c, gboolean read_only, guint32 *align, GError **error
 }
 
 VbEngine *
-vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
-               guint n_components, const VbEngineSource *sources, const VbComponentInfo *infos,
-               gboolean read_only, GError **error)
+vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes, guint n_components,
+               const VbEngineSource *sources, const VbComponentInfo *infos, gboolean read_only,
+               GError **error)
 {
   g_autoptr (VbEngine) e = g_new0 (VbEngine, 1);
   guint32 align = 512;
@@ -244,10 +244,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   if (e->layout.size % align != 0)
     e->layout.size -= e->layout.size % align;
 
-  /* redundant when every piece has at least two copies */
-  VbMapping m;
-  driver->map (&e->layout, 0, MIN (e->layout.size, (guint64) 1 << 20), &m);
-  e->redundant = e->layout.size > 0 && m.n_copies > 1;
+  e->redundant = e->layout.copies > 1;
   return g_steal_pointer (&e);
 }
 
@@ -333,11 +330,14 @@ int
 vb_engine_set_faulty (VbEngine *e, guint i)
 {
   g_return_val_if_fail (i < e->n, -EINVAL);
+  if (!e->redundant)
+    return -ENOTSUP;
   if (is_faulty (&e->components[i]))
     return 0;
   if (!vb_engine_can_lose (e, i))
     return -EBUSY;
-  component_failed (e, i, -EIO);
+  /* -ECANCELED tells the listener it was asked for, not an I/O error */
+  component_failed (e, i, -ECANCELED);
   return 0;
 }
 
@@ -463,7 +463,7 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
       gint copy = first_healthy (e, &ts->pieces[i], start + i);
       if (copy < 0)
         return -EIO;
-      subs[i] = (Sub) { i, copy, 0 };
+      subs[i] = (Sub){ i, copy, 0 };
     }
   while (pending > 0)
     {
@@ -479,7 +479,7 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
           component_failed (e, p->copies[s->copy].component, s->res);
           if (++tried[s->piece] >= p->n_copies || (next = first_healthy (e, p, s->copy + 1)) < 0)
             return s->res < 0 ? s->res : -EIO;
-          subs[again++] = (Sub) { s->piece, next, 0 };
+          subs[again++] = (Sub){ s->piece, next, 0 };
         }
       pending = again;
     }
@@ -519,7 +519,7 @@ write_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base, g
         }
       for (guint k = 0; k < ts->pieces[i].n_copies; k++)
         if (!is_faulty (&e->components[ts->pieces[i].copies[k].component]))
-          subs[nsubs++] = (Sub) { i, k, 0 };
+          subs[nsubs++] = (Sub){ i, k, 0 };
     }
   return 0;
 }
@@ -700,7 +700,8 @@ component_trim (Component *c, guint64 length, guint64 offset, gboolean zero)
       if (ioctl (c->fd, zero ? BLKZEROOUT : BLKDISCARD, range) == 0)
         return 0;
     }
-  else if (fallocate (c->fd, zero ? FALLOC_FL_ZERO_RANGE : (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE),
+  else if (fallocate (c->fd,
+                      zero ? FALLOC_FL_ZERO_RANGE : (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE),
                       offset, length)
            == 0)
     return 0;

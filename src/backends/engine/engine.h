@@ -38,7 +38,8 @@ guint64 vb_engine_component_errors (VbEngine *engine, guint component);
 /* Whether every byte still has a healthy copy with @component gone too. */
 gboolean vb_engine_can_lose (VbEngine *engine, guint component);
 /* Marks @component faulty (SetFaulty); -EBUSY when it holds the last copy
- * of some data. */
+ * of some data, -ENOTSUP without redundancy. The failure function hears
+ * -ECANCELED. */
 int vb_engine_set_faulty (VbEngine *engine, guint component);
 
 extern const VbBlockOps vb_engine_ops;

@@ -216,8 +216,8 @@ vb_fuse_server_new (const char *mountpoint, const char *file_name, const VbBlock
   fuse_opt_free_args (&args);
   if (s->fuse == NULL || fuse_mount (s->fuse, mountpoint) != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "FUSE mount on %s failed (is /dev/fuse there?)",
-                   mountpoint);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "FUSE mount on %s failed (is /dev/fuse there?)", mountpoint);
       vb_fuse_server_free (s);
       return NULL;
     }

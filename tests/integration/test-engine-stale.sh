@@ -1,0 +1,31 @@
+#!/bin/bash
+# vblkd killed (SIGKILL) while it serves engine devices: their FUSE servers
+# die with it. The next vblkd detaches the dead loop devices, unmounts the
+# stale FUSE mounts and starts the devices afresh; the data written and
+# flushed before the kill is there.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+vb_setup
+vb_start_daemon
+vb_mkimg "$T/a.img" 32M; vb_mkimg "$T/b.img" 32M
+vbmgr create m --driver raid1 --start "$T/a.img" "$T/b.img"
+old=$(vb_blockdev_of m)
+head -c 1M /dev/urandom > "$T/pattern"
+dd if="$T/pattern" of="$old" bs=1M oflag=direct conv=fsync status=none
+
+vb_kill_daemon
+[ -n "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts || true)" ] ||
+  vb_fail "expected the dead FUSE mount to be there before the restart"
+
+vb_start_daemon
+vb_wait_state m active 10
+new=$(vb_blockdev_of m)
+vb_assert_eq "" "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts | grep -v "$(vb_json m .uuid)" || true)" \
+  "stale FUSE mounts after the restart"
+vb_assert_eq 1 "$(grep -c " $VB_RUN_DIR/engine/" /proc/self/mounts)" "FUSE mounts after the restart"
+vb_assert_eq "$new" "$(losetup -l -n -O NAME,BACK-FILE | awk -v d="$VB_RUN_DIR/engine" 'index($2, d) == 1 { print $1 }')" \
+  "the one engine loop device"
+cmp <(dd if="$new" bs=1M count=1 iflag=direct status=none) "$T/pattern" ||
+  vb_fail "data written before the kill"
+vbmgr stop m
+vb_assert_eq "" "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts || true)" "FUSE mounts after stop"
+vb_stop_daemon
