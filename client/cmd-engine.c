@@ -67,15 +67,14 @@ vb_cmd_export (int argc, char **argv)
 {
   gboolean nbd = FALSE;
   g_autofree char *listen = NULL;
-  g_autofree char *name = NULL;
+  gboolean stop = FALSE;
   const GOptionEntry entries[]
       = { { "nbd", 0, 0, G_OPTION_ARG_NONE, &nbd, N_ ("Serve over NBD"), NULL },
           { "listen", 0, 0, G_OPTION_ARG_STRING, &listen,
             N_ ("Where to listen: unix:PATH or tcp:HOST:PORT (default: a socket in vblkd's run "
                 "directory)"),
             N_ ("ADDRESS") },
-          { "name", 0, 0, G_OPTION_ARG_STRING, &name,
-            N_ ("Export name clients ask for (default: the device name)"), N_ ("NAME") },
+          { "stop", 0, 0, G_OPTION_ARG_NONE, &stop, N_ ("Stop serving on that address"), NULL },
           G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;
   g_autoptr (VbDBusDevice) device = NULL;
@@ -83,7 +82,7 @@ vb_cmd_export (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
 
-  if (!vb_mgr_parse_options ("export", "NAME --nbd [--listen ADDRESS]",
+  if (!vb_mgr_parse_options ("export", "NAME --nbd [--listen ADDRESS] [--stop]",
                              _ ("Serve a started device to the network."), entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc != 2)
@@ -92,8 +91,8 @@ vb_cmd_export (int argc, char **argv)
     return vb_mgr_usage_error ("export", _ ("missing --nbd (the only protocol)"));
   if (listen)
     g_variant_builder_add (&options, "{sv}", "listen", g_variant_new_string (listen));
-  if (name)
-    g_variant_builder_add (&options, "{sv}", "name", g_variant_new_string (name));
+  if (stop)
+    g_variant_builder_add (&options, "{sv}", "stop", g_variant_new_boolean (TRUE));
   manager = vb_mgr_connect ();
   if (manager == NULL)
     return VB_EXIT_FAILED;

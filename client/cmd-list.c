@@ -136,6 +136,11 @@ vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbDBus
   json_builder_add_int_value (builder, (gint64) vb_dbus_device_get_size (device));
   json_builder_set_member_name (builder, "autostart");
   json_builder_add_boolean_value (builder, vb_dbus_device_get_autostart (device));
+  json_builder_set_member_name (builder, "exports");
+  json_builder_begin_array (builder);
+  for (const char *const *x = vb_dbus_device_get_exports (device); x && *x; x++)
+    json_builder_add_string_value (builder, *x);
+  json_builder_end_array (builder);
 
   json_builder_set_member_name (builder, "attributes");
   json_builder_begin_object (builder);
@@ -307,6 +312,8 @@ vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
   g_print ("%s: %s\n", _ ("Size"), size);
   g_print ("%s: %s\n", _ ("Autostart"),
            vb_dbus_device_get_autostart (device) ? _ ("yes") : _ ("no"));
+  for (const char *const *x = vb_dbus_device_get_exports (device); x && *x; x++)
+    g_print ("%s: %s\n", _ ("Export"), *x);
 
   for (guint i = 0; i < attributes->len; i++)
     {

@@ -7,11 +7,14 @@ packages=(
   # build
   gcc libc6-dev pkgconf meson ninja-build gettext
   libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
-  libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev
+  libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev liburing-dev libfuse3-dev
+  libnbd-dev
   # run: system bus, polkit, udev, gdbus
   dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
   # tests: loop devices, filesystems, JSON, process control
-  util-linux mount fdisk e2fsprogs kmod jq diffutils coreutils
+  util-linux mount fdisk e2fsprogs kmod jq diffutils coreutils fuse3
+  # tests: real clients nobody here wrote
+  fio qemu-utils libnbd-bin python3
 )
 
 if [ "$(id -u)" -ne 0 ]; then

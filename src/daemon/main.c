@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "vb-daemon.h"
+#include "vb-exports.h"
 
 #include <blockdev/blockdev.h>
 #include <errno.h>
@@ -343,6 +344,7 @@ main (int argc, char **argv)
   daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) vb_device_status_free);
   daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  daemon.exports = vb_exports_new ();
   g_queue_init (&daemon.ops);
   daemon.loop = g_main_loop_new (NULL, FALSE);
 
@@ -370,6 +372,7 @@ main (int argc, char **argv)
   g_clear_object (&daemon.manager);
   g_clear_object (&daemon.authority);
   g_clear_object (&daemon.connection);
+  g_hash_table_unref (daemon.exports); /* closes every NBD connection */
   g_hash_table_unref (daemon.device_objects);
   g_hash_table_unref (daemon.running);
   g_hash_table_unref (daemon.status);

@@ -46,7 +46,8 @@ struct _VbDaemon {
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
   PolkitAuthority *authority;
 
-  GQueue ops; /* VbOp*, one runs at a time */
+  GHashTable *exports; /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
+  GQueue ops;          /* VbOp*, one runs at a time */
   gboolean op_running;
   gboolean quit_pending; /* SIGTERM arrived while an op ran */
   int exit_status;

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "vb-request.h"
+#include "vb-exports.h"
 
 #include <glib/gi18n.h>
 #include <errno.h>
@@ -312,6 +313,60 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
   return TRUE;
 }
 
+/* Export */
+
+static gboolean
+mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+               GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autofree char *listen = NULL;
+  g_autofree char *spec = NULL;
+  gboolean stop = vb_options_get_bool (req->options, "stop", FALSE);
+  guint at;
+
+  if (d == NULL)
+    return FALSE;
+  if (g_strcmp0 (req->source, "nbd") != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "protocol '%s': only nbd is known",
+                   req->source);
+      return FALSE;
+    }
+  if (!g_variant_lookup (req->options, "listen", "s", &listen))
+    listen = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+  spec = g_strconcat ("nbd ", listen, NULL);
+  if (!vb_export_spec_parse (spec, NULL, error))
+    return FALSE;
+  if (stop)
+    {
+      if (!g_ptr_array_find_with_equal_func (d->exports, spec, g_str_equal, &at))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' is not exported on %s",
+                       d->name, listen);
+          return FALSE;
+        }
+      g_ptr_array_remove_index (d->exports, at);
+    }
+  else
+    {
+      for (guint i = 0; i < candidate->devices->len; i++)
+        {
+          VbDeviceConfig *o = candidate->devices->pdata[i];
+          if (g_ptr_array_find_with_equal_func (o->exports, spec, g_str_equal, NULL))
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
+                           "%s already serves device '%s'", listen, o->name);
+              return FALSE;
+            }
+        }
+      g_ptr_array_add (d->exports, g_steal_pointer (&spec));
+    }
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
 /* the common shape: authorize, check options, submit */
 
 typedef struct {
@@ -331,6 +386,11 @@ static const char *const no_options[] = { NULL };
 static const Method method_set
     = { "org.vblk.manage", no_options, mutate_set_attributes, "set:after-persist" };
 static const char *const add_options[] = { "role:s", NULL };
+static const char *const export_options[] = { "listen:s", "stop:b", NULL };
+static const Method method_export
+    = { "org.vblk.manage", export_options, mutate_export, "export:after-persist" };
+static const Method method_export_tcp
+    = { "org.vblk.export", export_options, mutate_export, "export:after-persist" };
 static const Method method_add
     = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
 
@@ -435,7 +495,14 @@ static gboolean
 handle_export (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *protocol,
                GVariant *options, VbDaemon *daemon)
 {
-  return handle_not_supported (inv, "Export");
+  const char *listen = NULL;
+
+  /* network exposure is its own action; a local socket is management */
+  g_variant_lookup (options, "listen", "&s", &listen);
+  dispatch (daemon, inv, vb_dbus_device_get_name (iface), options,
+            listen && g_str_has_prefix (listen, "tcp:") ? &method_export_tcp : &method_export, NULL,
+            protocol);
+  return TRUE;
 }
 
 static gboolean

@@ -169,6 +169,9 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   vb_dbus_device_set_components (iface, (const char *const *) components->pdata);
   vb_dbus_device_set_dependents (iface, (const char *const *) dependents->pdata);
   vb_dbus_device_set_autostart (iface, d->autostart);
+  g_ptr_array_add (d->exports, NULL);
+  vb_dbus_device_set_exports (iface, (const char *const *) d->exports->pdata);
+  g_ptr_array_remove_index (d->exports, d->exports->len - 1);
   g_object_thaw_notify (G_OBJECT (iface));
 }
 

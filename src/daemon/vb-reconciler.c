@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "vb-daemon.h"
+#include "vb-exports.h"
 #include "vb-probe.h"
 #include "vb-testhook.h"
 
@@ -17,7 +18,8 @@ struct _VbOp {
   VbMutateFunc mutate;
   GPtrArray *touched; /* names the request changes: checked, rolled back on failure */
   VbOpMode mode;
-  gboolean applied; /* passed the checks and was saved */
+  gboolean applied;
+  gboolean export_rolled_back; /* passed the checks and was saved */
   char *hook_after_persist;
   GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
   GHashTable *status;  /* name -> VbDeviceStatus*, computed by the worker */
@@ -193,6 +195,8 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
 
   if (step->name && !vb_probe_node_unused (step->name, step->block_device, error))
     return FALSE;
+  /* clients of an export go before the node they use */
+  vb_exports_stop (op->daemon->exports, step->uuid);
   if (backend == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'", step->block_device,
@@ -322,6 +326,35 @@ execute_plan (VbOp *op)
     }
 }
 
+static void
+export_failed (const char *device, const GError *error, gpointer user_data)
+{
+  VbOp *op = user_data;
+
+  g_warning ("vblk: %s: %s", device, error->message);
+  if (op->mode == VB_OP_CHANGE && concerns (op, device))
+    {
+      if (op->error == NULL)
+        op->error = g_error_copy (error);
+      roll_back (op, device);
+      op->export_rolled_back = TRUE;
+    }
+}
+
+static void
+sync_exports (VbOp *op)
+{
+  vb_exports_sync (op->daemon->exports, op->candidate, op->running, export_failed, op);
+  if (op->export_rolled_back)
+    {
+      g_autoptr (GError) local = NULL;
+      /* the device as it was, with the exports it had */
+      vb_exports_sync (op->daemon->exports, op->candidate, op->running, export_failed, op);
+      if (!save (op, &local))
+        g_warning ("vblk: %s", local->message);
+    }
+}
+
 /* Size and completeness of every device, for D-Bus. */
 static void
 compute_status (VbOp *op)
@@ -426,6 +459,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     {
       note_vanished (op, before_scan);
       op->applied = TRUE;
+      sync_exports (op);
       compute_status (op);
       vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
       goto out;
@@ -463,6 +497,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     }
   op->applied = TRUE;
   execute_plan (op);
+  sync_exports (op);
   compute_status (op);
   vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
 out:

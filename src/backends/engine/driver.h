@@ -76,7 +76,7 @@ typedef struct {
 const VbDriver *vb_driver_lookup (const char *name);
 /* NULL-terminated array of every driver, in a stable order. */
 const VbDriver *const *vb_drivers (void);
-/* "file, window" */
+/* "file, window, linear, ..." */
 char *vb_drivers_known_names (void);
 
 const VbAttrSpec *vb_driver_attr_spec (const VbDriver *driver, const char *name);

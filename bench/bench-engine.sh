@@ -1,0 +1,163 @@
+#!/bin/bash
+# bench-engine.sh: the engine's benchmark (not a test). In one run, on the
+# same image files on the real disk, with the same client:
+#  1. NBD: vblk's export vs nbdkit's file plugin vs qemu-storage-daemon,
+#     fio's nbd engine: sequential 1 MiB read/write, 4 KiB random read/write
+#     at queue depth 1 and 32, and 4 connections at once (multi-conn);
+#  2. the vblk block node (FUSE + loop) vs a plain kernel loop device on the
+#     same file, fio io_uring O_DIRECT;
+#  3. raid0 over two components vs one component, sequential reads
+#     (O_DIRECT everywhere: nothing comes from the page cache).
+# Prints tables of throughput, ratios and CPU seconds per GiB of the server.
+# Usage: bash bench/bench-engine.sh [SECONDS_PER_JOB]   (as root; builds first)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+runtime=${1:-5}
+size_mb=${BENCH_SIZE_MB:-1024}
+
+bash "$repo/tools/install-deps.sh" > /dev/null
+for p in nbdkit qemu-system-common; do
+  dpkg-query -W -f='${db:Status-Status}' "$p" 2> /dev/null | grep -q installed ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" > /dev/null
+done
+[ -d "$repo/build/meson-private" ] || meson setup "$repo/build" "$repo" > /dev/null
+ninja -C "$repo/build" > /dev/null
+
+export VBLKD=$repo/build/src/daemon/vblkd VBMGR=$repo/build/client/vbmgr VB_SRCDIR=$repo
+export VB_REFMODEL=$repo/build/tests/tools/vb-refmodel
+# the test harness brings a private bus, polkitd, udevd and cleans up
+source "$repo/tests/integration/lib.sh"
+vb_setup
+vb_start_daemon
+
+# images on the real disk, not tmpfs
+img_dir=$T/img
+mkdir -p "$img_dir"
+for f in one a b; do
+  fallocate -l "${size_mb}M" "$img_dir/$f.img"
+  dd if=/dev/urandom of="$img_dir/$f.img" bs=1M count="$size_mb" conv=notrunc status=none
+done
+sync
+
+extra_pids=()
+cleanup_extra () { local p; for p in "${extra_pids[@]}"; do kill "$p" 2> /dev/null || true; done; }
+trap 'cleanup_extra; vb_cleanup' EXIT
+
+cpu_of () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }   # utime + stime, clock ticks
+hz=$(getconf CLK_TCK)
+
+# run_fio NAME PID ARGS... — prints "MiB/s cpu_s_per_GiB"
+run_fio () {
+  local name=$1 pid=$2 json c0 c1 bytes
+  shift 2
+  c0=$(cpu_of "$pid")
+  json=$(fio --name="$name" --output-format=json --time_based --runtime="$runtime" \
+             --ramp_time=1 --group_reporting "$@")
+  c1=$(cpu_of "$pid")
+  bytes=$(jq '[.jobs[0].read.io_bytes, .jobs[0].write.io_bytes] | add' <<< "$json")
+  jq -r --argjson c "$(((c1 - c0)))" --argjson hz "$hz" --argjson b "$bytes" \
+    '((.jobs[0].read.bw_bytes + .jobs[0].write.bw_bytes) / 1048576) as $mib
+     | "\($mib) \(if $b > 0 then ($c / $hz) / ($b / 1073741824) else 0 end)"' <<< "$json"
+}
+
+declare -A result
+workloads=("seq-read-1M:--rw=read --bs=1M --iodepth=8"
+           "seq-write-1M:--rw=write --bs=1M --iodepth=8"
+           "rand-read-4K-qd1:--rw=randread --bs=4k --iodepth=1"
+           "rand-read-4K-qd32:--rw=randread --bs=4k --iodepth=32"
+           "rand-write-4K-qd1:--rw=randwrite --bs=4k --iodepth=1"
+           "rand-write-4K-qd32:--rw=randwrite --bs=4k --iodepth=32"
+           "multi-conn-4x-rand-read-4K-qd8:--rw=randread --bs=4k --iodepth=8 --numjobs=4"
+           "multi-conn-4x-rand-write-4K-qd8:--rw=randwrite --bs=4k --iodepth=8 --numjobs=4")
+
+# --- 1. NBD servers on the same file ---------------------------------------
+vbmgr create one --driver linear --start "$img_dir/one.img"
+vbmgr export one --nbd --listen "unix:$T/vblk.sock"
+vblk_uri="nbd+unix:///one?socket=$T/vblk.sock"
+
+nbdkit --foreground --exit-with-parent --unix "$T/nbdkit.sock" --threads 16 \
+  file "$img_dir/one.img" cache=none fadvise=random > "$T/nbdkit.log" 2>&1 &
+nbdkit_pid=$!
+extra_pids+=("$nbdkit_pid")
+qemu-storage-daemon \
+  --blockdev "driver=file,node-name=f,filename=$img_dir/one.img,cache.direct=on,aio=io_uring" \
+  --nbd-server "addr.type=unix,addr.path=$T/qsd.sock,max-connections=16" \
+  --export "type=nbd,id=e,node-name=f,name=one,writable=on" > "$T/qsd.log" 2>&1 &
+qsd_pid=$!
+extra_pids+=("$qsd_pid")
+vb_wait_until 10 test -S "$T/nbdkit.sock" || vb_fail "nbdkit did not start: $(cat "$T/nbdkit.log")"
+vb_wait_until 10 test -S "$T/qsd.sock" || vb_fail "qemu-storage-daemon did not start: $(cat "$T/qsd.log")"
+
+for w in "${workloads[@]}"; do
+  name=${w%%:*}; args=${w#*:}
+  # shellcheck disable=SC2086
+  result[vblk,$name]=$(run_fio "$name" "$VBLKD_PID" --ioengine=nbd --uri="$vblk_uri" $args)
+  # shellcheck disable=SC2086
+  result[nbdkit,$name]=$(run_fio "$name" "$nbdkit_pid" --ioengine=nbd \
+    --uri="nbd+unix:///?socket=$T/nbdkit.sock" $args)
+  # shellcheck disable=SC2086
+  result[qsd,$name]=$(run_fio "$name" "$qsd_pid" --ioengine=nbd \
+    --uri="nbd+unix:///one?socket=$T/qsd.sock" $args)
+done
+kill "$nbdkit_pid" "$qsd_pid" 2> /dev/null || true
+
+# --- 2. block node vs plain loop on the same file -----------------------------
+node=$(vb_blockdev_of one)
+plain=$(losetup --show -f --direct-io=on "$img_dir/one.img")
+node_workloads=("seq-read-1M:--rw=read --bs=1M --iodepth=8"
+                "seq-write-1M:--rw=write --bs=1M --iodepth=8"
+                "rand-read-4K-qd32:--rw=randread --bs=4k --iodepth=32"
+                "rand-write-4K-qd32:--rw=randwrite --bs=4k --iodepth=32")
+for w in "${node_workloads[@]}"; do
+  name=${w%%:*}; args=${w#*:}
+  # shellcheck disable=SC2086
+  result[node,$name]=$(run_fio "$name" "$VBLKD_PID" --ioengine=io_uring --direct=1 --filename="$node" $args)
+  # shellcheck disable=SC2086
+  result[loop,$name]=$(run_fio "$name" "$VBLKD_PID" --ioengine=io_uring --direct=1 --filename="$plain" $args)
+done
+losetup -d "$plain"
+
+# --- 3. raid0 over two components vs one ----------------------------------------
+vbmgr create stripe --driver raid0 --attr chunk_size=512K --start "$img_dir/a.img" "$img_dir/b.img"
+for dev in one stripe; do
+  result[$dev,seq-read]=$(run_fio seq-read "$VBLKD_PID" --ioengine=io_uring --direct=1 \
+    --filename="$(vb_blockdev_of "$dev")" --rw=read --bs=1M --iodepth=16)
+done
+
+# --- tables ---------------------------------------------------------------
+mib () { echo "${1%% *}"; }
+cpu () { echo "${1#* }"; }
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+echo
+echo "NBD export, fio nbd engine, ${runtime}s per job (MiB/s; ratio = vblk / peer; CPU s/GiB of the server)"
+printf '%-34s %9s %9s %9s %11s %9s %9s %9s %9s\n' workload vblk nbdkit qsd vblk/nbdkit vblk/qsd \
+  cpu-vblk cpu-nbdkit cpu-qsd
+for w in "${workloads[@]}"; do
+  name=${w%%:*}
+  v=${result[vblk,$name]} k=${result[nbdkit,$name]} q=${result[qsd,$name]}
+  printf '%-34s %9.1f %9.1f %9.1f %11s %9s %9.2f %9.2f %9.2f\n' "$name" "$(mib "$v")" "$(mib "$k")" \
+    "$(mib "$q")" "$(ratio "$(mib "$v")" "$(mib "$k")")" "$(ratio "$(mib "$v")" "$(mib "$q")")" \
+    "$(cpu "$v")" "$(cpu "$k")" "$(cpu "$q")"
+done
+
+echo
+echo "Block node (FUSE + loop, direct I/O) vs plain loop --direct-io on the same file, fio io_uring O_DIRECT (MiB/s)"
+printf '%-22s %9s %9s %9s %12s\n' workload vblk-node loop ratio cpu-vblk-s/GiB
+for w in "${node_workloads[@]}"; do
+  name=${w%%:*}
+  n=${result[node,$name]} l=${result[loop,$name]}
+  printf '%-22s %9.1f %9.1f %9s %12.2f\n' "$name" "$(mib "$n")" "$(mib "$l")" \
+    "$(ratio "$(mib "$n")" "$(mib "$l")")" "$(cpu "$n")"
+done
+
+echo
+echo "raid0 over two components vs one component, sequential 1 MiB reads, QD16 (MiB/s)"
+printf '%-22s %9s %9s %9s\n' workload raid0-x2 single ratio
+s=${result[stripe,seq-read]} o=${result[one,seq-read]}
+printf '%-22s %9.1f %9.1f %9s\n' seq-read-1M "$(mib "$s")" "$(mib "$o")" "$(ratio "$(mib "$s")" "$(mib "$o")")"
+
+vbmgr stop one
+vbmgr stop stripe
+vb_stop_daemon

@@ -1,0 +1,25 @@
+/* One NBD connection from greeting to close: the protocol half of the NBD
+ * server (nbd-server.c owns the sockets and threads). Blocking; it runs on
+ * the connection's thread, or straight on a socketpair in a fuzz target. */
+#pragma once
+
+#include <glib.h>
+
+#include "block-ops.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *name;        /* at most 4096 bytes of UTF-8 */
+  const char *description; /* NULL: none */
+  const VbBlockOps *ops;
+  void *handle;
+  guint32 block_size; /* power of two, 1 to 64 KiB */
+} VbNbdExport;
+
+/* Serves @fd until the client disconnects or breaks the protocol: returns 0,
+ * or the -errno that ended it. Without @handshake the connection starts in
+ * transmission with simple replies. Does not close @fd. */
+int vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake);
+
+G_END_DECLS

@@ -1,0 +1,25 @@
+/* NBD exports of started devices (see vb-exports.c). */
+#pragma once
+
+#include "vb-daemon.h"
+
+G_BEGIN_DECLS
+
+typedef void (*VbExportFailFunc) (const char *device, const GError *error, gpointer user_data);
+
+/* uuid -> export runtime */
+GHashTable *vb_exports_new (void);
+
+/* "nbd unix:/PATH" | "nbd tcp:HOST:PORT" -> address ("unix:/PATH" ...). */
+gboolean vb_export_spec_parse (const char *spec, char **address, GError **error);
+
+/* Serves every running device of @state on the addresses it lists and
+ * stops what is no longer wanted. Worker thread. @fail hears of an export
+ * that could not start. */
+void vb_exports_sync (GHashTable *exports, const VbState *state, GHashTable *running,
+                      VbExportFailFunc fail, gpointer user_data);
+
+/* Stops the export of @uuid (before its block node goes away). */
+void vb_exports_stop (GHashTable *exports, const char *uuid);
+
+G_END_DECLS
