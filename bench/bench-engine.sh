@@ -52,9 +52,12 @@ run_fio () {
   local name=$1 pid=$2 json c0 c1 bytes
   shift 2
   c0=$(cpu_of "$pid")
-  json=$(fio --name="$name" --output-format=json --time_based --runtime="$runtime" \
-             --ramp_time=1 --group_reporting "$@")
+  fio --name="$name" --output-format=json --output="$T/fio.json" --time_based \
+      --runtime="$runtime" --ramp_time=1 --group_reporting "$@" > /dev/null ||
+    vb_fail "fio $name: $(cat "$T/fio.json")"
   c1=$(cpu_of "$pid")
+  # fio may print notes before the JSON document
+  json=$(sed -n '/^{/,$p' "$T/fio.json")
   bytes=$(jq '[.jobs[0].read.io_bytes, .jobs[0].write.io_bytes] | add' <<< "$json")
   jq -r --argjson c "$(((c1 - c0)))" --argjson hz "$hz" --argjson b "$bytes" \
     '((.jobs[0].read.bw_bytes + .jobs[0].write.bw_bytes) / 1048576) as $mib
