@@ -100,21 +100,27 @@ on_engine_failure (VbEngine *engine, guint component, int error, gpointer user_d
   vb_backends_report_failure (user_data, component, error);
 }
 
+/* "vblk:INSTANCE:UUID", and ":engine" after it for a node the engine
+ * serves through FUSE: such a node dies with the vblkd that served it. */
+#define ENGINE_TAG_SUFFIX ":engine"
+
 static void
-tag_for (const char *instance, const char *uuid, char out[LO_NAME_SIZE])
+tag_for (const char *instance, const char *uuid, gboolean engine, char out[LO_NAME_SIZE])
 {
   memset (out, 0, LO_NAME_SIZE);
-  g_snprintf (out, LO_NAME_SIZE, LOOP_TAG_PREFIX "%s:%s", instance, uuid);
+  g_snprintf (out, LO_NAME_SIZE, LOOP_TAG_PREFIX "%s:%s%s", instance, uuid,
+              engine ? ENGINE_TAG_SUFFIX : "");
 }
 
 /* The UUID in the tag of an attached loop device of @instance; NULL when
  * not attached or not ours. */
 static char *
-loop_read_tag (const char *block_device, const char *instance)
+loop_read_tag (const char *block_device, const char *instance, gboolean *engine)
 {
   struct loop_info64 info = { 0 };
   g_autofree char *prefix = g_strdup_printf (LOOP_TAG_PREFIX "%s:", instance);
   int fd = open (block_device, O_RDONLY | O_CLOEXEC);
+  char *uuid;
   int r;
 
   if (fd < 0)
@@ -124,7 +130,12 @@ loop_read_tag (const char *block_device, const char *instance)
   info.lo_file_name[LO_NAME_SIZE - 1] = 0;
   if (r < 0 || !g_str_has_prefix ((char *) info.lo_file_name, prefix))
     return NULL;
-  return g_strdup ((char *) info.lo_file_name + strlen (prefix));
+  uuid = g_strdup ((char *) info.lo_file_name + strlen (prefix));
+  if (engine)
+    *engine = g_str_has_suffix (uuid, ENGINE_TAG_SUFFIX);
+  if (g_str_has_suffix (uuid, ENGINE_TAG_SUFFIX))
+    uuid[strlen (uuid) - strlen (ENGINE_TAG_SUFFIX)] = '\0';
+  return uuid;
 }
 
 static gboolean
@@ -233,7 +244,7 @@ loop_configure_free (int backing_fd, const struct loop_config *config, char **bl
 /* Makes a tagged loop device over @backing_fd and waits for udev. */
 static char *
 attach (int backing_fd, const struct loop_config *base, const char *instance, const char *uuid,
-        const char *what, GError **error)
+        gboolean engine, const char *what, GError **error)
 {
   struct loop_config config = *base;
   struct udev *udev = udev_new ();
@@ -243,7 +254,7 @@ attach (int backing_fd, const struct loop_config *base, const char *instance, co
   int err;
 
   config.fd = backing_fd;
-  tag_for (instance, uuid, (char *) config.info.lo_file_name);
+  tag_for (instance, uuid, engine, (char *) config.info.lo_file_name);
   err = loop_configure_free (backing_fd, &config, &block_device);
   if (err == -EINVAL && (config.info.lo_flags & LO_FLAGS_DIRECT_IO))
     {
@@ -290,7 +301,7 @@ start_extent (const VbBackendRequest *request, GError **error)
   config.info.lo_offset = extent.offset;
   config.info.lo_sizelimit = extent.size;
   config.info.lo_flags = extent.read_only ? LO_FLAGS_READ_ONLY : 0;
-  block_device = attach (backing_fd, &config, request->instance, request->uuid, path, error);
+  block_device = attach (backing_fd, &config, request->instance, request->uuid, FALSE, path, error);
   close (backing_fd);
   return block_device;
 }
@@ -343,7 +354,7 @@ start_engine (const VbBackendRequest *request, GError **error)
     }
   config.block_size = vb_engine_ops.block_size (rt->engine);
   config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
-  block_device = attach (fd, &config, request->instance, request->uuid,
+  block_device = attach (fd, &config, request->instance, request->uuid, TRUE,
                          vb_fuse_server_path (rt->fuse), error);
   close (fd);
   if (block_device == NULL)
@@ -370,7 +381,7 @@ loop_start (const VbBackendRequest *request, GError **error)
 static gboolean
 loop_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
 {
-  g_autofree char *tag = loop_read_tag (block_device, instance);
+  g_autofree char *tag = loop_read_tag (block_device, instance, NULL);
   g_autoptr (GError) local = NULL;
 
   if (tag == NULL)
@@ -505,6 +516,7 @@ loop_scan (const char *instance, GError **error)
   while ((entry = g_dir_read_name (dir)))
     {
       g_autofree char *backing_path = NULL, *backing = NULL, *dev = NULL, *tag = NULL;
+      gboolean engine = FALSE;
 
       if (!g_str_has_prefix (entry, "loop"))
         continue;
@@ -512,11 +524,11 @@ loop_scan (const char *instance, GError **error)
       if (!g_file_get_contents (backing_path, &backing, NULL, NULL))
         continue; /* not attached */
       dev = g_strdup_printf ("/dev/%s", entry);
-      tag = loop_read_tag (dev, instance);
+      tag = loop_read_tag (dev, instance, &engine);
       if (tag == NULL)
         continue;
       g_strstrip (backing);
-      if (g_str_has_prefix (backing, engine_dir) && runtime_lookup (dev) == NULL)
+      if (engine && runtime_lookup (dev) == NULL)
         {
           /* served by a vblkd that died: its FUSE server is gone, so the
            * node can only fail; detach it, the device is started afresh */
@@ -531,7 +543,19 @@ loop_scan (const char *instance, GError **error)
       node->backing = g_strdup (backing);
       g_ptr_array_add (found, node);
     }
-  vb_fuse_cleanup_stale (engine_dir);
+  /* the mounts this process serves are not stale */
+  g_autoptr (GHashTable) live = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes)
+    {
+      GHashTableIter iter;
+      gpointer key, value;
+      g_hash_table_iter_init (&iter, runtimes);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        g_hash_table_add (live, g_strdup (vb_fuse_server_mountpoint (((EngineRuntime *) value)->fuse)));
+    }
+  g_mutex_unlock (&runtimes_lock);
+  vb_fuse_cleanup_stale (engine_dir, live);
   return g_steal_pointer (&found);
 }
 

@@ -435,6 +435,10 @@ vb_cleanup () {
     kill -KILL "$VBLKD_PID" 2> /dev/null
     wait "$VBLKD_PID" 2> /dev/null
   fi
+  # engine loop devices first, while their FUSE file still has its path
+  # under $T (once the mount is gone it shows as "/data"); then what a
+  # mounted filesystem held
+  vb__detach_loops
   vb__unmount_all
   [ -z "$VB_UDEVD_PID" ] || udevadm settle --timeout=10 2> /dev/null
   vb__detach_loops

@@ -18,6 +18,9 @@ vb_kill_daemon
 
 vb_start_daemon
 vb_wait_state m active 10
+# let the udev events of the new node come and go: the rescans they cause
+# must not take the live FUSE mount for a stale one
+sleep 1
 new=$(vb_blockdev_of m)
 vb_assert_eq "" "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts | grep -v "$(vb_json m .uuid)" || true)" \
   "stale FUSE mounts after the restart"

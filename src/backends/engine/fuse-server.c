@@ -255,8 +255,14 @@ vb_fuse_server_free (VbFuseServer *s)
   g_free (s);
 }
 
+const char *
+vb_fuse_server_mountpoint (VbFuseServer *s)
+{
+  return s->mountpoint;
+}
+
 guint
-vb_fuse_cleanup_stale (const char *dir)
+vb_fuse_cleanup_stale (const char *dir, GHashTable *live)
 {
   struct libmnt_table *table = mnt_new_table_from_file ("/proc/self/mountinfo");
   struct libmnt_iter *iter;
@@ -272,7 +278,8 @@ vb_fuse_cleanup_stale (const char *dir)
     {
       const char *target = mnt_fs_get_target (fs);
       const char *type = mnt_fs_get_fstype (fs);
-      if (target && g_str_has_prefix (target, prefix) && type && g_str_has_prefix (type, "fuse"))
+      if (target && g_str_has_prefix (target, prefix) && type && g_str_has_prefix (type, "fuse")
+          && !(live && g_hash_table_contains (live, target)))
         g_ptr_array_add (targets, g_strdup (target));
     }
   mnt_free_iter (iter);

@@ -18,8 +18,11 @@ const char *vb_fuse_server_path (VbFuseServer *server);
 /* Unmounts and joins the serving threads. Nothing may hold the file open. */
 void vb_fuse_server_free (VbFuseServer *server);
 
-/* Lazily unmounts FUSE mounts under @dir left by a vblkd that died;
- * returns how many. */
-guint vb_fuse_cleanup_stale (const char *dir);
+/* Mount point of @server. */
+const char *vb_fuse_server_mountpoint (VbFuseServer *server);
+
+/* Lazily unmounts the FUSE mounts under @dir left by a vblkd that died,
+ * all but those in @live (mount point set, may be NULL); returns how many. */
+guint vb_fuse_cleanup_stale (const char *dir, GHashTable *live);
 
 G_END_DECLS
