@@ -1,12 +1,14 @@
 /* The NBD server library without a client program: connections handed over
- * with vb_nbd_server_serve_fd (as the kernel nbd backend will), the
- * connection cap, shutdown with connections open, and refused arguments. */
+ * with vb_nbd_server_serve_fd (as the kernel nbd backend will), requests of
+ * one connection run at once and answered out of order, the connection cap,
+ * shutdown with connections open, and refused arguments. */
 #include "config.h"
 
 #include "engine/nbd-server.h"
 #include "vb-error.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -119,6 +121,23 @@ recv_simple_reply (int fd, guint64 cookie)
   return GUINT32_FROM_BE (error);
 }
 
+/* The cookie of the next simple reply, whichever request it answers. */
+static guint64
+recv_any_simple_reply (int fd, guint32 *error)
+{
+  guint8 h[16];
+  guint32 magic;
+  guint64 cookie;
+
+  recv_exact (fd, h, sizeof h);
+  memcpy (&magic, h, 4);
+  memcpy (error, h + 4, 4);
+  memcpy (&cookie, h + 8, 8);
+  g_assert_cmphex (GUINT32_FROM_BE (magic), ==, 0x67446698);
+  *error = GUINT32_FROM_BE (*error);
+  return cookie;
+}
+
 static void
 wait_for_connections (VbNbdServer *server, guint n)
 {
@@ -169,6 +188,209 @@ test_no_handshake (void)
   wait_for_connections (server, 0);
   vb_nbd_server_free (server);
   mem_disk_free (d);
+}
+
+/* A MemDisk whose reads at GATE_OFFSET block until the test opens the gate.
+ * The wait gives up after GATE_TIMEOUT_S, so that a server running one
+ * request at a time fails the checks below instead of hanging them. */
+#define GATE_OFFSET 65536u
+#define GATE_TIMEOUT_S 5
+
+typedef struct {
+  MemDisk *mem;
+  GMutex lock;
+  GCond cond;
+  gboolean open;
+  guint n_waiting; /* reads blocked at the gate */
+  guint n_flushes;
+  guint waiting_at_flush; /* n_waiting when flush was last called */
+} GatedDisk;
+
+static guint32
+gated_block_size (void *handle)
+{
+  return 512;
+}
+
+static int
+gated_pread (void *handle, void *buf, guint64 length, guint64 offset)
+{
+  GatedDisk *g = handle;
+  gint64 deadline = g_get_monotonic_time () + GATE_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+  if (offset == GATE_OFFSET)
+    {
+      g_mutex_lock (&g->lock);
+      g->n_waiting++;
+      g_cond_broadcast (&g->cond);
+      while (!g->open && g_cond_wait_until (&g->cond, &g->lock, deadline))
+        ;
+      g->n_waiting--;
+      g_mutex_unlock (&g->lock);
+    }
+  return mem_pread (g->mem, buf, length, offset);
+}
+
+static int
+gated_pwrite (void *handle, const void *buf, guint64 length, guint64 offset, gboolean fua)
+{
+  return mem_pwrite (((GatedDisk *) handle)->mem, buf, length, offset, fua);
+}
+
+static int
+gated_flush (void *handle)
+{
+  GatedDisk *g = handle;
+
+  g_mutex_lock (&g->lock);
+  g->n_flushes++;
+  g->waiting_at_flush = g->n_waiting;
+  g_mutex_unlock (&g->lock);
+  return 0;
+}
+
+static const VbBlockOps gated_ops = {
+  .size = mem_size,
+  .block_size = gated_block_size,
+  .pread = gated_pread,
+  .pwrite = gated_pwrite,
+  .flush = gated_flush,
+};
+
+typedef struct {
+  GatedDisk disk;
+  VbNbdServer *server;
+  int fd; /* the client's end */
+} Gated;
+
+static void
+gated_setup (Gated *t, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  int sv[2];
+
+  t->disk.mem = mem_disk_new (512);
+  g_mutex_init (&t->disk.lock);
+  g_cond_init (&t->disk.cond);
+  t->server = vb_nbd_server_new ("gated", NULL, &gated_ops, &t->disk, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+  g_assert_true (vb_nbd_server_serve_fd (t->server, sv[1], VB_NBD_SERVE_NO_HANDSHAKE, &error));
+  g_assert_no_error (error);
+  t->fd = sv[0];
+}
+
+static void
+gated_teardown (Gated *t, gconstpointer data)
+{
+  g_mutex_lock (&t->disk.lock);
+  t->disk.open = TRUE;
+  g_cond_broadcast (&t->disk.cond);
+  g_mutex_unlock (&t->disk.lock);
+  close (t->fd);
+  wait_for_connections (t->server, 0);
+  vb_nbd_server_free (t->server);
+  g_cond_clear (&t->disk.cond);
+  g_mutex_clear (&t->disk.lock);
+  mem_disk_free (t->disk.mem);
+}
+
+/* Returns once a read is blocked at the gate, i.e. running on the server. */
+static void
+gate_wait_blocked (GatedDisk *g)
+{
+  gint64 deadline = g_get_monotonic_time () + GATE_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+  g_mutex_lock (&g->lock);
+  while (g->n_waiting == 0 && g_cond_wait_until (&g->cond, &g->lock, deadline))
+    ;
+  g_assert_cmpuint (g->n_waiting, ==, 1);
+  g_mutex_unlock (&g->lock);
+}
+
+static void
+gate_open (GatedDisk *g)
+{
+  g_mutex_lock (&g->lock);
+  g->open = TRUE;
+  g_cond_broadcast (&g->cond);
+  g_mutex_unlock (&g->lock);
+}
+
+static void
+recv_read_data (Gated *t, guint64 offset)
+{
+  guint8 back[4096];
+
+  recv_exact (t->fd, back, sizeof back);
+  g_assert_cmpmem (back, sizeof back, t->disk.mem->data + offset, sizeof back);
+}
+
+/* A read that the device holds up does not hold up the next one: it is
+ * answered first, and the held one after. */
+static void
+test_out_of_order (Gated *t, gconstpointer data)
+{
+  guint32 error;
+
+  send_request (t->fd, 0 /* READ */, 1, GATE_OFFSET, 4096);
+  gate_wait_blocked (&t->disk);
+  send_request (t->fd, 0 /* READ */, 2, 0, 4096);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 2);
+  g_assert_cmpuint (error, ==, 0);
+  recv_read_data (t, 0);
+
+  gate_open (&t->disk);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 1);
+  g_assert_cmpuint (error, ==, 0);
+  recv_read_data (t, GATE_OFFSET);
+}
+
+/* A flush waits for every request received before it, even though later
+ * requests run meanwhile. */
+static void
+test_flush_waits (Gated *t, gconstpointer data)
+{
+  guint32 error;
+
+  send_request (t->fd, 0 /* READ */, 1, GATE_OFFSET, 4096);
+  gate_wait_blocked (&t->disk);
+  send_request (t->fd, 3 /* FLUSH */, 2, 0, 0);
+  send_request (t->fd, 0 /* READ */, 3, 0, 4096);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 3);
+  recv_read_data (t, 0);
+  g_mutex_lock (&t->disk.lock);
+  g_assert_cmpuint (t->disk.n_flushes, ==, 0);
+  g_mutex_unlock (&t->disk.lock);
+
+  gate_open (&t->disk);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 1);
+  recv_read_data (t, GATE_OFFSET);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 2);
+  g_assert_cmpuint (error, ==, 0);
+  g_assert_cmpuint (t->disk.n_flushes, ==, 1);
+  g_assert_cmpuint (t->disk.waiting_at_flush, ==, 0);
+}
+
+/* NBD_CMD_DISC closes only once the requests before it are answered. */
+static void
+test_disc_waits (Gated *t, gconstpointer data)
+{
+  struct pollfd p = { .fd = t->fd, .events = POLLIN };
+  guint32 error;
+  char c;
+
+  send_request (t->fd, 0 /* READ */, 1, GATE_OFFSET, 4096);
+  gate_wait_blocked (&t->disk);
+  send_request (t->fd, 2 /* DISC */, 2, 0, 0);
+  /* Neither a reply nor the end of the stream while the read is held. */
+  g_assert_cmpint (poll (&p, 1, 100), ==, 0);
+
+  gate_open (&t->disk);
+  g_assert_cmpuint (recv_any_simple_reply (t->fd, &error), ==, 1);
+  g_assert_cmpuint (error, ==, 0);
+  recv_read_data (t, GATE_OFFSET);
+  g_assert_cmpint (recv (t->fd, &c, 1, 0), ==, 0);
 }
 
 static void
@@ -255,6 +477,12 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/nbd-server/no-handshake", test_no_handshake);
+  g_test_add ("/nbd-server/out-of-order", Gated, NULL, gated_setup, test_out_of_order,
+              gated_teardown);
+  g_test_add ("/nbd-server/flush-waits-for-earlier", Gated, NULL, gated_setup, test_flush_waits,
+              gated_teardown);
+  g_test_add ("/nbd-server/disc-waits-for-replies", Gated, NULL, gated_setup, test_disc_waits,
+              gated_teardown);
   g_test_add_func ("/nbd-server/cap-and-free", test_cap_and_free);
   g_test_add_func ("/nbd-server/refused-arguments", test_refused_arguments);
   return g_test_run ();

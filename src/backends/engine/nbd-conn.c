@@ -1,7 +1,10 @@
 /* The NBD protocol for one connection: fixed-newstyle handshake, then
- * requests served one at a time through VbBlockOps. Every length a client
+ * transmission, where the connection's thread reads requests and a small
+ * pool of workers runs them and replies out of order. Every length a client
  * sends is checked against a fixed bound before anything is read into
- * memory, so a hostile client costs at most one bounded buffer. */
+ * memory, and a connection holds at most VB_NBD_MAX_IN_FLIGHT requests and
+ * VB_NBD_BUFFER_BUDGET bytes of buffers, so a hostile client costs a bounded
+ * amount of memory. */
 #include "config.h"
 
 #include "nbd-conn.h"
@@ -84,24 +87,23 @@
 /* The longest well-formed option we parse: NBD_OPT_GO with a 4096-byte name
  * and every possible information request. Longer ones close the connection. */
 #define VB_NBD_MAX_OPTION (4u + NBD_MAX_STRING + 2u + 2u * G_MAXUINT16)
-/* Payloads move through the device in pieces of this size, so a
- * connection's buffer never exceeds it whatever the request length. */
+/* Requests reach the device in pieces of at most this size. */
 #define VB_NBD_IO_CHUNK (4u << 20)
 #define VB_NBD_PREFERRED_BLOCK 4096u
 /* A client that stalls in the handshake gives its slot back after this;
  * once in transmission, idling is legitimate (the kernel client does). */
 #define VB_NBD_HANDSHAKE_TIMEOUT_S 30
 
-typedef struct {
-  const VbNbdExport *export;
-  int fd;
-  gboolean no_zeroes;
-  gboolean structured;
-  guint64 size;   /* as told to the client */
-  guint16 tflags; /* transmission flags, as told to the client */
-  guint8 *buf;    /* data buffer, at most VB_NBD_IO_CHUNK */
-  gsize buf_size;
-} VbNbdConn;
+/* Buffers come in power-of-two sizes from a page to VB_NBD_MAX_REQUEST. */
+#define VB_NBD_MIN_BUFFER 4096u
+#define VB_NBD_BUFFER_CLASSES 14u
+/* What the reader takes from the socket at once: many request headers (and
+ * small write payloads) per recv(2). At the in-flight limit the reader stops
+ * calling recv(2), so this is all it holds beyond the limit. */
+#define VB_NBD_RECV_BUFFER (64u << 10)
+
+G_STATIC_ASSERT ((VB_NBD_MIN_BUFFER << (VB_NBD_BUFFER_CLASSES - 1)) == VB_NBD_MAX_REQUEST);
+G_STATIC_ASSERT (VB_NBD_MAX_REQUEST <= VB_NBD_BUFFER_BUDGET);
 
 typedef struct {
   guint16 flags;
@@ -110,6 +112,49 @@ typedef struct {
   guint64 offset;
   guint32 length;
 } VbNbdRequest;
+
+/* One request from its header to its reply. */
+typedef struct {
+  VbNbdRequest req;
+  guint8 *buf; /* READ and WRITE: the data, in a buffer of buf_class */
+  guint buf_class;
+  GList queue_link; /* in queue while no worker has taken it */
+  GList order_link; /* in in_flight until completed */
+} VbNbdJob;
+
+typedef struct {
+  const VbNbdExport *export;
+  int fd;
+  gboolean no_zeroes;
+  gboolean structured;
+  guint64 size;   /* as told to the client */
+  guint16 tflags; /* transmission flags, as told to the client */
+
+  /* Transmission. rbuf belongs to the reader (the connection's thread);
+   * lock guards everything after send_lock, and send_lock keeps each
+   * reply whole on the socket. */
+  guint8 *rbuf; /* VB_NBD_RECV_BUFFER bytes, rpos to rlen not yet parsed */
+  gsize rpos, rlen;
+  GMutex send_lock;
+  GMutex lock;
+  GCond work_cond; /* a job was queued, or the workers must stop */
+  GCond done_cond; /* a job completed */
+  guint n_done_waiters;
+  GQueue queue;     /* jobs no worker has taken yet, oldest first */
+  GQueue in_flight; /* jobs not completed, in the order received */
+  VbNbdJob jobs[VB_NBD_MAX_IN_FLIGHT];
+  VbNbdJob *free_jobs[VB_NBD_MAX_IN_FLIGHT];
+  guint n_free_jobs;
+  /* Free buffers of each size, linked through their first bytes, so the
+   * steady state allocates nothing. */
+  guint8 *free_bufs[VB_NBD_BUFFER_CLASSES];
+  gsize buf_bytes; /* allocated, in use or free: at most the budget */
+  GThread *workers[VB_NBD_MAX_WORKERS];
+  guint n_workers;
+  guint n_idle; /* workers waiting on work_cond */
+  gboolean stopping;
+  gint broken; /* atomic: a reply could not be sent, so queued jobs are dropped */
+} VbNbdConn;
 
 /* ---- wire helpers ---- */
 
@@ -285,21 +330,6 @@ conn_load_export (VbNbdConn *c)
   if (ops->pwrite == NULL || (ops->read_only && ops->read_only (e->handle)))
     f |= NBD_FLAG_READ_ONLY;
   c->tflags = f;
-}
-
-static guint8 *
-conn_buffer (VbNbdConn *c, gsize need)
-{
-  g_assert (need <= VB_NBD_IO_CHUNK);
-  if (need > c->buf_size)
-    {
-      /* Page-aligned so that an engine using O_DIRECT can take it as is. */
-      gsize size = MAX (need, 64u << 10);
-      g_aligned_free (c->buf);
-      c->buf = g_aligned_alloc (size, 1, 4096);
-      c->buf_size = size;
-    }
-  return c->buf;
 }
 
 /* ---- handshake ---- */
@@ -510,17 +540,41 @@ run_handshake (VbNbdConn *c)
     }
 }
 
-/* ---- transmission ---- */
+/* ---- transmission: replies ---- */
 
-static int
-send_simple (VbNbdConn *c, const VbNbdRequest *req, guint32 error, const void *data, gsize len)
+/* A reply that cannot be sent ends the connection: shutdown(2) wakes the
+ * reader and any worker blocked on the socket, and jobs not yet started
+ * are dropped. The fd itself stays open until vb_nbd_conn_run returns. */
+static void
+conn_break (VbNbdConn *c)
 {
-  guint8 h[16];
+  g_atomic_int_set (&c->broken, 1);
+  shutdown (c->fd, SHUT_RDWR);
+}
 
+/* Every reply of the transmission phase is sent whole under send_lock, so
+ * the pieces of one reply (a structured read's chunk after its header)
+ * never interleave with another's. Replies leave in any order: the client
+ * matches them to requests by cookie. */
+static int
+send_reply (VbNbdConn *c, struct iovec *iov, int n)
+{
+  int r;
+
+  g_mutex_lock (&c->send_lock);
+  r = send_iov (c->fd, iov, n);
+  g_mutex_unlock (&c->send_lock);
+  if (r < 0)
+    conn_break (c);
+  return r;
+}
+
+static void
+simple_header (guint8 h[16], const VbNbdRequest *req, guint32 error)
+{
   put32 (h, NBD_SIMPLE_REPLY_MAGIC);
   put32 (h + 4, error);
   memcpy (h + 8, req->cookie, 8);
-  return send2 (c->fd, h, sizeof h, data, len);
 }
 
 static void
@@ -538,20 +592,45 @@ static int
 send_status (VbNbdConn *c, const VbNbdRequest *req, guint32 error, const char *why)
 {
   guint8 h[20 + 6];
-  gsize wlen;
+  struct iovec iov[2] = { { h, 20 }, { NULL, 0 } };
 
   if (!c->structured)
-    return send_simple (c, req, error, NULL, 0);
+    {
+      simple_header (h, req, error);
+      iov[0].iov_len = 16;
+      return send_reply (c, iov, 1);
+    }
   if (error == 0)
     {
       chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 0);
-      return send2 (c->fd, h, 20, NULL, 0);
+      return send_reply (c, iov, 1);
     }
-  wlen = why ? strlen (why) : 0;
-  chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6 + wlen);
+  iov[1].iov_base = (void *) why;
+  iov[1].iov_len = why ? strlen (why) : 0;
+  chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6 + iov[1].iov_len);
   put32 (h + 20, error);
-  put16 (h + 24, wlen);
-  return send2 (c->fd, h, sizeof h, why, wlen);
+  put16 (h + 24, iov[1].iov_len);
+  iov[0].iov_len = sizeof h;
+  return send_reply (c, iov, 2);
+}
+
+/* A successful READ: all of its data, which is in the buffer by now, in
+ * one reply (one chunk when structured). */
+static int
+send_read_data (VbNbdConn *c, const VbNbdRequest *req, const guint8 *data)
+{
+  guint8 h[20 + 8];
+  struct iovec iov[2] = { { h, 16 }, { (void *) data, req->length } };
+
+  if (c->structured)
+    {
+      chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, 8 + req->length);
+      put64 (h + 20, req->offset);
+      iov[0].iov_len = sizeof h;
+    }
+  else
+    simple_header (h, req, 0);
+  return send_reply (c, iov, 2);
 }
 
 /* The NBD error a request earns before touching the device (0: none). */
@@ -608,102 +687,211 @@ check_request (VbNbdConn *c, const VbNbdRequest *req, const char **why)
   return 0;
 }
 
-static int
-do_read (VbNbdConn *c, const VbNbdRequest *req)
+/* ---- transmission: request slots and buffers ---- */
+
+static gsize
+buffer_size (guint cls)
 {
-  const VbNbdExport *e = c->export;
-  guint32 done = 0;
-  int r;
-
-  if (req->length == 0)
-    return send_status (c, req, 0, NULL);
-  while (done < req->length)
-    {
-      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
-      guint64 offset = req->offset + done;
-      guint8 *buf = conn_buffer (c, n);
-      gboolean last = done + n == req->length;
-
-      r = e->ops->pread (e->handle, buf, n, offset);
-      if (r < 0 && (c->structured || done == 0))
-        return send_status (c, req, nbd_error_from_errno (r), "read error");
-      if (r < 0)
-        return r; /* simple reply already promised data: only closing is left */
-      if (c->structured)
-        {
-          guint8 h[28];
-          chunk_header (h, req, last ? NBD_REPLY_FLAG_DONE : 0, NBD_REPLY_TYPE_OFFSET_DATA, 8 + n);
-          put64 (h + 20, offset);
-          r = send2 (c->fd, h, sizeof h, buf, n);
-        }
-      else if (done == 0)
-        r = send_simple (c, req, 0, buf, n);
-      else
-        r = send2 (c->fd, buf, n, NULL, 0);
-      if (r < 0)
-        return r;
-      done += n;
-    }
-  return 0;
+  return (gsize) VB_NBD_MIN_BUFFER << cls;
 }
 
-static int
-do_write (VbNbdConn *c, const VbNbdRequest *req, guint32 error, const char *why)
+static guint
+buffer_class (guint32 length)
 {
-  const VbNbdExport *e = c->export;
-  gboolean fua = (req->flags & NBD_CMD_FLAG_FUA) != 0;
-  guint32 done = 0;
+  guint cls = 0;
 
-  /* The payload is read even when the request is refused, or the next
-   * request header would be taken from the middle of it. */
-  while (done < req->length)
-    {
-      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
-      guint8 *buf = conn_buffer (c, n);
-      int r = recv_all (c->fd, buf, n);
-
-      if (r < 0)
-        return r;
-      if (error == 0 && (r = e->ops->pwrite (e->handle, buf, n, req->offset + done, fua)) < 0)
-        {
-          error = nbd_error_from_errno (r);
-          why = "write error";
-        }
-      done += n;
-    }
-  return send_status (c, req, error, why);
+  while (buffer_size (cls) < length)
+    cls++;
+  g_assert (cls < VB_NBD_BUFFER_CLASSES);
+  return cls;
 }
 
-static int
-zeroes_by_writing (VbNbdConn *c, guint64 offset, guint64 length, gboolean fua)
+static guint8 *
+free_list_pop (VbNbdConn *c, guint cls)
 {
-  const VbNbdExport *e = c->export;
-  gsize n = MIN (length, VB_NBD_IO_CHUNK);
-  guint8 *buf = conn_buffer (c, n);
+  guint8 *buf = c->free_bufs[cls];
 
-  memset (buf, 0, n);
+  if (buf)
+    memcpy (&c->free_bufs[cls], buf, sizeof buf);
+  return buf;
+}
+
+static void
+free_list_push (VbNbdConn *c, guint cls, guint8 *buf)
+{
+  memcpy (buf, &c->free_bufs[cls], sizeof buf);
+  c->free_bufs[cls] = buf;
+}
+
+/* A buffer of class @cls: a free one, else a new one within the budget,
+ * made room for by freeing free buffers of other sizes. NULL when the
+ * buffers in use leave no room. Under c->lock. */
+static guint8 *
+buffer_take_locked (VbNbdConn *c, guint cls)
+{
+  gsize need = buffer_size (cls);
+  guint8 *buf = free_list_pop (c, cls);
+
+  if (buf)
+    return buf;
+  for (guint k = VB_NBD_BUFFER_CLASSES; k-- > 0 && c->buf_bytes + need > VB_NBD_BUFFER_BUDGET;)
+    while (c->buf_bytes + need > VB_NBD_BUFFER_BUDGET && (buf = free_list_pop (c, k)) != NULL)
+      {
+        g_aligned_free (buf);
+        c->buf_bytes -= buffer_size (k);
+      }
+  if (c->buf_bytes + need > VB_NBD_BUFFER_BUDGET)
+    return NULL;
+  c->buf_bytes += need;
+  /* Page-aligned so that an engine using O_DIRECT can take it as is. */
+  return g_aligned_alloc (need, 1, VB_NBD_MIN_BUFFER);
+}
+
+static void
+done_wait_locked (VbNbdConn *c)
+{
+  c->n_done_waiters++;
+  g_cond_wait (&c->done_cond, &c->lock);
+  c->n_done_waiters--;
+}
+
+/* A request slot, and a buffer when @req carries data. At the limits this
+ * waits for a job to complete, and meanwhile nothing more is read from the
+ * socket: that is the backpressure on the client. */
+static VbNbdJob *
+job_new (VbNbdConn *c, const VbNbdRequest *req)
+{
+  gboolean data = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
+  guint cls = data ? buffer_class (req->length) : 0;
+  guint8 *buf = NULL;
+  VbNbdJob *job;
+
+  g_mutex_lock (&c->lock);
+  while (c->n_free_jobs == 0 || (data && (buf = buffer_take_locked (c, cls)) == NULL))
+    {
+      /* With nothing in flight every slot is free and the whole budget
+       * can be had: waiting would be for ever. */
+      g_assert (c->in_flight.length > 0);
+      done_wait_locked (c);
+    }
+  job = c->free_jobs[--c->n_free_jobs];
+  job->req = *req;
+  job->buf = buf;
+  job->buf_class = cls;
+  /* in_flight is in the order requests were received (see run_command). */
+  g_queue_push_tail_link (&c->in_flight, &job->order_link);
+  g_mutex_unlock (&c->lock);
+  return job;
+}
+
+/* Gives back the slot and buffer of a job whose reply went out (or never
+ * will). Under c->lock. */
+static void
+job_complete_locked (VbNbdConn *c, VbNbdJob *job)
+{
+  g_queue_unlink (&c->in_flight, &job->order_link);
+  if (job->buf)
+    free_list_push (c, job->buf_class, job->buf);
+  job->buf = NULL;
+  c->free_jobs[c->n_free_jobs++] = job;
+  /* Only when someone waits: GCond makes a system call even when not. */
+  if (c->n_done_waiters > 0)
+    g_cond_broadcast (&c->done_cond);
+}
+
+static void
+job_complete (VbNbdConn *c, VbNbdJob *job)
+{
+  g_mutex_lock (&c->lock);
+  job_complete_locked (c, job);
+  g_mutex_unlock (&c->lock);
+}
+
+/* ---- transmission: running requests ---- */
+
+/* Write-zeroes without a device callback writes from here. Never written
+ * to, so it stays untouched zero pages in .bss. */
+static guint8 zeroes[VB_NBD_IO_CHUNK] __attribute__ ((aligned (VB_NBD_MIN_BUFFER)));
+
+static int
+zeroes_by_writing (const VbNbdExport *e, guint64 offset, guint64 length, gboolean fua)
+{
   while (length > 0)
     {
-      int r = e->ops->pwrite (e->handle, buf, n, offset, fua);
+      gsize n = MIN (length, sizeof zeroes);
+      int r = e->ops->pwrite (e->handle, zeroes, n, offset, fua);
       if (r < 0)
         return r;
       offset += n;
       length -= n;
-      n = MIN (length, VB_NBD_IO_CHUNK);
     }
   return 0;
 }
 
-static int
-do_command (VbNbdConn *c, const VbNbdRequest *req)
+static void
+run_read (VbNbdConn *c, VbNbdJob *job)
 {
   const VbNbdExport *e = c->export;
+  const VbNbdRequest *req = &job->req;
+
+  for (guint32 done = 0; done < req->length;)
+    {
+      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
+      int r = e->ops->pread (e->handle, job->buf + done, n, req->offset + done);
+      if (r < 0)
+        {
+          send_status (c, req, nbd_error_from_errno (r), "read error");
+          return;
+        }
+      done += n;
+    }
+  send_read_data (c, req, job->buf);
+}
+
+static void
+run_write (VbNbdConn *c, VbNbdJob *job)
+{
+  const VbNbdExport *e = c->export;
+  const VbNbdRequest *req = &job->req;
+  gboolean fua = (req->flags & NBD_CMD_FLAG_FUA) != 0;
+  int r = 0;
+
+  for (guint32 done = 0; r == 0 && done < req->length;)
+    {
+      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
+      r = e->ops->pwrite (e->handle, job->buf + done, n, req->offset + done, fua);
+      done += n;
+    }
+  send_status (c, req, r < 0 ? nbd_error_from_errno (r) : 0, "write error");
+}
+
+/* The spec asks a flush to cover only the writes completed (replied to)
+ * before it was received. We go further, to be safe with clients that send
+ * a write and a flush without waiting in between: a flush waits until every
+ * request received before it on this connection has completed. The queue
+ * is FIFO, so those all left it before this one and run on other workers:
+ * this never waits for a free worker. */
+static void
+wait_for_earlier (VbNbdConn *c, VbNbdJob *job)
+{
+  g_mutex_lock (&c->lock);
+  while (c->in_flight.head != &job->order_link)
+    done_wait_locked (c);
+  g_mutex_unlock (&c->lock);
+}
+
+static void
+run_command (VbNbdConn *c, VbNbdJob *job)
+{
+  const VbNbdExport *e = c->export;
+  const VbNbdRequest *req = &job->req;
   gboolean fua = (req->flags & NBD_CMD_FLAG_FUA) != 0;
   int r = 0;
 
   switch (req->type)
     {
     case NBD_CMD_FLUSH:
+      wait_for_earlier (c, job);
       r = e->ops->flush (e->handle);
       break;
     case NBD_CMD_TRIM:
@@ -721,17 +909,140 @@ do_command (VbNbdConn *c, const VbNbdRequest *req)
       r = e->ops->write_zeroes ? e->ops->write_zeroes (e->handle, req->length, req->offset, fua)
                                : -EOPNOTSUPP;
       if (r == -EOPNOTSUPP)
-        r = zeroes_by_writing (c, req->offset, req->length, fua);
+        r = zeroes_by_writing (e, req->offset, req->length, fua);
       break;
     default:
       g_assert_not_reached ();
     }
-  return send_status (c, req, r < 0 ? nbd_error_from_errno (r) : 0, "I/O error");
+  send_status (c, req, r < 0 ? nbd_error_from_errno (r) : 0, "I/O error");
 }
 
-/* Returns 0 on NBD_CMD_DISC, -errno when the connection must close. */
+static void
+job_run (VbNbdConn *c, VbNbdJob *job)
+{
+  if (g_atomic_int_get (&c->broken))
+    return; /* nobody would hear the reply */
+  if (job->req.type == NBD_CMD_READ)
+    run_read (c, job);
+  else if (job->req.type == NBD_CMD_WRITE)
+    run_write (c, job);
+  else
+    run_command (c, job);
+}
+
+static gpointer
+worker_main (gpointer data)
+{
+  VbNbdConn *c = data;
+
+  g_mutex_lock (&c->lock);
+  for (;;)
+    {
+      GList *l = g_queue_pop_head_link (&c->queue);
+
+      if (l == NULL && c->stopping)
+        break;
+      if (l == NULL)
+        {
+          c->n_idle++;
+          g_cond_wait (&c->work_cond, &c->lock);
+          c->n_idle--;
+          continue;
+        }
+      g_mutex_unlock (&c->lock);
+      job_run (c, l->data);
+      g_mutex_lock (&c->lock);
+      job_complete_locked (c, l->data);
+    }
+  g_mutex_unlock (&c->lock);
+  return NULL;
+}
+
+/* Hands @job to the workers: wakes an idle one, else starts one while
+ * fewer than VB_NBD_MAX_WORKERS run (a busy one takes it otherwise). With
+ * no worker at all and none to be had, the reader runs it itself. */
+static void
+job_queue (VbNbdConn *c, VbNbdJob *job)
+{
+  gboolean run_here = FALSE;
+
+  g_mutex_lock (&c->lock);
+  g_queue_push_tail_link (&c->queue, &job->queue_link);
+  /* More queued jobs than idle workers: each idle one has been woken for
+   * an earlier job already. */
+  if (c->queue.length <= c->n_idle)
+    g_cond_signal (&c->work_cond);
+  else if (c->n_workers < VB_NBD_MAX_WORKERS)
+    {
+      GThread *t = g_thread_try_new ("vb-nbd-worker", worker_main, c, NULL);
+      if (t)
+        c->workers[c->n_workers++] = t;
+      else if (c->n_workers == 0)
+        {
+          g_queue_unlink (&c->queue, &job->queue_link);
+          run_here = TRUE;
+        }
+    }
+  g_mutex_unlock (&c->lock);
+  if (run_here)
+    {
+      job_run (c, job);
+      job_complete (c, job);
+    }
+}
+
+/* ---- transmission: the reader ---- */
+
+/* The next @len bytes of the stream, through rbuf, which is refilled with
+ * as much as the socket holds: one recv(2) takes many request headers. */
 static int
-transmission (VbNbdConn *c)
+conn_recv (VbNbdConn *c, void *dst, gsize len)
+{
+  guint8 *p = dst;
+  gsize have = c->rlen - c->rpos;
+
+  if (have >= len)
+    {
+      memcpy (p, c->rbuf + c->rpos, len);
+      c->rpos += len;
+      return 0;
+    }
+  memcpy (p, c->rbuf + c->rpos, have);
+  p += have;
+  len -= have;
+  c->rpos = c->rlen = 0;
+  if (len >= VB_NBD_RECV_BUFFER / 2)
+    return recv_all (c->fd, p, len); /* a large payload: straight to its buffer */
+  while (c->rlen < len)
+    {
+      ssize_t r = recv (c->fd, c->rbuf + c->rlen, VB_NBD_RECV_BUFFER - c->rlen, 0);
+      if (r == 0)
+        return -ECONNRESET;
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return -errno;
+      c->rlen += r;
+    }
+  memcpy (p, c->rbuf, len);
+  c->rpos = len;
+  return 0;
+}
+
+static int
+conn_skip (VbNbdConn *c, guint64 len)
+{
+  gsize have = MIN (c->rlen - c->rpos, len);
+
+  c->rpos += have;
+  return recv_discard (c->fd, len - have);
+}
+
+/* Reads requests until NBD_CMD_DISC (returns 0) or the end of the
+ * connection (-errno). What needs no device is answered here; the rest
+ * goes to the workers, a WRITE with its payload read. */
+static int
+read_requests (VbNbdConn *c)
 {
   for (;;)
     {
@@ -739,9 +1050,10 @@ transmission (VbNbdConn *c)
       VbNbdRequest req;
       const char *why = NULL;
       guint32 error;
+      VbNbdJob *job;
       int r;
 
-      if ((r = recv_all (c->fd, h, sizeof h)) < 0)
+      if ((r = conn_recv (c, h, sizeof h)) < 0)
         return r;
       if (get32 (h) != NBD_REQUEST_MAGIC)
         return -EPROTO; /* lost framing: nothing after this can be trusted */
@@ -759,17 +1071,72 @@ transmission (VbNbdConn *c)
         return -EMSGSIZE;
 
       error = check_request (c, &req, &why);
-      if (req.type == NBD_CMD_WRITE)
-        r = do_write (c, &req, error, why);
-      else if (error != 0)
-        r = send_status (c, &req, error, why);
-      else if (req.type == NBD_CMD_READ)
-        r = do_read (c, &req);
-      else
-        r = do_command (c, &req);
-      if (r < 0)
+      /* A refused write's payload is read all the same, or the next
+       * request header would be taken from the middle of it. */
+      if (error != 0 && req.type == NBD_CMD_WRITE && (r = conn_skip (c, req.length)) < 0)
         return r;
+      if (error != 0
+          || ((req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE) && req.length == 0))
+        {
+          if ((r = send_status (c, &req, error, why)) < 0)
+            return r;
+          continue;
+        }
+      job = job_new (c, &req);
+      if (req.type == NBD_CMD_WRITE && (r = conn_recv (c, job->buf, req.length)) < 0)
+        {
+          job_complete (c, job);
+          return r;
+        }
+      job_queue (c, job);
     }
+}
+
+static int
+transmission (VbNbdConn *c)
+{
+  guint8 *buf;
+  int r;
+
+  c->rbuf = g_malloc (VB_NBD_RECV_BUFFER);
+  g_mutex_init (&c->send_lock);
+  g_mutex_init (&c->lock);
+  g_cond_init (&c->work_cond);
+  g_cond_init (&c->done_cond);
+  g_queue_init (&c->queue);
+  g_queue_init (&c->in_flight);
+  for (guint i = 0; i < VB_NBD_MAX_IN_FLIGHT; i++)
+    {
+      c->jobs[i].queue_link.data = c->jobs[i].order_link.data = &c->jobs[i];
+      c->free_jobs[c->n_free_jobs++] = &c->jobs[i];
+    }
+
+  r = read_requests (c);
+
+  /* After a DISC (the spec: finish what is outstanding, then close) or
+   * when the client went away, the requests received still complete and
+   * their replies are sent, or fail at once. A broken protocol ends it
+   * now: replies are dropped and shutdown wakes workers blocked sending. */
+  if (r < 0 && r != -ECONNRESET)
+    conn_break (c);
+  g_mutex_lock (&c->lock);
+  while (c->in_flight.length > 0)
+    done_wait_locked (c);
+  c->stopping = TRUE;
+  g_cond_broadcast (&c->work_cond);
+  g_mutex_unlock (&c->lock);
+  for (guint i = 0; i < c->n_workers; i++)
+    g_thread_join (c->workers[i]);
+
+  for (guint k = 0; k < VB_NBD_BUFFER_CLASSES; k++)
+    while ((buf = free_list_pop (c, k)) != NULL)
+      g_aligned_free (buf);
+  g_cond_clear (&c->done_cond);
+  g_cond_clear (&c->work_cond);
+  g_mutex_clear (&c->lock);
+  g_mutex_clear (&c->send_lock);
+  g_free (c->rbuf);
+  return r;
 }
 
 static void
@@ -799,6 +1166,5 @@ vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake)
     }
   if (r == 1)
     r = transmission (&c);
-  g_aligned_free (c.buf);
   return r;
 }

@@ -1,6 +1,7 @@
 /* One NBD connection from greeting to close: the protocol half of the NBD
- * server (nbd-server.c owns the sockets and threads). Blocking; it runs on
- * the connection's thread, or straight on a socketpair in a fuzz target. */
+ * server (nbd-server.c owns the sockets and the connection threads).
+ * Blocking; it runs on the connection's thread, or straight on a socketpair
+ * in a fuzz target, and starts and joins its own workers. */
 #pragma once
 
 #include <glib.h>
@@ -19,7 +20,8 @@ typedef struct {
 
 /* Serves @fd until the client disconnects or breaks the protocol: returns 0,
  * or the -errno that ended it. Without @handshake the connection starts in
- * transmission with simple replies. Does not close @fd. */
+ * transmission with simple replies. Does not close @fd, but may shut it down
+ * (shutdown(2)) to stop its workers; every worker is joined on return. */
 int vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake);
 
 G_END_DECLS

@@ -1,6 +1,8 @@
 /* An NBD server for one export, served through VbBlockOps: fixed-newstyle
- * handshake, simple and structured replies, one blocking thread per
- * connection. It never touches a GMainContext, so vblkd's main loop can own it. */
+ * handshake, simple and structured replies. Each connection has a thread
+ * that reads its requests and a few workers that run them at once and reply
+ * out of order. All I/O is blocking on these threads; the server never
+ * touches a GMainContext, so vblkd's main loop can own it. */
 #pragma once
 
 #include <glib.h>
@@ -14,6 +16,14 @@ G_BEGIN_DECLS
 #define VB_NBD_MAX_REQUEST (32u << 20)
 /* Connections served at once per server; more are accepted and closed. */
 #define VB_NBD_MAX_CONNECTIONS 64
+/* Requests of one connection read and not yet replied to: at this many,
+ * nothing more is read from that connection until one completes. */
+#define VB_NBD_MAX_IN_FLIGHT 32u
+/* Threads running the requests of one connection, started as needed. */
+#define VB_NBD_MAX_WORKERS 16u
+/* Data buffers one connection may hold (payloads read, data to send, and
+ * free buffers kept for reuse); at least one VB_NBD_MAX_REQUEST. */
+#define VB_NBD_BUFFER_BUDGET (64u << 20)
 
 typedef struct _VbNbdServer VbNbdServer;
 
@@ -48,9 +58,10 @@ gboolean vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags fl
 /* Connections currently being served (handshake or transmission). */
 guint vb_nbd_server_n_connections (VbNbdServer *server);
 
-/* Stops accepting, shuts every connection down with shutdown(2) (a request
- * already running finishes on the device, but its reply is lost), joins all
- * threads and unlinks the unix sockets it made. */
+/* Stops accepting, shuts every connection down with shutdown(2) (requests
+ * already running finish on the device, but their replies are lost; those
+ * not started are dropped), joins all threads and unlinks the unix sockets
+ * it made. */
 void vb_nbd_server_free (VbNbdServer *server);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbNbdServer, vb_nbd_server_free)
