@@ -45,13 +45,25 @@ vb_daemon_quit (VbDaemon *daemon)
   g_main_loop_quit (daemon->loop);
 }
 
+static void
+shutdown_done (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  vb_daemon_quit (daemon);
+}
+
 static gboolean
 on_signal (gpointer data)
 {
   VbDaemon *daemon = data;
 
-  g_message ("vblk: signal received, leaving started devices running");
-  vb_daemon_quit (daemon);
+  if (daemon->shutting_down)
+    return G_SOURCE_CONTINUE;
+  daemon->shutting_down = TRUE;
+  g_message ("vblk: signal received, leaving kernel-run devices running");
+  if (daemon->object_manager == NULL)
+    vb_daemon_quit (daemon); /* nothing started yet */
+  else
+    vb_daemon_submit (daemon, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
   return G_SOURCE_CONTINUE;
 }
 

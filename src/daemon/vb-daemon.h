@@ -51,6 +51,7 @@ struct _VbDaemon {
   gboolean op_running;
   gboolean quit_pending; /* SIGTERM arrived while an op ran */
   int exit_status;
+  gboolean shutting_down;
   GMainLoop *loop;
 };
 
@@ -78,6 +79,7 @@ typedef enum {
   VB_OP_CHANGE,  /* a request: check, save, execute the plan */
   VB_OP_STARTUP, /* find the running block nodes again, then as CHANGE */
   VB_OP_OBSERVE, /* find them again and publish; no plan, no save */
+  VB_OP_SHUTDOWN, /* vblkd exits: stop exports and the nodes it serves itself */
 } VbOpMode;
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   GPtrArray *touched, GError **error);

@@ -383,6 +383,38 @@ compute_status (VbOp *op)
   vb_probe_clear (&probe);
 }
 
+/* At exit: exports end, and the block nodes this process serves itself
+ * (engine devices over FUSE) are taken down cleanly while nothing uses
+ * them, rather than left to fail; the desired state keeps them started,
+ * so the next vblkd starts them again. Kernel-run nodes stay. */
+static void
+stop_self_served (VbOp *op)
+{
+  g_hash_table_remove_all (op->daemon->exports);
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      const VbBlockOps *ops;
+      void *handle;
+      g_autoptr (GError) local = NULL;
+
+      if (backend == NULL || backend->block_ops == NULL
+          || !backend->block_ops (r->block_device, &ops, &handle))
+        continue;
+      if (!vb_probe_node_unused (d->name, r->block_device, &local)
+          || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
+        {
+          g_warning ("vblk: %s: %s; it stops serving when vblkd exits", d->name, local->message);
+          continue;
+        }
+      g_message ("vblk: %s: stopped %s (served by vblkd itself); it starts again with vblkd",
+                 d->name, r->block_device);
+      g_hash_table_remove (op->running, d->uuid);
+    }
+}
+
 /* Devices that ran before the scan and do not now: something outside
  * vblk took their block node away. */
 static void
@@ -453,7 +485,14 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
 
   g_autoptr (GHashTable) before_scan = running_copy (op->running);
 
-  if (op->mode != VB_OP_CHANGE)
+  if (op->mode == VB_OP_SHUTDOWN)
+    {
+      stop_self_served (op);
+      op->applied = TRUE;
+      vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+      goto out;
+    }
+  if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_SHUTDOWN)
     scan_running (op);
   if (op->mode == VB_OP_OBSERVE)
     {

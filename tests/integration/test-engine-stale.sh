@@ -31,4 +31,16 @@ cmp <(dd if="$new" bs=1M count=1 iflag=direct status=none) "$T/pattern" ||
   vb_fail "data written before the kill"
 vbmgr stop m
 vb_assert_eq "" "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts || true)" "FUSE mounts after stop"
+
+vb_log "a clean exit (SIGTERM) takes engine nodes down cleanly; the next vblkd starts them again"
+vbmgr start m
+vb_stop_daemon
+vb_assert_eq "" "$(grep " $VB_RUN_DIR/engine/" /proc/self/mounts || true)" "FUSE mounts after SIGTERM"
+vb_assert_eq "" "$(losetup -l -n -O BACK-FILE | grep -E "^$VB_RUN_DIR|^/data" || true)" \
+  "engine loop devices after SIGTERM"
+vb_start_daemon
+vb_wait_state m active 10
+cmp <(dd if="$(vb_blockdev_of m)" bs=1M count=1 iflag=direct status=none) "$T/pattern" ||
+  vb_fail "data after the clean restart"
+vbmgr stop m
 vb_stop_daemon
