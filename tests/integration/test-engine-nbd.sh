@@ -73,5 +73,15 @@ vbmgr export r0 --nbd --listen tcp:127.0.0.1:10899 --stop
 ! nbdinfo nbd://127.0.0.1:10899/r0 > /dev/null 2>&1 || vb_fail "TCP export still answers after --stop"
 vb_assert_eq 1 "$(vb_json r0 '.exports | length')" "exports of r0 after --stop"
 
-for d in lin r0 r1 r10; do vbmgr stop "$d"; done
+vb_log "a hostile client against vblkd's own export (linear over one image, so the image is the export)"
+vb_mkimg "$T/h.img" 64M
+vbmgr create hostile --driver linear --start "$T/h.img"
+vbmgr export hostile --nbd --listen "unix:$(sock hostile)"
+python3 "$VB_SRCDIR/tests/nbd/nbd-hostile.py" --socket "$(sock hostile)" --file "$T/h.img" \
+  --block-size 512 --export-name hostile > "$T/hostile.log" 2>&1 || vb_fail "hostile client: $(tail -30 "$T/hostile.log")"
+vb_pid_alive "$VBLKD_PID" || vb_fail "vblkd died under the hostile client"
+vb_assert_eq $((64 << 20)) "$(nbdinfo --size "$(uri hostile)")" "nbdinfo after the hostile client"
+vb_assert_eq active "$(vb_state_of hostile)" "device after the hostile client"
+
+for d in lin r0 r1 r10 hostile; do vbmgr stop "$d"; done
 vb_stop_daemon

@@ -209,6 +209,7 @@ def file_bytes(path, offset, length):
 
 class Hostile:
     def __init__(self, args):
+        self.args = args
         self.path = args.socket
         self.file = args.file
         self.size = os.path.getsize(args.file)
@@ -277,7 +278,8 @@ class Hostile:
         rtype, data = c.reply(OPT_LIST)
         check(rtype == REP_SERVER, "LIST gives NBD_REP_SERVER")
         (nlen,) = struct.unpack(">I", data[:4])
-        check(data[4:4 + nlen] == b"", "LIST names the export '' (got %r)" % data[4:4 + nlen])
+        want = self.args.export_name.encode()
+        check(data[4:4 + nlen] == want, "LIST names the export %r (got %r)" % (want, data[4:4 + nlen]))
         rtype, _ = c.reply(OPT_LIST)
         check(rtype == REP_ACK, "LIST ends with ACK")
         # An option of a sane length but not understood is skipped, too.
@@ -288,7 +290,7 @@ class Hostile:
         check(c.size == self.size, "INFO export size %d (got %d)" % (self.size, c.size))
         check(c.bsizes == (self.bs, max(4096, self.bs), 32 * MiB),
               "block size constraints (got %r)" % (c.bsizes,))
-        check(got.get(INFO_NAME) == b"", "INFO_NAME is the canonical name ''")
+        check(got.get(INFO_NAME) == self.args.export_name.encode(), "INFO_NAME is the canonical name %r" % self.args.export_name)
         c.go()
         err, data = c.cmd(CMD_READ, 0, 4096)
         check(err == 0 and data == file_bytes(self.file, 0, 4096), "read after GO matches the file")
@@ -527,6 +529,7 @@ def main():
     p.add_argument("--socket", required=True)
     p.add_argument("--file", required=True)
     p.add_argument("--block-size", type=int, default=512)
+    p.add_argument("--export-name", default="", help="the name LIST should report")
     sys.exit(Hostile(p.parse_args()).main())
 
 
