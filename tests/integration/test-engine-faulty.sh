@@ -8,6 +8,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 vb_start_daemon
 
+# every I/O to files of the ext4 mounted at $1 fails with EIO from now on
+shutdown_fs () {
+  python3 - "$1" <<'PY'
+import fcntl, os, struct, sys
+EXT4_IOC_SHUTDOWN = 0x8004587d  # _IOR('X', 125, __u32)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, struct.pack("I", 2))  # NOLOGFLUSH
+PY
+}
+
 # a small ext4 holding one leg's image, so that leg can be made to fail
 vb_mkimg "$T/host.img" 128M
 mkfs.ext4 -q -F "$T/host.img"
@@ -31,12 +41,7 @@ fio --name=w --filename="$bd" --ioengine=io_uring --direct=1 --rw=randwrite --bs
 fio_pid=$!
 sleep 1
 vb_log "shutting down the filesystem under leg 1"
-python3 - "$T/host" <<'PY'
-import fcntl, os, struct, sys
-EXT4_IOC_SHUTDOWN = 0x8004587d  # _IOR('X', 125, __u32)
-fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, struct.pack("I", 2))  # NOLOGFLUSH
-PY
+shutdown_fs "$T/host"
 rc=0
 wait "$fio_pid" || rc=$?
 [ "$rc" = 0 ] || vb_fail "fio failed ($rc): $(tail -20 "$T/fio.log")"
@@ -56,6 +61,32 @@ vb_log "the surviving leg holds everything fio wrote"
 vb_log "the last in-sync copy cannot be failed"
 vb_expect_fail WouldLoseData vbmgr fail m "$T/leg0.img"
 vb_assert_eq degraded "$(vb_state_of m)" "state after the refused fail"
+
+vb_log "raid10: a component fails mid-run under fio verify"
+vb_mkimg "$T/host2.img" 96M
+mkfs.ext4 -q -F "$T/host2.img"
+hostloop2=$(losetup --show -f "$T/host2.img")
+mkdir "$T/host2"
+mount "$hostloop2" "$T/host2"
+truncate -s 32M "$T/host2/n1.img"
+vb_mkimg "$T/n0.img" 32M; vb_mkimg "$T/n2.img" 32M
+vbmgr create n10 --driver raid10 --attr chunk_size=64K --start "$T/n0.img" "$T/host2/n1.img" "$T/n2.img"
+fio --name=w10 --filename="$(vb_blockdev_of n10)" --ioengine=io_uring --direct=1 --rw=randwrite \
+    --bs=16k --iodepth=8 --size=40M --time_based --runtime=4 --verify=crc32c --verify_backlog=256 \
+    --verify_fatal=1 --output="$T/fio10.log" &
+fio_pid=$!
+sleep 1
+shutdown_fs "$T/host2"
+rc=0
+wait "$fio_pid" || rc=$?
+[ "$rc" = 0 ] || vb_fail "fio on raid10 failed ($rc): $(tail -20 "$T/fio10.log")"
+grep -q "err= 0" "$T/fio10.log" || vb_fail "fio on raid10 saw errors: $(cat "$T/fio10.log")"
+vb_wait_state n10 degraded 10
+vb_assert_eq "in-sync faulty in-sync" "$(vb_json n10 '[.components[].state] | join(" ")')" \
+  "raid10 component states"
+vbmgr stop n10
+umount "$T/host2" || umount -l "$T/host2"
+losetup -d "$hostloop2"
 
 vb_log "raid10: fail one component by hand, data stays readable"
 for i in 0 1 2 3; do vb_mkimg "$T/t$i.img" 32M; done
