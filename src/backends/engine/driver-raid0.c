@@ -6,9 +6,6 @@
 #include "driver.h"
 #include "vb-error.h"
 
-#define RAID0_CHUNK_MIN (4ULL << 10)
-#define RAID0_CHUNK_MAX (64ULL << 20)
-
 static const VbAttrSpec raid0_attributes[] = {
   /* not online: changing it moves every byte (a reshape, not a setting) */
   { "chunk_size", VB_ATTR_SIZE, "524288", FALSE, 0, NULL,
@@ -16,46 +13,16 @@ static const VbAttrSpec raid0_attributes[] = {
   { NULL },
 };
 
-static guint64
-smallest_component (const VbComponentInfo *components, guint n_components, guint *which)
-{
-  guint64 smallest = G_MAXUINT64;
-
-  for (guint i = 0; i < n_components; i++)
-    if (components[i].size < smallest)
-      {
-        smallest = components[i].size;
-        *which = i;
-      }
-  return smallest;
-}
-
 static gboolean
 raid0_validate (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
                 GError **error)
 {
   guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
   guint which = 0;
-  guint64 smallest = smallest_component (components, n_components, &which);
+  guint64 smallest = vb_components_smallest (components, n_components, &which);
 
-  /* a power of two from 4K: any logical block size up to 4K divides a
-   * chunk, so no block is split between two components */
-  if (chunk < RAID0_CHUNK_MIN || chunk > RAID0_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'chunk_size': %" G_GUINT64_FORMAT
-                   " is not a power of two from 4K (4096) to 64M (67108864)",
-                   chunk);
-      return FALSE;
-    }
-  if (smallest < chunk)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT
-                   " bytes, smaller than one chunk (%" G_GUINT64_FORMAT ")",
-                   components[which].source, smallest, chunk);
-      return FALSE;
-    }
+  if (!vb_check_chunks (attributes, components, n_components, error))
+    return FALSE;
   /* offsets into the device are off_t on every path that serves it */
   if (smallest / chunk * chunk > (guint64) G_MAXINT64 / n_components)
     {
@@ -73,7 +40,7 @@ raid0_component_size (GHashTable *attributes, const VbComponentInfo *components,
   guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
   guint which = 0;
 
-  return smallest_component (components, n_components, &which) / chunk * chunk;
+  return vb_components_smallest (components, n_components, &which) / chunk * chunk;
 }
 
 static guint64

@@ -17,26 +17,12 @@ static const VbAttrSpec raid1_attributes[] = {
   { NULL },
 };
 
-static guint64
-smallest_component (const VbComponentInfo *components, guint n_components, guint *which)
-{
-  guint64 smallest = G_MAXUINT64;
-
-  for (guint i = 0; i < n_components; i++)
-    if (components[i].size < smallest)
-      {
-        smallest = components[i].size;
-        *which = i;
-      }
-  return smallest;
-}
-
 static gboolean
 raid1_validate (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
                 GError **error)
 {
   guint which = 0;
-  guint64 smallest = smallest_component (components, n_components, &which);
+  guint64 smallest = vb_components_smallest (components, n_components, &which);
 
   if (smallest < RAID1_BLOCK)
     {
@@ -53,7 +39,7 @@ raid1_size (GHashTable *attributes, const VbComponentInfo *components, guint n_c
 {
   guint which = 0;
 
-  return smallest_component (components, n_components, &which) / RAID1_BLOCK * RAID1_BLOCK;
+  return vb_components_smallest (components, n_components, &which) / RAID1_BLOCK * RAID1_BLOCK;
 }
 
 static void

@@ -6,9 +6,6 @@
 #include "driver.h"
 #include "vb-error.h"
 
-#define RAID10_CHUNK_MIN (4ULL << 10)
-#define RAID10_CHUNK_MAX (64ULL << 20)
-
 /* a VbMapping holds at most VB_MAX_COPIES copies, and the list stops there */
 G_STATIC_ASSERT (VB_MAX_COPIES == 8);
 static const guint64 allowed_copies[] = { 2, 3, 4, 5, 6, 7, 8, 0 };
@@ -21,20 +18,6 @@ static const VbAttrSpec raid10_attributes[] = {
     "bytes per chunk: a power of two from 4K to 64M" },
   { NULL },
 };
-
-static guint64
-smallest_component (const VbComponentInfo *components, guint n_components, guint *which)
-{
-  guint64 smallest = G_MAXUINT64;
-
-  for (guint i = 0; i < n_components; i++)
-    if (components[i].size < smallest)
-      {
-        smallest = components[i].size;
-        *which = i;
-      }
-  return smallest;
-}
 
 /* Device chunks: the rows' slots taken `copies` at a time; a last group too
  * short to hold every copy stays unused. */
@@ -51,7 +34,7 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
   guint64 copies = vb_attr_get_u64 (attributes, "copies");
   guint which = 0;
-  guint64 smallest = smallest_component (components, n_components, &which);
+  guint64 smallest = vb_components_smallest (components, n_components, &which);
 
   if (copies > n_components)
     {
@@ -61,24 +44,8 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
                    copies, n_components);
       return FALSE;
     }
-  /* md's raid10 takes only powers of two; any 4K-aligned block size then
-   * divides a chunk, so no block is split between two components */
-  if (chunk < RAID10_CHUNK_MIN || chunk > RAID10_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'chunk_size': %" G_GUINT64_FORMAT
-                   " is not a power of two from 4K (4096) to 64M (67108864)",
-                   chunk);
-      return FALSE;
-    }
-  if (smallest < chunk)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT
-                   " bytes, smaller than one chunk (%" G_GUINT64_FORMAT ")",
-                   components[which].source, smallest, chunk);
-      return FALSE;
-    }
+  if (!vb_check_chunks (attributes, components, n_components, error))
+    return FALSE;
   /* offsets into the device are off_t on every path that serves it */
   if (raid10_chunks (smallest, chunk, n_components, copies) > (guint64) G_MAXINT64 / chunk)
     {
@@ -97,7 +64,7 @@ raid10_component_size (GHashTable *attributes, const VbComponentInfo *components
   guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
   guint which = 0;
 
-  return smallest_component (components, n_components, &which) / chunk * chunk;
+  return vb_components_smallest (components, n_components, &which) / chunk * chunk;
 }
 
 static guint64

@@ -98,6 +98,18 @@ gboolean vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
                              const VbComponentInfo *components, guint n_components, GError **error);
 
 gboolean vb_attr_get_bool (GHashTable *attributes, const char *name);
+
+/* Helpers for drivers. The smallest component's size, and its index in
+ * *@which (the first when several are equal). */
+guint64 vb_components_smallest (const VbComponentInfo *components, guint n_components,
+                                guint *which);
+/* chunk_size must be a power of two from VB_CHUNK_MIN to VB_CHUNK_MAX (so
+ * that any logical block size up to 4K divides a chunk), and the smallest
+ * component must hold one chunk. */
+#define VB_CHUNK_MIN (4ULL << 10)
+#define VB_CHUNK_MAX (64ULL << 20)
+gboolean vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components,
+                          guint n_components, GError **error);
 guint64 vb_attr_get_u64 (GHashTable *attributes, const char *name);
 
 G_END_DECLS

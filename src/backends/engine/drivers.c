@@ -296,3 +296,45 @@ vb_attr_get_u64 (GHashTable *attributes, const char *name)
   g_return_val_if_fail (v != NULL, 0);
   return g_ascii_strtoull (v, NULL, 10);
 }
+
+guint64
+vb_components_smallest (const VbComponentInfo *components, guint n_components, guint *which)
+{
+  guint64 smallest = G_MAXUINT64;
+
+  *which = 0;
+  for (guint i = 0; i < n_components; i++)
+    if (components[i].size < smallest)
+      {
+        smallest = components[i].size;
+        *which = i;
+      }
+  return smallest;
+}
+
+gboolean
+vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
+                 GError **error)
+{
+  guint64 chunk = vb_attr_get_u64 (attributes, "chunk_size");
+  guint which;
+  guint64 smallest = vb_components_smallest (components, n_components, &which);
+
+  if (chunk < VB_CHUNK_MIN || chunk > VB_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'chunk_size': %" G_GUINT64_FORMAT
+                   " is not a power of two from 4K (4096) to 64M (67108864)",
+                   chunk);
+      return FALSE;
+    }
+  if (smallest < chunk)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "component '%s': %" G_GUINT64_FORMAT
+                   " bytes, smaller than one chunk (%" G_GUINT64_FORMAT ")",
+                   components[which].source, smallest, chunk);
+      return FALSE;
+    }
+  return TRUE;
+}
