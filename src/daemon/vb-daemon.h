@@ -21,6 +21,7 @@ typedef struct {
   char *failure;        /* why the last start failed ("failed"), or NULL */
   guint64 size;         /* from the last probe */
   gboolean complete;    /* enough components to start */
+  guint64 missing;      /* bit i: component i's path was not there at the last probe */
 } VbDeviceStatus;
 
 void vb_device_status_free (VbDeviceStatus *status);

@@ -83,7 +83,9 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
         return "faulty";
       return "in-sync";
     }
-  return g_file_test (c->source, G_FILE_TEST_EXISTS) ? "in-sync" : "missing";
+  const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
+  return st && index < 64 && (st->missing & (G_GUINT64_CONSTANT (1) << index)) ? "missing"
+                                                                               : "in-sync";
 }
 
 static void

@@ -379,6 +379,14 @@ compute_status (VbOp *op)
           st->size = 0;
           st->complete = FALSE;
         }
+      /* published as component state by the main thread, which never stats */
+      st->missing = 0;
+      for (guint c = 0; c < d->components->len && c < 64; c++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[c])->source;
+          if (source[0] == '/' && !g_file_test (source, G_FILE_TEST_EXISTS))
+            st->missing |= G_GUINT64_CONSTANT (1) << c;
+        }
     }
   vb_probe_clear (&probe);
 }
@@ -525,7 +533,14 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     }
   vb_probe_clear (&probe);
   if (op->error)
-    goto out;
+    {
+      /* refused: nothing changes, but what the probe saw (a component
+       * gone, say) is still worth showing */
+      vb_state_free (op->candidate);
+      op->candidate = vb_state_copy (op->previous);
+      compute_status (op);
+      goto out;
+    }
 
   if (!states_equal (op->previous, op->candidate))
     {
@@ -581,6 +596,9 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
       for (guint i = 0; i < daemon->desired->devices->len; i++)
         merge_status (daemon, op, daemon->desired->devices->pdata[i]);
     }
+  else
+    for (guint i = 0; i < daemon->desired->devices->len; i++)
+      merge_status (daemon, op, daemon->desired->devices->pdata[i]);
 
   vb_objects_sync (daemon);
   for (guint i = 0; i < op->events->len; i++)

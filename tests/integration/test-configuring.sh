@@ -32,4 +32,13 @@ vb_assert_eq active "$(vb_state_of disk)" "state after start"
 vb_assert_eq $((7 << 20)) "$(blockdev --getsize64 "$(vb_blockdev_of disk)")" "size of the node"
 vb_expect_fail NotSupported vbmgr add disk "$T/other.img"
 vbmgr stop disk
+
+vb_log "a component file that goes away shows as missing"
+mv "$img" "$T/moved.img"
+vb_expect_fail NotFound vbmgr start disk   # the refused start still shows what it saw
+vb_assert_eq missing "$(vb_json disk '.components[0].state')" "state of the vanished component"
+mv "$T/moved.img" "$img"
+vbmgr start disk
+vb_assert_eq in-sync "$(vb_json disk '.components[0].state')" "state of the component back"
+vbmgr stop disk
 vb_stop_daemon
