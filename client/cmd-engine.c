@@ -1,4 +1,5 @@
-/* vbmgr commands for engine devices: fail (a component, SetFaulty) and
+/* vbmgr commands for engine devices: fail (a component, SetFaulty),
+ * remove (a spare or replaced component), check (compare the copies) and
  * export (serve a device over NBD). */
 #include "config.h"
 
@@ -27,8 +28,10 @@ find_component (GDBusObjectManager *manager, VbDBusDevice *device, const char *w
   return NULL;
 }
 
-int
-vb_cmd_fail (int argc, char **argv)
+/* `vbmgr CMD NAME COMPONENT`: calls @method (a{sv}) on the component. */
+static int
+component_command (const char *cmd, const char *summary, const char *method, int argc,
+                   char **argv)
 {
   const GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;
@@ -37,16 +40,14 @@ vb_cmd_fail (int argc, char **argv)
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GError) error = NULL;
 
-  if (!vb_mgr_parse_options ("fail", "NAME COMPONENT",
-                             _ ("Mark a component of a redundant device faulty."), entries, &argc,
-                             &argv))
+  if (!vb_mgr_parse_options (cmd, "NAME COMPONENT", summary, entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc != 3)
-    return vb_mgr_usage_error ("fail", _ ("expected a device name and a component"));
+    return vb_mgr_usage_error (cmd, _ ("expected a device name and a component"));
   manager = vb_mgr_connect ();
   if (manager == NULL)
     return VB_EXIT_FAILED;
-  device = vb_mgr_lookup_device (manager, "fail", argv[1]);
+  device = vb_mgr_lookup_device (manager, cmd, argv[1]);
   if (device == NULL)
     return VB_EXIT_FAILED;
   component = find_component (manager, device, argv[2]);
@@ -54,11 +55,65 @@ vb_cmd_fail (int argc, char **argv)
     {
       g_set_error (&error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s' has no component '%s'"), argv[1],
                    argv[2]);
-      return vb_mgr_fail ("fail", argv[1], error);
+      return vb_mgr_fail (cmd, argv[1], error);
     }
-  reply = vb_mgr_call (component, "SetFaulty", g_variant_new ("(a{sv})", NULL), &error);
+  reply = vb_mgr_call (component, method, g_variant_new ("(a{sv})", NULL), &error);
   if (reply == NULL)
-    return vb_mgr_fail ("fail", argv[1], error);
+    return vb_mgr_fail (cmd, argv[1], error);
+  return VB_EXIT_OK;
+}
+
+int
+vb_cmd_fail (int argc, char **argv)
+{
+  return component_command ("fail", _ ("Mark a component of a redundant device faulty."),
+                            "SetFaulty", argc, argv);
+}
+
+int
+vb_cmd_remove (int argc, char **argv)
+{
+  return component_command ("remove", _ ("Remove a spare, or a component a spare replaced."),
+                            "Remove", argc, argv);
+}
+
+int
+vb_cmd_check (int argc, char **argv)
+{
+  gboolean repair = FALSE;
+  const GOptionEntry entries[] = {
+    { "repair", 0, 0, G_OPTION_ARG_NONE, &repair, N_ ("Rewrite mismatching copies from the first"),
+      NULL },
+    G_OPTION_ENTRY_NULL,
+  };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  GVariantBuilder options;
+  const char *job = NULL;
+
+  if (!vb_mgr_parse_options ("check", "NAME [--repair]",
+                             _ ("Compare every copy of a redundant device (a scrub); prints the "
+                                "job, see vbmgr wait."),
+                             entries, &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc != 2)
+    return vb_mgr_usage_error ("check", _ ("expected a device name"));
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  device = vb_mgr_lookup_device (manager, "check", argv[1]);
+  if (device == NULL)
+    return VB_EXIT_FAILED;
+  g_variant_builder_init (&options, G_VARIANT_TYPE_VARDICT);
+  if (repair)
+    g_variant_builder_add (&options, "{sv}", "repair", g_variant_new_boolean (TRUE));
+  reply = vb_mgr_call (device, "Check", g_variant_new ("(a{sv})", &options), &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("check", argv[1], error);
+  g_variant_get (reply, "(&o)", &job);
+  g_print ("%s\n", job);
   return VB_EXIT_OK;
 }
 

@@ -28,8 +28,16 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "delete", "NAME [--recursive]", N_ ("Delete a device"), vb_cmd_delete },
   { "graph", "[--dot] [--json]", N_ ("Show which devices are built on which"), vb_cmd_graph },
   { "fail", "NAME COMPONENT", N_ ("Mark a component of a redundant device faulty"), vb_cmd_fail },
+  { "remove", "NAME COMPONENT", N_ ("Remove a spare, or a component a spare replaced"),
+    vb_cmd_remove },
+  { "check", "NAME [--repair]", N_ ("Compare the copies of a redundant device"), vb_cmd_check },
   { "export", "NAME --nbd [--listen unix:PATH|tcp:HOST:PORT]", N_ ("Serve a device over NBD"),
     vb_cmd_export },
+  { "jobs", "[--json]", N_ ("List the jobs (resync, rebuild, check, repair)"), vb_cmd_jobs },
+  { "wait", "NAME|JOB [--timeout SECONDS] [--json]",
+    N_ ("Wait until a job has ended, or until no job of a device runs"), vb_cmd_wait },
+  { "examine", "PATH [--json]", N_ ("Print the vblk superblock of a component (no daemon)"),
+    vb_cmd_examine },
 };
 
 static char *

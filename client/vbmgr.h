@@ -37,7 +37,14 @@ int vb_cmd_delete (int argc, char **argv);
 /* cmd-graph.c */
 int vb_cmd_graph (int argc, char **argv);
 int vb_cmd_fail (int argc, char **argv);
+int vb_cmd_remove (int argc, char **argv);
+int vb_cmd_check (int argc, char **argv);
 int vb_cmd_export (int argc, char **argv);
+/* cmd-jobs.c */
+int vb_cmd_jobs (int argc, char **argv);
+int vb_cmd_wait (int argc, char **argv);
+/* cmd-examine.c (no daemon) */
+int vb_cmd_examine (int argc, char **argv);
 
 /* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
  * works); on return argv[0] is the command and argv[1..] the positional

@@ -95,6 +95,12 @@ runtime_lookup (const char *block_device)
 }
 
 static void
+on_engine_job (VbEngine *engine, const VbEngineJob *job, gpointer user_data)
+{
+  vb_backends_report_job (user_data, job);
+}
+
+static void
 on_engine_failure (VbEngine *engine, guint component, int error, gpointer user_data)
 {
   vb_backends_report_failure (user_data, component, error);
@@ -331,14 +337,22 @@ start_engine (const VbBackendRequest *request, GError **error)
           sources[i].handle = dep->engine;
         }
     }
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+    .n_spares = request->n_spares,
+    .spare_paths = request->spare_paths,
+    .spare_uuids = request->spare_uuids,
+  };
   rt = g_new0 (EngineRuntime, 1);
   rt->uuid = g_strdup (request->uuid);
   rt->engine
       = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
-                       sources, request->components, read_only, error);
+                       sources, request->components, &identity, read_only, error);
   if (rt->engine == NULL)
     goto fail;
   vb_engine_set_failure_func (rt->engine, on_engine_failure, rt->uuid);
+  vb_engine_set_job_func (rt->engine, on_engine_job, rt->uuid);
   mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
   rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_ops, rt->engine, error);
   if (rt->fuse == NULL)
@@ -365,6 +379,8 @@ start_engine (const VbBackendRequest *request, GError **error)
     runtimes = g_hash_table_new (g_str_hash, g_str_equal);
   g_hash_table_insert (runtimes, rt->block_device, rt);
   g_mutex_unlock (&runtimes_lock);
+  /* resync or rebuild, if assembly found one necessary */
+  vb_engine_activate (rt->engine);
   return block_device;
 
 fail:
@@ -409,15 +425,25 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
 }
 
 static gboolean
-loop_component_status (const char *block_device, guint component, gboolean *faulty, guint64 *errors)
+loop_component_status (const char *block_device, guint component, gboolean *faulty,
+                       gboolean *rebuilding, guint64 *errors)
 {
   EngineRuntime *rt = runtime_lookup (block_device);
 
   if (rt == NULL || component >= vb_engine_n_components (rt->engine))
     return FALSE;
   *faulty = vb_engine_component_faulty (rt->engine, component);
+  *rebuilding = vb_engine_component_rebuilding (rt->engine, component);
   *errors = vb_engine_component_errors (rt->engine, component);
   return TRUE;
+}
+
+static gboolean
+loop_lost_data (const char *block_device)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  return rt && vb_engine_lost_data (rt->engine);
 }
 
 static int
@@ -444,6 +470,32 @@ loop_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
   return TRUE;
 }
 
+static gint64
+loop_check (const char *block_device, gboolean repair)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  return rt ? vb_engine_check (rt->engine, repair) : -ENOTSUP;
+}
+
+static int
+loop_cancel_job (const char *block_device, guint64 job)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  return rt ? vb_engine_cancel_job (rt->engine, job) : -ESRCH;
+}
+
+static void
+loop_set_spares (const char *block_device, guint n, const char *const *paths,
+                 const char *const *uuids)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  if (rt)
+    vb_engine_set_spares (rt->engine, n, paths, uuids);
+}
+
 static gboolean
 loop_update (const char *block_device, const VbBackendRequest *request, GError **error)
 {
@@ -454,10 +506,16 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
 
   if (request->driver->extent == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "driver '%s' has no attribute that changes while started",
-                   request->driver->name);
-      return FALSE;
+      /* an engine device: the engine takes its online attributes itself */
+      EngineRuntime *rt = runtime_lookup (block_device);
+      if (rt == NULL)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: not an engine device of this vblkd",
+                       block_device);
+          return FALSE;
+        }
+      vb_engine_update (rt->engine, request->attributes);
+      return TRUE;
     }
   request->driver->extent (request->attributes, request->components, request->n_components,
                            &extent);
@@ -552,7 +610,8 @@ loop_scan (const char *instance, GError **error)
       gpointer key, value;
       g_hash_table_iter_init (&iter, runtimes);
       while (g_hash_table_iter_next (&iter, &key, &value))
-        g_hash_table_add (live, g_strdup (vb_fuse_server_mountpoint (((EngineRuntime *) value)->fuse)));
+        g_hash_table_add (live,
+                          g_strdup (vb_fuse_server_mountpoint (((EngineRuntime *) value)->fuse)));
     }
   g_mutex_unlock (&runtimes_lock);
   vb_fuse_cleanup_stale (engine_dir, live);
@@ -567,7 +626,11 @@ const VbBackend vb_backend_loop = {
   .stop = loop_stop,
   .update = loop_update,
   .component_status = loop_component_status,
+  .lost_data = loop_lost_data,
   .set_faulty = loop_set_faulty,
   .block_ops = loop_block_ops,
+  .check = loop_check,
+  .cancel_job = loop_cancel_job,
+  .set_spares = loop_set_spares,
   .scan = loop_scan,
 };

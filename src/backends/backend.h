@@ -8,19 +8,24 @@
 
 #include "engine/block-ops.h"
 #include "engine/driver.h"
+#include "engine/engine.h"
 
 G_BEGIN_DECLS
 
 /* What a backend needs to make a block node for one device. */
 typedef struct {
-  const char *name; /* device name, for messages */
+  const char *name;     /* device name, for messages */
   const char *instance; /* the vblkd instance (state dir) that owns the node */
   const char *uuid;     /* device UUID; with @instance, the node's ownership tag */
   const VbDriver *driver;
   GHashTable *attributes;
   guint n_components;
-  const char *const *paths;          /* resolved path of each component */
-  const VbComponentInfo *components; /* probed facts of each component */
+  const char *const *paths;           /* resolved path of each component */
+  const VbComponentInfo *components;  /* probed facts of each component */
+  const char *const *component_uuids; /* each slot's component UUID */
+  guint n_spares;                     /* spares a failed slot is rebuilt onto */
+  const char *const *spare_paths;
+  const char *const *spare_uuids;
 } VbBackendRequest;
 
 /* A block node found running for vblk (by scan). */
@@ -53,9 +58,18 @@ typedef struct {
    * -ENOTSUP without redundancy); and in-process access to the device for
    * an engine device stacked on it. All cheap and non-blocking. */
   gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
-                                guint64 *errors);
+                                gboolean *rebuilding, guint64 *errors);
+  /* TRUE when some data has no healthy copy left: the device refuses writes. */
+  gboolean (*lost_data) (const char *block_device);
   int (*set_faulty) (const char *block_device, guint component);
   gboolean (*block_ops) (const char *block_device, const VbBlockOps **ops, void **handle);
+  /* Jobs of engine devices: check (compare copies; @repair rewrites
+   * mismatches) -ENOTSUP/-EBUSY; cancel -ESRCH when not running. */
+  gint64 (*check) (const char *block_device, gboolean repair); /* the job id */
+  int (*cancel_job) (const char *block_device, guint64 job);
+  /* The spares a failed slot is rebuilt onto, replacing the list. */
+  void (*set_spares) (const char *block_device, guint n, const char *const *paths,
+                      const char *const *uuids);
   /* Every block node this backend runs for @instance (VbBackendInstance*);
    * nodes of other vblkd instances on the host are left alone. */
   GPtrArray *(*scan) (const char *instance, GError **error);
@@ -66,9 +80,15 @@ typedef struct {
 typedef void (*VbBackendFailureFunc) (const char *uuid, guint component, int error,
                                       gpointer user_data);
 
+/* Called on a job's thread as an engine job starts, progresses and ends;
+ * must not block. */
+typedef void (*VbBackendJobFunc) (const char *uuid, const VbEngineJob *job, gpointer user_data);
+
 /* Once, before any other call: where engine devices keep their FUSE
- * mounts (RUN_DIR/engine), and who hears of component failures. */
-void vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure, gpointer user_data);
+ * mounts (RUN_DIR/engine), and who hears of component failures and jobs. */
+void vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure,
+                       VbBackendJobFunc on_job, gpointer user_data);
+void vb_backends_report_job (const char *uuid, const VbEngineJob *job);
 const char *vb_backends_run_dir (void);
 void vb_backends_report_failure (const char *uuid, guint component, int error);
 

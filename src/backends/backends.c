@@ -16,13 +16,16 @@ static const VbBackend *const all_backends[] = {
 static char *run_dir;
 static VbBackendFailureFunc failure_func;
 static gpointer failure_data;
+static VbBackendJobFunc job_func;
 
 void
-vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, gpointer user_data)
+vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, VbBackendJobFunc on_job,
+                  gpointer user_data)
 {
   g_free (run_dir);
   run_dir = g_strdup (dir);
   failure_func = on_failure;
+  job_func = on_job;
   failure_data = user_data;
 }
 
@@ -30,6 +33,13 @@ const char *
 vb_backends_run_dir (void)
 {
   return run_dir ? run_dir : VB_DEFAULT_RUN_DIR;
+}
+
+void
+vb_backends_report_job (const char *uuid, const VbEngineJob *job)
+{
+  if (job_func)
+    job_func (uuid, job, failure_data);
 }
 
 void

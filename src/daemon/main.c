@@ -4,6 +4,7 @@
 
 #include "vb-daemon.h"
 #include "vb-exports.h"
+#include "vb-jobs.h"
 
 #include <blockdev/blockdev.h>
 #include <errno.h>
@@ -356,6 +357,7 @@ main (int argc, char **argv)
   daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) vb_device_status_free);
   daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  daemon.jobs = vb_jobs_new (&daemon);
   daemon.exports = vb_exports_new ();
   g_queue_init (&daemon.ops);
   daemon.loop = g_main_loop_new (NULL, FALSE);
@@ -367,7 +369,7 @@ main (int argc, char **argv)
       g_clear_error (&error);
     }
 
-  vb_backends_init (daemon.run_dir, vb_daemon_component_failed, &daemon);
+  vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon);
   vb_udev_watch (&daemon);
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
@@ -380,6 +382,7 @@ main (int argc, char **argv)
 
   if (daemon.exit_status == 0)
     record_exit (&daemon);
+  g_clear_pointer (&daemon.jobs, vb_jobs_free); /* unexports them: before the object manager */
   g_clear_object (&daemon.object_manager);
   g_clear_object (&daemon.manager);
   g_clear_object (&daemon.authority);

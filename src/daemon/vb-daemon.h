@@ -27,6 +27,7 @@ typedef struct {
 void vb_device_status_free (VbDeviceStatus *status);
 
 typedef struct _VbDaemon VbDaemon;
+typedef struct _VbJobs VbJobs; /* vb-jobs.h */
 
 struct _VbDaemon {
   char *state_dir;
@@ -45,6 +46,7 @@ struct _VbDaemon {
   GDBusObjectManagerServer *object_manager;
   VbDBusManager *manager;
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
+  VbJobs *jobs;               /* the Job objects (vb-jobs.c) */
   PolkitAuthority *authority;
 
   GHashTable *exports; /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
@@ -77,9 +79,9 @@ typedef void (*VbOpDone) (VbDaemon *daemon, const GError *error, gpointer user_d
  * the main thread with the first such error, or NULL. A NULL @mutate
  * re-drives the current desired state. */
 typedef enum {
-  VB_OP_CHANGE,  /* a request: check, save, execute the plan */
-  VB_OP_STARTUP, /* find the running block nodes again, then as CHANGE */
-  VB_OP_OBSERVE, /* find them again and publish; no plan, no save */
+  VB_OP_CHANGE,   /* a request: check, save, execute the plan */
+  VB_OP_STARTUP,  /* find the running block nodes again, then as CHANGE */
+  VB_OP_OBSERVE,  /* find them again and publish; no plan, no save */
   VB_OP_SHUTDOWN, /* vblkd exits: stop exports and the nodes it serves itself */
 } VbOpMode;
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
@@ -104,6 +106,12 @@ void vb_udev_watch (VbDaemon *daemon);
 
 /* vb-objects.c: a component of an engine device failed (any thread). */
 void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);
+/* vb-engine-jobs.c: an engine job started, progressed or ended (any thread). */
+void vb_daemon_engine_job (const char *uuid, const VbEngineJob *job, gpointer user_data);
+/* Main thread: the Job object of engine job @id of @d, made now (for
+ * Check, which returns its path before the job's first report). */
+const char *vb_engine_jobs_register (VbDaemon *daemon, const VbDeviceConfig *d, guint64 id,
+                                     const char *operation);
 
 /* main.c: leave once the running op (if any) is done. */
 void vb_daemon_quit (VbDaemon *daemon);

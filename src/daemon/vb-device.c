@@ -268,17 +268,28 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
   g_autofree char *role = NULL;
   g_autoptr (VbGraph) graph = NULL;
   VbSourceKind kind;
-  guint slots = 0;
+  guint slots = 0, at;
 
   if (d == NULL)
     return FALSE;
   if (!vb_source_parse (req->source, &kind, NULL, error))
     return FALSE;
-  if (g_hash_table_contains (daemon->running, d->uuid))
+  if (req->options)
+    g_variant_lookup (req->options, "role", "s", &role);
+  if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s' is started: adding a component to a started device needs "
-                   "online reconfiguration, which driver '%s' does not have",
+                   "online reconfiguration, which driver '%s' does not have (a spare can be "
+                   "added: --spare)",
+                   d->name, d->driver);
+      return FALSE;
+    }
+  if (g_strcmp0 (role, "spare") == 0 && vb_driver_data_offset (d->attributes) == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s': spares need on-component metadata (driver '%s' with "
+                   "metadata=vblk)",
                    d->name, d->driver);
       return FALSE;
     }
@@ -294,8 +305,7 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
       if (g_strcmp0 (c->role, "spare") != 0)
         slots++;
     }
-  if (req->options && g_variant_lookup (req->options, "role", "s", &role)
-      && strcmp (role, "spare") != 0)
+  if (role && strcmp (role, "spare") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "option 'role': '%s' is not allowed (allowed: spare)", role);
@@ -303,12 +313,14 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
     }
   if (role == NULL)
     role = g_strdup_printf ("%u", slots);
-  g_ptr_array_add (d->components, vb_component_config_new (req->source, role, NULL));
-  ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
+  /* slots come first: a new slot goes after the last one */
+  at = role[0] == 's' ? d->components->len : slots;
+  g_ptr_array_insert (d->components, at, vb_component_config_new (req->source, role, NULL));
+  ((VbComponentConfig *) d->components->pdata[at])->uuid = vb_uuid_new ();
   graph = vb_graph_new (candidate);
   if (!vb_graph_check (graph, error))
     return FALSE;
-  req->result_path = vb_component_object_path (d->name, d->components->len - 1);
+  req->result_path = vb_component_object_path (d->name, at);
   g_ptr_array_add (touched, g_strdup (d->name));
   return TRUE;
 }
@@ -505,10 +517,64 @@ handle_export (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *prot
   return TRUE;
 }
 
+/* Check: compare every copy (option repair (b): rewrite mismatches). */
+static const char *const check_options[] = { "repair:b", NULL };
+
+static void
+check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_data)
+{
+  g_autofree char *name = user_data;
+  GVariant *options = g_variant_get_child_value (g_dbus_method_invocation_get_parameters (inv), 0);
+  g_autoptr (GVariant) owned = options;
+  g_autoptr (GError) error = NULL;
+  const VbDeviceConfig *d = vb_state_lookup (daemon->desired, name);
+  const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+  gboolean repair = vb_options_get_bool (options, "repair", FALSE);
+  gint64 id;
+
+  if (!vb_options_check (options, check_options, &error))
+    {
+      vb_invocation_return_gerror (inv, error);
+      return;
+    }
+  if (d == NULL)
+    {
+      g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_FOUND,
+                                             "no device named '%s'", name);
+      return;
+    }
+  if (r == NULL)
+    {
+      g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                                             "device '%s' is not started", d->name);
+      return;
+    }
+  id = backend && backend->check ? backend->check (r->block_device, repair) : -ENOTSUP;
+  if (id == -ENOTSUP)
+    g_dbus_method_invocation_return_error (
+        inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+        "device '%s' (driver '%s') has no redundancy: there are no copies to compare", d->name,
+        d->driver);
+  else if (id == -EBUSY)
+    g_dbus_method_invocation_return_error (
+        inv, VB_ERROR, VB_ERROR_BUSY, "device '%s' runs another job; wait for it first", d->name);
+  else if (id < 0)
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, "device '%s': %s",
+                                           d->name, g_strerror ((int) -id));
+  else
+    g_dbus_method_invocation_return_value (
+        inv, g_variant_new ("(o)", vb_engine_jobs_register (daemon, d, (guint64) id,
+                                                            repair ? "repair" : "check")));
+}
+
 static gboolean
 handle_check (VbDBusDevice *iface, GDBusMethodInvocation *inv, GVariant *options, VbDaemon *daemon)
 {
-  return handle_not_supported (inv, "Check");
+  const char *name = vb_dbus_device_get_name (iface);
+
+  vb_auth_check (daemon, inv, "org.vblk.manage", name, check_authorized, g_strdup (name), g_free);
+  return TRUE;
 }
 
 void
@@ -615,11 +681,63 @@ handle_set_faulty (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant 
   return TRUE;
 }
 
+/* Remove: a spare, a component replaced by a spare (role "faulty"), or
+ * any component of a stopped device that keeps enough of them. */
+static gboolean
+mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+               GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  VbComponentConfig *c = NULL;
+  guint index = 0;
+
+  if (d == NULL)
+    return FALSE;
+  for (guint i = 0; i < d->components->len; i++)
+    if (strcmp (((VbComponentConfig *) d->components->pdata[i])->source, req->source) == 0)
+      {
+        c = d->components->pdata[i];
+        index = i;
+      }
+  if (c == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component '%s': not a component of '%s'",
+                   req->source, d->name);
+      return FALSE;
+    }
+  if (vb_component_config_is_slot (c))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "component '%s' holds slot %s of '%s': only a spare or a replaced (faulty) "
+                   "component can be removed; removing a slot is a reconfiguration",
+                   req->source, c->role, d->name);
+      return FALSE;
+    }
+  g_ptr_array_remove_index (d->components, index);
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+static const Method method_remove
+    = { "org.vblk.manage", no_options, mutate_remove, "remove:after-persist" };
+
 static gboolean
 handle_remove (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *options,
                VbDaemon *daemon)
 {
-  return component_not_supported (inv);
+  g_autoptr (GError) error = NULL;
+  guint index;
+  VbDeviceConfig *d = component_of (daemon, inv, &index, &error);
+
+  if (d == NULL)
+    {
+      vb_invocation_return_gerror (inv, error);
+      return TRUE;
+    }
+  dispatch (daemon, inv, d->name, options, &method_remove, NULL,
+            ((VbComponentConfig *) d->components->pdata[index])->source);
+  return TRUE;
 }
 
 static gboolean

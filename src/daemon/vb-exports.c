@@ -121,7 +121,7 @@ ops_for (const VbRunning *r, Export *x, const VbBlockOps **ops, void **handle, G
   close (fd);
   attributes = vb_driver_resolve_attributes (window, NULL, NULL, error);
   x->own_engine = vb_engine_new (
-      r->block_device, window, attributes, 1, &source, &info,
+      r->block_device, window, attributes, 1, &source, &info, NULL,
       g_strcmp0 (g_hash_table_lookup (r->attributes, "read_only"), "true") == 0, error);
   if (x->own_engine == NULL)
     return FALSE;

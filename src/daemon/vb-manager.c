@@ -148,7 +148,7 @@ drivers_variant (void)
   for (const VbDriver *const *d = vb_drivers (); *d; d++)
     {
       GVariantBuilder attrs;
-      static const char *const types[] = { "bool", "uint", "size" };
+      static const char *const types[] = { "bool", "uint", "size", "choice" };
       g_variant_builder_init (&attrs, G_VARIANT_TYPE ("a(sssb)"));
       for (const VbAttrSpec *a = (*d)->attributes; a && a->name; a++)
         g_variant_builder_add (&attrs, "(sssb)", a->name, types[a->type], a->default_value,

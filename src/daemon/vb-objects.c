@@ -11,15 +11,20 @@
 /* Health of component @index of a running engine device, from its backend. */
 static gboolean
 running_component_status (VbDaemon *daemon, const VbDeviceConfig *config, guint index,
-                          gboolean *faulty, guint64 *errors)
+                          gboolean *faulty, gboolean *rebuilding, guint64 *errors)
 {
   const VbRunning *r = g_hash_table_lookup (daemon->running, config->uuid);
   const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
 
   *faulty = FALSE;
+  *rebuilding = FALSE;
   *errors = 0;
+  /* only slots are components of the running engine, and they come first */
+  if (index >= config->components->len
+      || !vb_component_config_is_slot (config->components->pdata[index]))
+    return FALSE;
   return backend && backend->component_status
-         && backend->component_status (r->block_device, index, faulty, errors);
+         && backend->component_status (r->block_device, index, faulty, rebuilding, errors);
 }
 
 const char *
@@ -27,13 +32,19 @@ vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config)
 {
   const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, config->name);
 
-  if (g_hash_table_contains (daemon->running, config->uuid))
+  const VbRunning *r = g_hash_table_lookup (daemon->running, config->uuid);
+
+  if (r)
     {
+      const VbBackend *backend = vb_backend_lookup (r->backend);
+      if (backend && backend->lost_data && backend->lost_data (r->block_device))
+        return "failed";
       for (guint i = 0; i < config->components->len; i++)
         {
-          gboolean faulty;
+          gboolean faulty, rebuilding;
           guint64 errors;
-          if (running_component_status (daemon, config, i, &faulty, &errors) && faulty)
+          if (running_component_status (daemon, config, i, &faulty, &rebuilding, &errors)
+              && (faulty || rebuilding))
             return "degraded";
         }
       return "active";
@@ -67,12 +78,19 @@ static const char *
 component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const VbComponentConfig *c,
                  guint64 *errors)
 {
-  gboolean faulty;
+  gboolean faulty, rebuilding;
 
-  if (running_component_status (daemon, d, index, &faulty, errors) && faulty)
-    return "faulty";
+  if (running_component_status (daemon, d, index, &faulty, &rebuilding, errors))
+    {
+      if (faulty)
+        return "faulty";
+      if (rebuilding)
+        return "rebuilding";
+    }
   if (g_strcmp0 (c->role, "spare") == 0)
     return "spare";
+  if (g_strcmp0 (c->role, "faulty") == 0)
+    return "faulty";
   if (g_str_has_prefix (c->source, "vblk:"))
     {
       const VbDeviceConfig *dep = vb_state_lookup (daemon->desired, c->source + 5);

@@ -117,6 +117,44 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
 {
   g_autoptr (GPtrArray) p = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GArray) in = g_array_new (FALSE, TRUE, sizeof (VbComponentInfo));
+  guint64 data_offset = vb_driver_data_offset (config->attributes);
+
+  /* only the slots: spares wait outside the layout */
+  for (guint i = 0; i < config->components->len; i++)
+    {
+      const VbComponentConfig *c = config->components->pdata[i];
+      VbComponentInfo info = { 0 };
+      char *path = NULL;
+
+      if (!vb_component_config_is_slot (c))
+        continue;
+      if (!probe_one (probe, c->source, &path, &info, error))
+        return FALSE;
+      if (data_offset && info.size < data_offset + 4096)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "component '%s': %" G_GUINT64_FORMAT
+                       " bytes, too small for vblk metadata (data starts at %" G_GUINT64_FORMAT ")",
+                       c->source, info.size, data_offset);
+          g_free (path);
+          return FALSE;
+        }
+      /* the driver sees the data area only */
+      info.size -= data_offset;
+      g_ptr_array_add (p, path);
+      g_array_append_val (in, info);
+    }
+  *paths = g_steal_pointer (&p);
+  *infos = g_steal_pointer (&in);
+  return TRUE;
+}
+
+gboolean
+vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths, GPtrArray **uuids,
+                 GError **error)
+{
+  g_autoptr (GPtrArray) p = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) u = g_ptr_array_new_with_free_func (g_free);
 
   for (guint i = 0; i < config->components->len; i++)
     {
@@ -124,13 +162,17 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
       VbComponentInfo info = { 0 };
       char *path = NULL;
 
+      if (g_strcmp0 (c->role, "spare") != 0)
+        continue;
       if (!probe_one (probe, c->source, &path, &info, error))
         return FALSE;
+      if (path == NULL)
+        continue; /* a device not started: not a spare now */
       g_ptr_array_add (p, path);
-      g_array_append_val (in, info);
+      g_ptr_array_add (u, g_strdup (c->uuid));
     }
   *paths = g_steal_pointer (&p);
-  *infos = g_steal_pointer (&in);
+  *uuids = g_steal_pointer (&u);
   return TRUE;
 }
 
@@ -142,7 +184,7 @@ vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_c
   g_autoptr (GPtrArray) paths = NULL;
   g_autoptr (GArray) infos = NULL;
   g_autoptr (GHashTable) attributes = NULL;
-  guint n = config->components->len;
+  guint n = vb_device_config_n_slots (config);
 
   if (driver == NULL)
     {

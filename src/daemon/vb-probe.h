@@ -23,6 +23,9 @@ void vb_probe_clear (VbProbe *probe);
  * vblk:NAME) and facts. */
 gboolean vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths,
                               GArray **infos, GError **error);
+/* The spares of @config that are there now: their paths and UUIDs. */
+gboolean vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths,
+                          GPtrArray **uuids, GError **error);
 
 /* Driver checks of @config against its probed components; with
  * @need_complete FALSE a device may still lack components (configuring).

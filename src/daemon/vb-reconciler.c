@@ -110,6 +110,22 @@ add_event (VbOp *op, const char *kind, const char *name)
     g_ptr_array_add (op->events, g_strdup_printf ("%s\n%s", kind, name));
 }
 
+/* Each slot's component UUID, in slot order. */
+static GPtrArray *
+slot_uuids (const VbDeviceConfig *config)
+{
+  GPtrArray *out = g_ptr_array_new ();
+
+  for (guint i = 0; i < config->components->len; i++)
+    {
+      const VbComponentConfig *c = config->components->pdata[i];
+      if (vb_component_config_is_slot (c))
+        g_ptr_array_add (out, c->uuid);
+    }
+  g_ptr_array_add (out, NULL);
+  return out;
+}
+
 static char *
 step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
 {
@@ -118,6 +134,9 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
   g_autoptr (GPtrArray) paths = NULL;
   g_autoptr (GArray) infos = NULL;
+  g_autoptr (GPtrArray) component_uuids = NULL;
+  g_autoptr (GPtrArray) spare_paths = NULL;
+  g_autoptr (GPtrArray) spare_uuids = NULL;
   const VbBackend *backend;
   VbProbe probe;
   guint64 size;
@@ -142,6 +161,12 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
     return NULL;
 
   g_ptr_array_add (paths, NULL);
+  component_uuids = slot_uuids (config);
+  vb_probe_init (&probe, op->candidate, block_devices);
+  ok = vb_probe_spares (&probe, config, &spare_paths, &spare_uuids, error);
+  vb_probe_clear (&probe);
+  if (!ok)
+    return NULL;
   VbBackendRequest request = {
     .name = config->name,
     .instance = op->daemon->instance,
@@ -151,6 +176,10 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
     .n_components = infos->len,
     .paths = (const char *const *) paths->pdata,
     .components = (const VbComponentInfo *) infos->data,
+    .component_uuids = (const char *const *) component_uuids->pdata,
+    .n_spares = spare_paths->len,
+    .spare_paths = (const char *const *) spare_paths->pdata,
+    .spare_uuids = (const char *const *) spare_uuids->pdata,
   };
   node = backend->start (&request, error);
   if (node)
@@ -323,6 +352,38 @@ execute_plan (VbOp *op)
       g_autoptr (GError) local = NULL;
       if (!save (op, &local))
         g_warning ("vblk: %s", local->message);
+    }
+}
+
+/* A started device learns its spares (added, or one taken into a slot). */
+static void
+sync_spares (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+
+  for (guint i = 0; i < op->touched->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GPtrArray) uuids = NULL;
+      g_autoptr (GError) local = NULL;
+      VbProbe probe;
+      gboolean ok;
+
+      if (backend == NULL || backend->set_spares == NULL)
+        continue;
+      vb_probe_init (&probe, op->candidate, block_devices);
+      ok = vb_probe_spares (&probe, d, &paths, &uuids, &local);
+      vb_probe_clear (&probe);
+      if (!ok)
+        {
+          g_warning ("vblk: %s: %s", d->name, local->message);
+          continue;
+        }
+      backend->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
+                           (const char *const *) uuids->pdata);
     }
 }
 
@@ -551,6 +612,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     }
   op->applied = TRUE;
   execute_plan (op);
+  sync_spares (op);
   sync_exports (op);
   compute_status (op);
   vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);

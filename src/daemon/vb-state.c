@@ -29,6 +29,22 @@ vb_component_config_new (const char *source, const char *role, const char *uuid)
   return c;
 }
 
+gboolean
+vb_component_config_is_slot (const VbComponentConfig *c)
+{
+  return g_ascii_isdigit (c->role[0]);
+}
+
+guint
+vb_device_config_n_slots (const VbDeviceConfig *d)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < d->components->len; i++)
+    n += vb_component_config_is_slot (d->components->pdata[i]);
+  return n;
+}
+
 VbComponentConfig *
 vb_component_config_copy (const VbComponentConfig *c)
 {
@@ -368,7 +384,7 @@ role_is_valid (const char *role)
 {
   guint64 slot;
 
-  if (strcmp (role, "spare") == 0)
+  if (strcmp (role, "spare") == 0 || strcmp (role, "faulty") == 0)
     return TRUE;
   if (role[0] == '\0' || (role[0] == '0' && role[1] != '\0'))
     return FALSE;
@@ -394,7 +410,8 @@ parse_component (JsonNode *node, const char *origin, const char *path, GError **
     {
       g_autofree char *member = path_member (path, "role");
       g_autofree char *escaped = g_strescape (role, NULL);
-      schema_error (error, origin, member, "'%s' is not a slot number or \"spare\"", escaped);
+      schema_error (error, origin, member, "'%s' is not a slot number, \"spare\" or \"faulty\"",
+                    escaped);
       return NULL;
     }
   if (!parse_uuid (object, origin, path, &uuid, error))

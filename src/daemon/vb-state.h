@@ -12,7 +12,7 @@ G_BEGIN_DECLS
 
 typedef struct {
   char *source; /* path, vblk:NAME, or NBD URI */
-  char *role;   /* slot number as decimal text, or "spare" */
+  char *role;   /* slot number as decimal text, "spare", or "faulty" (replaced by a spare) */
   char *uuid;   /* component UUID */
 } VbComponentConfig;
 
@@ -34,6 +34,9 @@ typedef struct {
 
 VbComponentConfig *vb_component_config_new (const char *source, const char *role, const char *uuid);
 VbComponentConfig *vb_component_config_copy (const VbComponentConfig *c);
+/* Whether @c holds a slot (its role is a number), not a spare or a
+ * replaced faulty one. Slots come first in a device's components. */
+gboolean vb_component_config_is_slot (const VbComponentConfig *c);
 void vb_component_config_free (VbComponentConfig *c);
 
 /* New device config: empty attributes/components/exports, autostart TRUE,
@@ -73,5 +76,8 @@ gboolean vb_state_save (const VbState *state, const char *path, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbState, vb_state_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbDeviceConfig, vb_device_config_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbComponentConfig, vb_component_config_free)
+
+/* The components that hold slots. */
+guint vb_device_config_n_slots (const VbDeviceConfig *d);
 
 G_END_DECLS

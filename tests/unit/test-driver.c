@@ -53,7 +53,7 @@ test_lookup (void)
   g_assert_nonnull (vb_driver_lookup ("raid1"));
   g_assert_nonnull (vb_driver_lookup ("raid10"));
   g_assert_null (vb_driver_lookup ("raid7"));
-  g_assert_cmpstr (known, ==, "file, window, linear, raid0, raid1, raid10");
+  g_assert_cmpstr (known, ==, "file, window, linear, raid0, raid1, raid10, faulty");
 }
 
 static void

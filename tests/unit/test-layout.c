@@ -476,8 +476,10 @@ test_refusals (void)
   /* no attributes at all */
   assert_attr_refused ("linear", ATTRS ("chunk_size", "4K"),
                        "attribute 'chunk_size': driver 'linear' has no attributes");
-  assert_attr_refused ("raid1", ATTRS ("copies", "2"),
-                       "attribute 'copies': driver 'raid1' has no attributes");
+  assert_attr_refused (
+      "raid1", ATTRS ("copies", "2"),
+      "attribute 'copies': not an attribute of driver 'raid1' (allowed: metadata, bitmap, "
+      "bitmap_chunk, sync_speed_min, sync_speed_max)");
   assert_attr_refused ("raid0", ATTRS ("copies", "2"),
                        "attribute 'copies': not an attribute of driver 'raid0' (allowed: "
                        "chunk_size)");
@@ -495,7 +497,13 @@ test_attributes (void)
 
   g_assert_cmpuint (g_hash_table_size (r0), ==, 1);
   g_assert_cmpstr (g_hash_table_lookup (r0, "chunk_size"), ==, "524288");
-  g_assert_cmpuint (g_hash_table_size (r10), ==, 2);
+  /* chunk_size, copies and the five redundancy attributes */
+  g_assert_cmpuint (g_hash_table_size (r10), ==, 7);
+  g_assert_cmpstr (g_hash_table_lookup (r10, "metadata"), ==, "vblk");
+  g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap"), ==, "internal");
+  g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap_chunk"), ==, "67108864");
+  g_assert_cmpuint (vb_driver_data_offset (r10), ==, 1 << 20);
+  g_assert_cmpuint (vb_driver_data_offset (r0), ==, 0);
   g_assert_cmpstr (g_hash_table_lookup (r10, "chunk_size"), ==, "524288");
   g_assert_cmpstr (g_hash_table_lookup (r10, "copies"), ==, "2");
   g_assert_cmpstr (g_hash_table_lookup (r10b, "chunk_size"), ==, "65536");
@@ -513,6 +521,36 @@ test_attributes (void)
         fill_components (infos, names, 2, SIZES (64 << 20, 64 << 20));
         g_assert_true (vb_driver_validate (driver, r, infos, 2, NULL));
       }
+
+  /* redundancy attributes: choices, the bitmap needs metadata, chunk bounds */
+  {
+    const VbDriver *raid1 = vb_driver_lookup ("raid1");
+    VbComponentInfo infos[2];
+    char names[2][16];
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GHashTable) bad = attrs_from (ATTRS ("metadata", "md"));
+    g_autoptr (GHashTable) nobm = attrs_from (ATTRS ("metadata", "none"));
+    g_autoptr (GHashTable) small = attrs_from (ATTRS ("bitmap_chunk", "32K"));
+    g_autoptr (GHashTable) r = NULL;
+
+    fill_components (infos, names, 2, SIZES (64 << 20, 64 << 20));
+    g_assert_null (vb_driver_resolve_attributes (raid1, NULL, bad, &error));
+    g_assert_cmpstr (error->message, ==,
+                     "attribute 'metadata': 'md' is not allowed (allowed: vblk, none)");
+    g_clear_error (&error);
+    r = vb_driver_resolve_attributes (raid1, NULL, nobm, &error);
+    g_assert_no_error (error);
+    g_assert_false (vb_driver_validate (raid1, r, infos, 2, &error));
+    g_assert_true (g_str_has_prefix (error->message, "attribute 'bitmap': an internal bitmap"));
+    g_clear_error (&error);
+    g_clear_pointer (&r, g_hash_table_unref);
+    r = vb_driver_resolve_attributes (raid1, NULL, small, &error);
+    g_assert_false (vb_driver_validate (raid1, r, infos, 2, &error));
+    g_assert_cmpstr (error->message, ==,
+                     "attribute 'bitmap_chunk': 32768 is not a power of two of at least 64K");
+    g_assert_true (vb_driver_attr_spec (raid1, "sync_speed_max")->online);
+    g_assert_false (vb_driver_attr_spec (raid1, "metadata")->online);
+  }
 
   /* changing either moves every byte: a reshape, never an online setting */
   g_assert_false (vb_driver_attr_spec (raid0, "chunk_size")->online);

@@ -14,6 +14,7 @@
 #define RAID1_PIECE_MAX (1ULL << 20)
 
 static const VbAttrSpec raid1_attributes[] = {
+  VB_REDUNDANCY_ATTRIBUTES,
   { NULL },
 };
 
@@ -24,6 +25,8 @@ raid1_validate (GHashTable *attributes, const VbComponentInfo *components, guint
   guint which = 0;
   guint64 smallest = vb_components_smallest (components, n_components, &which);
 
+  if (!vb_check_redundancy (attributes, error))
+    return FALSE;
   if (smallest < RAID1_BLOCK)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,

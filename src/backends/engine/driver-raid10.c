@@ -11,6 +11,7 @@ G_STATIC_ASSERT (VB_MAX_COPIES == 8);
 static const guint64 allowed_copies[] = { 2, 3, 4, 5, 6, 7, 8, 0 };
 
 static const VbAttrSpec raid10_attributes[] = {
+  VB_REDUNDANCY_ATTRIBUTES,
   /* neither is online: changing one moves every byte (a reshape) */
   { "copies", VB_ATTR_UINT, "2", FALSE, 0, allowed_copies,
     "copies of every chunk, each on a different component" },
@@ -36,6 +37,8 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   guint which = 0;
   guint64 smallest = vb_components_smallest (components, n_components, &which);
 
+  if (!vb_check_redundancy (attributes, error))
+    return FALSE;
   if (copies > n_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,

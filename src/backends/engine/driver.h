@@ -11,9 +11,10 @@
 G_BEGIN_DECLS
 
 typedef enum {
-  VB_ATTR_BOOL, /* "true" / "false" (accepts 1/0, yes/no, on/off) */
-  VB_ATTR_UINT, /* decimal */
-  VB_ATTR_SIZE, /* bytes; K M G T suffixes (binary) accepted */
+  VB_ATTR_BOOL,   /* "true" / "false" (accepts 1/0, yes/no, on/off) */
+  VB_ATTR_UINT,   /* decimal */
+  VB_ATTR_SIZE,   /* bytes; K M G T suffixes (binary) accepted */
+  VB_ATTR_CHOICE, /* one word of @choices */
 } VbAttrType;
 
 typedef struct {
@@ -24,7 +25,50 @@ typedef struct {
   guint64 multiple;          /* SIZE: value must be a multiple (0: any) */
   const guint64 *allowed;    /* UINT: 0-terminated allowed values, or NULL */
   const char *description;
+  const char *const *choices; /* CHOICE: NULL-terminated words */
 } VbAttrSpec;
+
+/* The attributes every redundant driver shares: on-component metadata, the
+ * write-intent bitmap and the speed of resync and rebuild jobs. */
+extern const char *const vb_metadata_choices[];
+extern const char *const vb_bitmap_choices[];
+#define VB_BITMAP_CHUNK_MIN (64ULL << 10)
+#define VB_REDUNDANCY_ATTRIBUTES                                                                   \
+  { "metadata",                                                                                    \
+    VB_ATTR_CHOICE,                                                                                \
+    "vblk",                                                                                        \
+    FALSE,                                                                                         \
+    0,                                                                                             \
+    NULL,                                                                                          \
+    "on-component metadata: vblk (a superblock and bitmap on every component, data from 1 MiB) "   \
+    "or none",                                                                                     \
+    vb_metadata_choices },                                                                         \
+      { "bitmap",                                                                                  \
+        VB_ATTR_CHOICE,                                                                            \
+        "internal",                                                                                \
+        FALSE,                                                                                     \
+        0,                                                                                         \
+        NULL,                                                                                      \
+        "write-intent bitmap: internal (on every component; needs metadata=vblk) or none",         \
+        vb_bitmap_choices },                                                                       \
+      { "bitmap_chunk",                                                                            \
+        VB_ATTR_SIZE,                                                                              \
+        "67108864",                                                                                \
+        FALSE,                                                                                     \
+        0,                                                                                         \
+        NULL,                                                                                      \
+        "bytes of the device per bitmap bit: a power of two from 64K" },                           \
+      { "sync_speed_min",                                                                          \
+        VB_ATTR_SIZE,                                                                              \
+        "1048576",                                                                                 \
+        TRUE,                                                                                      \
+        0,                                                                                         \
+        NULL,                                                                                      \
+        "bytes per second a resync, rebuild or check keeps while the device is busy" },            \
+  {                                                                                                \
+    "sync_speed_max", VB_ATTR_SIZE, "0", TRUE, 0, NULL,                                            \
+        "bytes per second a resync, rebuild or check never exceeds (0: no limit)"                  \
+  }
 
 /* What the daemon found out about a component before asking the driver. */
 typedef enum {
@@ -111,5 +155,13 @@ guint64 vb_components_smallest (const VbComponentInfo *components, guint n_compo
 gboolean vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components,
                           guint n_components, GError **error);
 guint64 vb_attr_get_u64 (GHashTable *attributes, const char *name);
+
+/* Checks the redundancy attributes (bitmap needs metadata, bitmap_chunk a
+ * power of two); TRUE for a driver without them. */
+gboolean vb_check_redundancy (GHashTable *attributes, GError **error);
+/* Where data starts on each component: 0, or VB_DATA_OFFSET (1 MiB) with
+ * metadata=vblk (superblock at 4 KiB, bitmap from 8 KiB). */
+#define VB_DATA_OFFSET (1ULL << 20)
+guint64 vb_driver_data_offset (GHashTable *attributes);
 
 G_END_DECLS

@@ -16,16 +16,50 @@ extern const VbDriver vb_driver_linear;
 extern const VbDriver vb_driver_raid0;
 extern const VbDriver vb_driver_raid1;
 extern const VbDriver vb_driver_raid10;
+extern const VbDriver vb_driver_faulty;
 
 static const VbDriver *const all_drivers[] = {
-  &vb_driver_file,
-  &vb_driver_window,
-  &vb_driver_linear,
-  &vb_driver_raid0,
-  &vb_driver_raid1,
-  &vb_driver_raid10,
-  NULL,
+  &vb_driver_file,  &vb_driver_window, &vb_driver_linear, &vb_driver_raid0,
+  &vb_driver_raid1, &vb_driver_raid10, &vb_driver_faulty, NULL,
 };
+
+const char *const vb_metadata_choices[] = { "vblk", "none", NULL };
+const char *const vb_bitmap_choices[] = { "internal", "none", NULL };
+
+gboolean
+vb_check_redundancy (GHashTable *attributes, GError **error)
+{
+  const char *metadata = g_hash_table_lookup (attributes, "metadata");
+  const char *bitmap = g_hash_table_lookup (attributes, "bitmap");
+  guint64 chunk;
+
+  if (metadata == NULL)
+    return TRUE;
+  if (g_strcmp0 (bitmap, "internal") == 0 && strcmp (metadata, "vblk") != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'bitmap': an internal bitmap lives in the metadata area, which "
+                   "metadata=%s does not have (use bitmap=none)",
+                   metadata);
+      return FALSE;
+    }
+  chunk = vb_attr_get_u64 (attributes, "bitmap_chunk");
+  if (chunk < VB_BITMAP_CHUNK_MIN || (chunk & (chunk - 1)) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'bitmap_chunk': %" G_GUINT64_FORMAT
+                   " is not a power of two of at least 64K",
+                   chunk);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+guint64
+vb_driver_data_offset (GHashTable *attributes)
+{
+  return g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "vblk") == 0 ? VB_DATA_OFFSET : 0;
+}
 
 const VbDriver *const *
 vb_drivers (void)
@@ -183,6 +217,17 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
           return NULL;
         }
       return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
+
+      case VB_ATTR_CHOICE: {
+        g_autofree char *list = NULL;
+        for (guint i = 0; spec->choices[i]; i++)
+          if (strcmp (spec->choices[i], value) == 0)
+            return g_strdup (value);
+        list = g_strjoinv (", ", (char **) spec->choices);
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "attribute '%s': '%s' is not allowed (allowed: %s)", spec->name, value, list);
+        return NULL;
+      }
     }
   g_assert_not_reached ();
 }

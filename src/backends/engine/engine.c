@@ -23,36 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RING_ENTRIES 128
-#define BUFFER_ALIGN 4096
-#define MAX_PIECES 256 /* per batch; a longer request is done in batches */
-#define ZERO_CHUNK (1u << 20)
-
-typedef struct {
-  char *path;
-  int fd;                /* -1 for an in-process component */
-  const VbBlockOps *ops; /* in-process component */
-  void *handle;
-  gboolean is_block;
-  gboolean direct;     /* opened O_DIRECT */
-  guint64 data_offset; /* where the data area starts */
-  gint faulty;         /* atomic */
-  guint64 errors;      /* atomic */
-} Component;
-
-struct _VbEngine {
-  char *name;
-  const VbDriver *driver;
-  VbLayout layout;
-  guint32 block_size;
-  gboolean read_only;
-  gboolean redundant; /* every piece has more than one copy */
-  guint n;
-  Component *components;
-  guint rr; /* atomic: read balancing */
-  VbEngineFailureFunc failure_func;
-  gpointer failure_data;
-};
+#include "engine-private.h"
 
 /* Per thread: a ring, an aligned bounce buffer and the piece table. */
 typedef struct {
@@ -141,14 +112,14 @@ bounce_buffer (ThreadState *ts, gsize size)
 
 /* components */
 
-static gboolean
-is_faulty (Component *c)
+gboolean
+engine_is_faulty (Component *c)
 {
   return g_atomic_int_get (&c->faulty) != 0;
 }
 
-static void
-component_failed (VbEngine *e, guint i, int err)
+void
+engine_component_failed (VbEngine *e, guint i, int err)
 {
   Component *c = &e->components[i];
 
@@ -160,8 +131,20 @@ component_failed (VbEngine *e, guint i, int err)
   if (g_atomic_int_compare_and_exchange (&c->faulty, 0, 1))
     {
       g_debug ("vblk: %s: component %u (%s) failed: %s", e->name, i, c->path, g_strerror (-err));
+      /* the survivors' superblocks say so before the I/O that found it
+       * completes (and before any write that skips it does) */
+      if (e->meta)
+        engine_meta_record_failure (e, i);
+      if (e->redundant && !vb_engine_can_lose (e, G_MAXUINT))
+        {
+          g_atomic_int_set (&e->lost, 1);
+          g_warning ("%s: no complete copy of the data is left; the device refuses writes",
+                     e->name);
+        }
       if (e->failure_func)
         e->failure_func (e, i, err, e->failure_data);
+      if (e->meta && engine_meta_has_spare (e))
+        engine_sync_take_spare (e, i);
     }
 }
 
@@ -210,8 +193,8 @@ open_component (Component *c, gboolean read_only, guint32 *align, GError **error
 
 VbEngine *
 vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes, guint n_components,
-               const VbEngineSource *sources, const VbComponentInfo *infos, gboolean read_only,
-               GError **error)
+               const VbEngineSource *sources, const VbComponentInfo *infos,
+               const VbEngineIdentity *identity, gboolean read_only, GError **error)
 {
   g_autoptr (VbEngine) e = g_new0 (VbEngine, 1);
   guint32 align = 512;
@@ -223,6 +206,8 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   e->read_only = read_only;
   e->n = n_components;
   e->components = g_new0 (Component, n_components);
+  g_rw_lock_init (&e->barrier);
+  g_mutex_init (&e->sync_lock);
   for (guint i = 0; i < n_components; i++)
     e->components[i].fd = -1;
   driver->layout (attributes, infos, n_components, &e->layout);
@@ -245,6 +230,20 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
     e->layout.size -= e->layout.size % align;
 
   e->redundant = e->layout.copies > 1;
+  if (strcmp (driver->name, "faulty") == 0)
+    {
+      VbFaultSpec spec;
+      e->fault = vb_fault_new ();
+      vb_fault_spec_from_attributes (attributes, &spec);
+      vb_fault_set (e->fault, &spec);
+    }
+  if (vb_driver_data_offset (attributes) > 0)
+    {
+      for (guint i = 0; i < n_components; i++)
+        e->components[i].data_offset = vb_driver_data_offset (attributes);
+      if (!engine_meta_assemble (e, identity, attributes, error))
+        return NULL;
+    }
   return g_steal_pointer (&e);
 }
 
@@ -253,12 +252,23 @@ vb_engine_free (VbEngine *e)
 {
   if (e == NULL)
     return;
+  engine_sync_join_spare (e);
+  engine_sync_stop (e);
+  if (e->meta)
+    {
+      engine_meta_close (e);
+      engine_meta_free (e);
+    }
   for (guint i = 0; i < e->n; i++)
     {
       if (e->components[i].fd >= 0)
         close (e->components[i].fd);
       g_free (e->components[i].path);
+      g_free (e->components[i].uuid);
     }
+  vb_fault_free (e->fault);
+  g_rw_lock_clear (&e->barrier);
+  g_mutex_clear (&e->sync_lock);
   g_free (e->components);
   g_free (e->name);
   g_free (e);
@@ -269,6 +279,70 @@ vb_engine_set_failure_func (VbEngine *e, VbEngineFailureFunc func, gpointer user
 {
   e->failure_func = func;
   e->failure_data = user_data;
+}
+
+void
+vb_engine_set_job_func (VbEngine *e, VbEngineJobFunc func, gpointer user_data)
+{
+  e->job_func = func;
+  e->job_data = user_data;
+}
+
+void
+vb_engine_update (VbEngine *e, GHashTable *attributes)
+{
+  if (e->fault)
+    {
+      VbFaultSpec spec;
+      vb_fault_spec_from_attributes (attributes, &spec);
+      vb_fault_set (e->fault, &spec);
+    }
+  if (e->meta)
+    engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                            vb_attr_get_u64 (attributes, "sync_speed_max"));
+}
+
+gboolean
+vb_engine_component_rebuilding (VbEngine *e, guint i)
+{
+  g_return_val_if_fail (i < e->n, FALSE);
+  return g_atomic_int_get (&e->components[i].rebuilding) != 0;
+}
+
+/* Plain synchronous I/O on one component, for metadata and jobs. Buffers
+ * are aligned for O_DIRECT by the callers. */
+int
+engine_component_pread (Component *c, void *buf, guint64 length, guint64 offset)
+{
+  ssize_t r;
+
+  if (c->fd < 0)
+    return c->ops->pread (c->handle, buf, length, offset);
+  r = pread (c->fd, buf, length, offset);
+  if (r < 0)
+    return -errno;
+  return (guint64) r == length ? 0 : -EIO;
+}
+
+int
+engine_component_pwrite (Component *c, const void *buf, guint64 length, guint64 offset)
+{
+  ssize_t r;
+
+  if (c->fd < 0)
+    return c->ops->pwrite (c->handle, buf, length, offset, FALSE);
+  r = pwrite (c->fd, buf, length, offset);
+  if (r < 0)
+    return -errno;
+  return (guint64) r == length ? 0 : -EIO;
+}
+
+int
+engine_component_flush (Component *c)
+{
+  if (c->fd < 0)
+    return c->ops->flush (c->handle);
+  return fdatasync (c->fd) < 0 ? -errno : 0;
 }
 
 const char *
@@ -287,7 +361,7 @@ gboolean
 vb_engine_component_faulty (VbEngine *e, guint i)
 {
   g_return_val_if_fail (i < e->n, FALSE);
-  return is_faulty (&e->components[i]);
+  return engine_is_faulty (&e->components[i]);
 }
 
 guint64
@@ -300,6 +374,12 @@ vb_engine_component_errors (VbEngine *e, guint i)
 /* The placement repeats with a period no longer than n × copies chunks
  * (raid10 near) and is uniform otherwise; checking one period of pieces
  * tells whether any data would be left without a healthy copy. */
+gboolean
+vb_engine_lost_data (VbEngine *e)
+{
+  return e->redundant && !vb_engine_can_lose (e, G_MAXUINT);
+}
+
 gboolean
 vb_engine_can_lose (VbEngine *e, guint lost)
 {
@@ -316,7 +396,8 @@ vb_engine_can_lose (VbEngine *e, guint lost)
       for (guint k = 0; k < m.n_copies; k++)
         {
           guint c = m.copies[k].component;
-          if (c != lost && !is_faulty (&e->components[c]))
+          if (c != lost && !engine_is_faulty (&e->components[c])
+              && !g_atomic_int_get (&e->components[c].rebuilding))
             healthy++;
         }
       if (healthy == 0)
@@ -332,12 +413,12 @@ vb_engine_set_faulty (VbEngine *e, guint i)
   g_return_val_if_fail (i < e->n, -EINVAL);
   if (!e->redundant)
     return -ENOTSUP;
-  if (is_faulty (&e->components[i]))
+  if (engine_is_faulty (&e->components[i]))
     return 0;
   if (!vb_engine_can_lose (e, i))
     return -EBUSY;
   /* -ECANCELED tells the listener it was asked for, not an I/O error */
-  component_failed (e, i, -ECANCELED);
+  engine_component_failed (e, i, -ECANCELED);
   return 0;
 }
 
@@ -444,7 +525,9 @@ first_healthy (VbEngine *e, const VbMapping *p, guint start)
   for (guint k = 0; k < p->n_copies; k++)
     {
       guint copy = (start + k) % p->n_copies;
-      if (!is_faulty (&e->components[p->copies[copy].component]))
+      Component *c = &e->components[p->copies[copy].component];
+      /* a component behind a rebuild has holes: never read it */
+      if (!engine_is_faulty (c) && !g_atomic_int_get (&c->rebuilding))
         return copy;
     }
   return -1;
@@ -476,7 +559,7 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
           gint next;
           if (s->res == 0)
             continue;
-          component_failed (e, p->copies[s->copy].component, s->res);
+          engine_component_failed (e, p->copies[s->copy].component, s->res);
           if (++tried[s->piece] >= p->n_copies || (next = first_healthy (e, p, s->copy + 1)) < 0)
             return s->res < 0 ? s->res : -EIO;
           subs[again++] = (Sub){ s->piece, next, 0 };
@@ -502,12 +585,17 @@ write_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base, g
           run_subs (e, ts, subs, nsubs, TRUE, buf, base, fua);
           for (guint k = 0; k < nsubs; k++)
             if (subs[k].res == 0)
-              landed[subs[k].piece]++;
+              {
+                Component *c
+                    = &e->components[ts->pieces[subs[k].piece].copies[subs[k].copy].component];
+                if (!g_atomic_int_get (&c->rebuilding))
+                  landed[subs[k].piece]++;
+              }
             else
               {
                 err = subs[k].res;
-                component_failed (e, ts->pieces[subs[k].piece].copies[subs[k].copy].component,
-                                  subs[k].res);
+                engine_component_failed (
+                    e, ts->pieces[subs[k].piece].copies[subs[k].copy].component, subs[k].res);
               }
           for (guint p = first_piece; p < i; p++)
             if (landed[p] == 0)
@@ -518,8 +606,14 @@ write_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base, g
             break;
         }
       for (guint k = 0; k < ts->pieces[i].n_copies; k++)
-        if (!is_faulty (&e->components[ts->pieces[i].copies[k].component]))
-          subs[nsubs++] = (Sub){ i, k, 0 };
+        {
+          guint ci = ts->pieces[i].copies[k].component;
+          if (!engine_is_faulty (&e->components[ci]))
+            subs[nsubs++] = (Sub){ i, k, 0 };
+          else if (e->meta)
+            /* skipping a copy is only safe once the metadata says it failed */
+            engine_meta_wait_recorded (e, ci);
+        }
     }
   return 0;
 }
@@ -579,7 +673,30 @@ engine_rw (VbEngine *e, gboolean write, guint8 *buf, guint64 length, guint64 off
 
   if (ts == NULL)
     return -ELOOP;
-  r = engine_rw_in (e, ts, write, buf, length, offset, fua);
+  __atomic_add_fetch (&e->io_count, 1, __ATOMIC_RELAXED);
+  if (e->fault && (r = vb_fault_check (e->fault, write, offset, length)) < 0)
+    {
+      thread_state_release ();
+      return r;
+    }
+  if (write && e->meta && g_atomic_int_get (&e->lost))
+    {
+      /* the device failed: a write would land on no complete copy */
+      thread_state_release ();
+      return -EIO;
+    }
+  if (write && e->meta)
+    {
+      g_rw_lock_reader_lock (&e->barrier);
+      if ((r = engine_meta_write_begin (e, offset, length)) == 0)
+        {
+          r = engine_rw_in (e, ts, write, buf, length, offset, fua);
+          engine_meta_write_end (e, offset, length);
+        }
+      g_rw_lock_reader_unlock (&e->barrier);
+    }
+  else
+    r = engine_rw_in (e, ts, write, buf, length, offset, fua);
   thread_state_release ();
   return r;
 }
@@ -615,11 +732,20 @@ engine_flush (void *handle)
       thread_state_release ();
       return -ENOMEM;
     }
+  if (e->fault)
+    {
+      int f = vb_fault_check (e->fault, TRUE, 0, 0);
+      if (f < 0)
+        {
+          thread_state_release ();
+          return f;
+        }
+    }
   for (guint i = 0; i < e->n; i++)
     {
       Component *c = &e->components[i];
       results[i] = 0;
-      if (is_faulty (c))
+      if (engine_is_faulty (c))
         continue;
       if (c->fd < 0)
         {
@@ -645,12 +771,12 @@ engine_flush (void *handle)
   thread_state_release ();
   for (guint i = 0; i < e->n; i++)
     {
-      if (is_faulty (&e->components[i]))
+      if (engine_is_faulty (&e->components[i]))
         continue;
       if (results[i] < 0)
         {
           err = results[i];
-          component_failed (e, i, results[i]);
+          engine_component_failed (e, i, results[i]);
         }
       else
         any = TRUE;
@@ -731,7 +857,7 @@ engine_trim_in (VbEngine *e, ThreadState *ts, guint64 length, guint64 offset, gb
           for (guint k = 0; k < p->n_copies; k++)
             {
               Component *c = &e->components[p->copies[k].component];
-              if (is_faulty (c))
+              if (engine_is_faulty (c))
                 continue;
               int res = component_trim (c, p->length, c->data_offset + p->copies[k].offset, zero);
               if (res == 0)
@@ -739,7 +865,7 @@ engine_trim_in (VbEngine *e, ThreadState *ts, guint64 length, guint64 offset, gb
               else
                 {
                   err = res;
-                  component_failed (e, p->copies[k].component, res);
+                  engine_component_failed (e, p->copies[k].component, res);
                 }
             }
           if (landed == 0)
@@ -758,7 +884,23 @@ engine_trim (VbEngine *e, guint64 length, guint64 offset, gboolean zero, gboolea
 
   if (ts == NULL)
     return -ELOOP;
-  r = engine_trim_in (e, ts, length, offset, zero);
+  if (e->fault && (r = vb_fault_check (e->fault, TRUE, offset, length)) < 0)
+    {
+      thread_state_release ();
+      return r;
+    }
+  if (e->meta)
+    {
+      g_rw_lock_reader_lock (&e->barrier);
+      if ((r = engine_meta_write_begin (e, offset, length)) == 0)
+        {
+          r = engine_trim_in (e, ts, length, offset, zero);
+          engine_meta_write_end (e, offset, length);
+        }
+      g_rw_lock_reader_unlock (&e->barrier);
+    }
+  else
+    r = engine_trim_in (e, ts, length, offset, zero);
   thread_state_release ();
   return r == 0 && fua ? engine_flush (e) : r;
 }

@@ -20,21 +20,74 @@ typedef struct {
   void *handle;
 } VbEngineSource;
 
+/* Who the device and its components are, for on-component metadata
+ * (metadata=vblk): UUIDs from the desired state, and the spares that a
+ * failed slot is rebuilt onto. */
+typedef struct {
+  const char *uuid;
+  const char *const *component_uuids; /* one per slot */
+  guint n_spares;
+  const char *const *spare_paths;
+  const char *const *spare_uuids;
+} VbEngineIdentity;
+
+/* A job of the engine (resync, rebuild, check, repair) as it goes. */
+typedef enum {
+  VB_ENGINE_JOB_RUNNING,
+  VB_ENGINE_JOB_FINISHED,
+  VB_ENGINE_JOB_CANCELLED,
+  VB_ENGINE_JOB_FAILED,
+} VbEngineJobState;
+
+typedef struct {
+  guint64 id; /* unique in the process */
+  const char *operation;
+  VbEngineJobState state;
+  guint64 bytes; /* to process */
+  guint64 done;
+  guint64 mismatches;
+  gint component;             /* the slot being rebuilt, or -1 */
+  const char *component_uuid; /* the component in that slot now */
+  const char *message;
+} VbEngineJob;
+
+/* Called on the job's thread; must not block. */
+typedef void (*VbEngineJobFunc) (VbEngine *engine, const VbEngineJob *job, gpointer user_data);
+
 /* Called on an I/O thread when a component turns faulty; must not block. */
 typedef void (*VbEngineFailureFunc) (VbEngine *engine, guint component, int error,
                                      gpointer user_data);
 
 VbEngine *vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
                          guint n_components, const VbEngineSource *sources,
-                         const VbComponentInfo *infos, gboolean read_only, GError **error);
+                         const VbComponentInfo *infos, const VbEngineIdentity *identity,
+                         gboolean read_only, GError **error);
 void vb_engine_free (VbEngine *engine);
 
 void vb_engine_set_failure_func (VbEngine *engine, VbEngineFailureFunc func, gpointer user_data);
+/* Set before vb_engine_activate, which starts any resync or rebuild that
+ * assembly found necessary. */
+void vb_engine_set_job_func (VbEngine *engine, VbEngineJobFunc func, gpointer user_data);
+void vb_engine_activate (VbEngine *engine);
+/* Online attributes (sync speeds, injected faults). */
+void vb_engine_update (VbEngine *engine, GHashTable *attributes);
+/* Check (compare every copy; @repair rewrites mismatches from the first
+ * copy): the job's id, -ENOTSUP without redundancy, -EBUSY while another
+ * job runs. */
+gint64 vb_engine_check (VbEngine *engine, gboolean repair);
+/* -ESRCH when job @id is not running. */
+int vb_engine_cancel_job (VbEngine *engine, guint64 id);
+gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);
+/* Replaces the spares (metadata=vblk only; ignored otherwise). */
+void vb_engine_set_spares (VbEngine *engine, guint n, const char *const *paths,
+                           const char *const *uuids);
 
 const char *vb_engine_name (VbEngine *engine);
 guint vb_engine_n_components (VbEngine *engine);
 gboolean vb_engine_component_faulty (VbEngine *engine, guint component);
 guint64 vb_engine_component_errors (VbEngine *engine, guint component);
+/* Whether some byte has no healthy copy left (writes are then refused). */
+gboolean vb_engine_lost_data (VbEngine *engine);
 /* Whether every byte still has a healthy copy with @component gone too. */
 gboolean vb_engine_can_lose (VbEngine *engine, guint component);
 /* Marks @component faulty (SetFaulty); -EBUSY when it holds the last copy

@@ -1,0 +1,724 @@
+/* On-component metadata of an engine device (metadata=vblk): assembly from
+ * the superblocks at start, the superblock writes on every change of
+ * membership or state, and the failure rule of DESIGN.md's data flow 4 —
+ * a component that fails is marked faulty in every survivor's superblock
+ * (events + 1, written and flushed) before the I/O that found the failure
+ * completes, and before any write that skips it is acknowledged.
+ *
+ * Assembly: every slot's superblock is read. A checksum or format error,
+ * another device's UUID, or two components claiming one role with equal
+ * events refuse the start, and nothing is written. The highest event
+ * counter wins; its role table says which components are in sync. A
+ * component that is older (stale), blank, or not the one the table names
+ * is never read: it is re-added through the bitmap (when the table has it
+ * faulty or missing and the bitmap kept what it missed) or rebuilt. */
+#include "config.h"
+
+#include "engine-private.h"
+
+#include "metadata.h"
+#include "vb-error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SWEEP_INTERVAL_US (5 * G_USEC_PER_SEC)
+
+struct _VbEngineMeta {
+  GMutex lock; /* the superblock and the recording of failures */
+  GCond recorded;
+  VbSuperblock sb; /* the device's current superblock (role and component filled per write) */
+  VbBitmap *bitmap;
+  guint8 *io; /* aligned VB_SB_SIZE buffer, under @lock */
+  GMutex bitmap_io_lock;
+  guint8 *bitmap_io; /* aligned 4096 buffer, under @bitmap_io_lock */
+  /* sync job wanted at activation */
+  gboolean need_sync;
+  /* sweeper */
+  GThread *sweeper;
+  GMutex sweep_lock;
+  GCond sweep_cond;
+  gboolean stopping;
+  guint64 speed_min, speed_max;
+  /* spares, by index; a spare that takes a slot leaves the list */
+  GPtrArray *spare_paths;
+  GPtrArray *spare_uuids;
+  GArray *old_fds; /* fds of replaced components, closed at the end */
+  gboolean closed;
+  gboolean sync_incomplete; /* a job stopped before its end */
+};
+
+gboolean
+engine_meta_active (VbEngine *e)
+{
+  return e->meta != NULL;
+}
+
+VbBitmap *
+engine_meta_bitmap (VbEngine *e)
+{
+  return e->meta ? e->meta->bitmap : NULL;
+}
+
+void
+engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max)
+{
+  __atomic_store_n (&e->meta->speed_min, min, __ATOMIC_RELAXED);
+  __atomic_store_n (&e->meta->speed_max, max, __ATOMIC_RELAXED);
+}
+
+guint64
+engine_meta_sync_speed (VbEngine *e, gboolean max)
+{
+  return __atomic_load_n (max ? &e->meta->speed_max : &e->meta->speed_min, __ATOMIC_RELAXED);
+}
+
+static int
+compare_keys (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* "key=value\n" lines of the attributes, sorted, as the superblock keeps them */
+static void
+attribute_text (GHashTable *attributes, char *out, gsize size)
+{
+  guint n = 0;
+  g_autofree const char **keys = (const char **) g_hash_table_get_keys_as_array (attributes, &n);
+  g_autoptr (GString) s = g_string_new (NULL);
+
+  qsort (keys, n, sizeof *keys, compare_keys);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (s, "%s=%s\n", keys[i],
+                            (char *) g_hash_table_lookup (attributes, keys[i]));
+  if (s->len >= size)
+    g_string_truncate (s, size - 1);
+  memcpy (out, s->str, s->len + 1);
+}
+
+/* Writes @sb as component @i's superblock (its own UUID and role filled in). */
+static int
+write_one (VbEngine *e, guint i, VbSuperblock *sb)
+{
+  VbEngineMeta *m = e->meta;
+  Component *c = &e->components[i];
+  int r;
+
+  g_strlcpy (sb->component_uuid, c->uuid, sizeof sb->component_uuid);
+  sb->role = i;
+  vb_superblock_encode (sb, m->io);
+  r = engine_component_pwrite (c, m->io, VB_SB_SIZE, VB_SB_OFFSET);
+  if (r == 0)
+    r = engine_component_flush (c);
+  if (r < 0)
+    g_warning ("%s: writing the superblock of component %u (%s): %s", e->name, i, c->path,
+               g_strerror (-r));
+  return r;
+}
+
+/* Writes the current superblock to every healthy slot; a component the
+ * write fails on turns faulty in the table, and the round is repeated so
+ * that the others say so too. Called with m->lock held. */
+static void
+write_all_locked (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+  gboolean again = TRUE;
+
+  while (again)
+    {
+      again = FALSE;
+      m->sb.events++;
+      m->sb.utime = g_get_real_time ();
+      for (guint i = 0; i < e->n; i++)
+        {
+          Component *c = &e->components[i];
+          if (engine_is_faulty (c))
+            continue;
+          if (write_one (e, i, &m->sb) < 0)
+            {
+              g_atomic_int_set (&c->faulty, 1);
+              __atomic_add_fetch (&c->errors, 1, __ATOMIC_RELAXED);
+              m->sb.roles[i].state = VB_ROLE_FAULTY;
+              g_atomic_int_set (&c->recorded, 1);
+              again = TRUE;
+            }
+        }
+    }
+}
+
+void
+engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete)
+{
+  e->meta->sync_incomplete = incomplete;
+}
+
+void
+engine_meta_update (VbEngine *e)
+{
+  g_mutex_lock (&e->meta->lock);
+  write_all_locked (e);
+  g_mutex_unlock (&e->meta->lock);
+}
+
+void
+engine_meta_record_failure (VbEngine *e, guint i)
+{
+  VbEngineMeta *m = e->meta;
+
+  g_mutex_lock (&m->lock);
+  if (!g_atomic_int_get (&e->components[i].recorded))
+    {
+      m->sb.roles[i].state = VB_ROLE_FAULTY;
+      write_all_locked (e);
+      g_atomic_int_set (&e->components[i].recorded, 1);
+      g_cond_broadcast (&m->recorded);
+      g_message ("%s: component %u (%s) failed; recorded at events %" G_GUINT64_FORMAT, e->name, i,
+                 e->components[i].path, m->sb.events);
+    }
+  g_mutex_unlock (&m->lock);
+}
+
+void
+engine_meta_wait_recorded (VbEngine *e, guint i)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (g_atomic_int_get (&e->components[i].recorded))
+    return;
+  g_mutex_lock (&m->lock);
+  while (!g_atomic_int_get (&e->components[i].recorded))
+    g_cond_wait (&m->recorded, &m->lock);
+  g_mutex_unlock (&m->lock);
+}
+
+void
+engine_meta_role_in_sync (VbEngine *e, guint i)
+{
+  VbEngineMeta *m = e->meta;
+
+  g_mutex_lock (&m->lock);
+  if (!engine_is_faulty (&e->components[i]))
+    {
+      m->sb.roles[i].state = VB_ROLE_IN_SYNC;
+      g_atomic_int_set (&e->components[i].rebuilding, 0);
+      write_all_locked (e);
+    }
+  g_mutex_unlock (&m->lock);
+}
+
+void
+vb_engine_set_spares (VbEngine *e, guint n, const char *const *paths, const char *const *uuids)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m == NULL)
+    return;
+  g_mutex_lock (&m->lock);
+  g_ptr_array_set_size (m->spare_paths, 0);
+  g_ptr_array_set_size (m->spare_uuids, 0);
+  for (guint i = 0; i < n; i++)
+    {
+      g_ptr_array_add (m->spare_paths, g_strdup (paths[i]));
+      g_ptr_array_add (m->spare_uuids, g_strdup (uuids[i]));
+    }
+  g_mutex_unlock (&m->lock);
+}
+
+gboolean
+engine_meta_has_spare (VbEngine *e)
+{
+  gboolean any;
+
+  g_mutex_lock (&e->meta->lock);
+  any = e->meta->spare_paths->len > 0;
+  g_mutex_unlock (&e->meta->lock);
+  return any;
+}
+
+gboolean
+engine_meta_pop_spare (VbEngine *e, char **path, char **uuid)
+{
+  VbEngineMeta *m = e->meta;
+  gboolean ok = FALSE;
+
+  g_mutex_lock (&m->lock);
+  if (m->spare_paths->len > 0)
+    {
+      *path = g_ptr_array_steal_index (m->spare_paths, 0);
+      *uuid = g_ptr_array_steal_index (m->spare_uuids, 0);
+      ok = TRUE;
+    }
+  g_mutex_unlock (&m->lock);
+  return ok;
+}
+
+void
+engine_meta_keep_fd (VbEngine *e, int fd)
+{
+  g_mutex_lock (&e->meta->lock);
+  g_array_append_val (e->meta->old_fds, fd);
+  g_mutex_unlock (&e->meta->lock);
+}
+
+/* Slot @i holds component @uuid in @state now; written to every healthy slot. */
+void
+engine_meta_set_role (VbEngine *e, guint i, const char *uuid, VbRoleState state)
+{
+  VbEngineMeta *m = e->meta;
+
+  g_mutex_lock (&m->lock);
+  g_strlcpy (m->sb.roles[i].uuid, uuid, sizeof m->sb.roles[i].uuid);
+  m->sb.roles[i].state = state;
+  write_all_locked (e);
+  g_mutex_unlock (&m->lock);
+}
+
+/* the bitmap */
+
+static int
+persist_bitmap_block (guint block, const guint8 *data, gpointer user_data)
+{
+  VbEngine *e = user_data;
+  VbEngineMeta *m = e->meta;
+  int results[VB_MAX_COMPONENTS] = { 0 };
+  guint landed = 0;
+  int err = 0;
+
+  g_mutex_lock (&m->bitmap_io_lock);
+  memcpy (m->bitmap_io, data, 4096);
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      if (engine_is_faulty (c))
+        continue;
+      results[i] = engine_component_pwrite (c, m->bitmap_io, 4096,
+                                            VB_BITMAP_OFFSET + (guint64) block * 4096);
+      if (results[i] == 0)
+        results[i] = engine_component_flush (c);
+      if (results[i] == 0)
+        landed++;
+      else
+        err = results[i];
+    }
+  g_mutex_unlock (&m->bitmap_io_lock);
+  /* a component that cannot keep its bitmap fails (outside the lock: the
+   * failure writes superblocks) */
+  for (guint i = 0; i < e->n; i++)
+    if (results[i] < 0)
+      engine_component_failed (e, i, results[i]);
+  return landed > 0 ? 0 : (err < 0 ? err : -EIO);
+}
+
+int
+engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length)
+{
+  if (e->meta->bitmap == NULL || length == 0)
+    return 0;
+  return vb_bitmap_start_write (e->meta->bitmap, offset, length);
+}
+
+void
+engine_meta_write_end (VbEngine *e, guint64 offset, guint64 length)
+{
+  if (e->meta->bitmap && length > 0)
+    vb_bitmap_end_write (e->meta->bitmap, offset, length);
+}
+
+/* Bits are cleared only while every slot is healthy and in sync and no
+ * job runs: while one is not, the bits keep what it misses. */
+static gboolean
+may_clear (VbEngine *e)
+{
+  if (engine_sync_running (e))
+    return FALSE;
+  for (guint i = 0; i < e->n; i++)
+    if (engine_is_faulty (&e->components[i]) || g_atomic_int_get (&e->components[i].rebuilding))
+      return FALSE;
+  return TRUE;
+}
+
+static gpointer
+sweeper_thread (gpointer data)
+{
+  VbEngine *e = data;
+  VbEngineMeta *m = e->meta;
+
+  g_mutex_lock (&m->sweep_lock);
+  while (!m->stopping)
+    {
+      gint64 until = g_get_monotonic_time () + SWEEP_INTERVAL_US;
+      if (g_cond_wait_until (&m->sweep_cond, &m->sweep_lock, until))
+        continue;
+      g_mutex_unlock (&m->sweep_lock);
+      vb_bitmap_sweep (m->bitmap, may_clear (e));
+      g_mutex_lock (&m->sweep_lock);
+    }
+  g_mutex_unlock (&m->sweep_lock);
+  return NULL;
+}
+
+/* assembly */
+
+typedef struct {
+  gboolean present; /* a vblk superblock of this device */
+  VbSuperblock sb;
+} Found;
+
+static gboolean
+read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **error)
+{
+  Component *c = &e->components[i];
+  g_autoptr (GError) local = NULL;
+  void *buf = NULL;
+  int r;
+
+  if (posix_memalign (&buf, 4096, VB_SB_SIZE) != 0)
+    return FALSE;
+  r = engine_component_pread (c, buf, VB_SB_SIZE, VB_SB_OFFSET);
+  if (r < 0)
+    {
+      free (buf);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': reading its superblock: %s",
+                   c->path, g_strerror (-r));
+      return FALSE;
+    }
+  f->present = vb_superblock_decode (buf, VB_SB_SIZE, &f->sb, &local);
+  free (buf);
+  if (!f->present)
+    {
+      if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+        return TRUE; /* blank: a new component */
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': %s; refusing to start (nothing was written)", c->path,
+                   local->message);
+      return FALSE;
+    }
+  if (strcmp (f->sb.device_uuid, device_uuid) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing to "
+                   "start (nothing was written)",
+                   c->path, f->sb.device_name, f->sb.device_uuid, e->name, device_uuid);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+fresh_superblock (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes, VbSuperblock *sb)
+{
+  guint64 chunk = 0;
+
+  memset (sb, 0, sizeof *sb);
+  sb->version = 1;
+  g_strlcpy (sb->device_uuid, id->uuid, sizeof sb->device_uuid);
+  g_strlcpy (sb->device_name, e->name, sizeof sb->device_name);
+  g_strlcpy (sb->driver, e->driver->name, sizeof sb->driver);
+  attribute_text (attributes, sb->attributes, sizeof sb->attributes);
+  sb->ctime = sb->utime = g_get_real_time ();
+  sb->data_offset = VB_DATA_OFFSET;
+  sb->data_size = e->layout.component_size;
+  if (g_strcmp0 (g_hash_table_lookup (attributes, "bitmap"), "internal") == 0)
+    {
+      chunk = vb_attr_get_u64 (attributes, "bitmap_chunk");
+      /* the area between 8 KiB and the data holds the bitmap; a device too
+       * large for it gets larger chunks */
+      while (vb_bitmap_bytes_for (e->layout.size, chunk) > VB_DATA_OFFSET - VB_BITMAP_OFFSET)
+        chunk *= 2;
+      sb->features |= VB_SB_FEATURE_BITMAP;
+      sb->bitmap_chunk = chunk;
+      sb->bitmap_bytes = vb_bitmap_bytes_for (e->layout.size, chunk);
+    }
+  sb->n_roles = e->n;
+  for (guint i = 0; i < e->n; i++)
+    {
+      g_strlcpy (sb->roles[i].uuid, id->component_uuids[i], sizeof sb->roles[i].uuid);
+      sb->roles[i].state = VB_ROLE_IN_SYNC;
+    }
+}
+
+/* Reads the bitmap area of component @i; NULL on error. */
+static guint8 *
+read_bitmap (VbEngine *e, guint i, gsize bytes)
+{
+  void *buf = NULL;
+
+  if (posix_memalign (&buf, 4096, bytes) != 0)
+    return NULL;
+  if (engine_component_pread (&e->components[i], buf, bytes, VB_BITMAP_OFFSET) < 0)
+    {
+      free (buf);
+      return NULL;
+    }
+  return buf;
+}
+
+gboolean
+engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes,
+                      GError **error)
+{
+  g_autofree Found *found = g_new0 (Found, e->n);
+  VbEngineMeta *m;
+  gint best = -1;
+  gboolean fresh;
+  g_autofree guint8 *bits = NULL;
+  gsize bits_len = 0;
+
+  g_return_val_if_fail (id != NULL && id->uuid != NULL, FALSE);
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      if (!read_slot (e, i, id->uuid, &found[i], error))
+        return FALSE;
+      if (found[i].present && (best < 0 || found[i].sb.events > found[best].sb.events))
+        best = i;
+    }
+  /* two components claiming one role with equal events: which holds the
+   * data cannot be told, so nothing is touched */
+  for (guint i = 0; i < e->n; i++)
+    for (guint j = i + 1; j < e->n; j++)
+      if (found[i].present && found[j].present && found[i].sb.role == found[j].sb.role
+          && found[i].sb.role >= 0 && found[i].sb.events == found[j].sb.events
+          && strcmp (found[i].sb.component_uuid, found[j].sb.component_uuid) != 0)
+        {
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_FAILED,
+              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
+              "; refusing to start (nothing was written)",
+              e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
+              found[i].sb.events);
+          return FALSE;
+        }
+  if (best >= 0 && found[best].sb.n_roles != e->n)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
+                   "start (nothing was written)",
+                   e->components[best].path, found[best].sb.n_roles, e->n);
+      return FALSE;
+    }
+
+  m = g_new0 (VbEngineMeta, 1);
+  e->meta = m;
+  m->closed = TRUE; /* nothing is written unless assembly succeeds */
+  g_mutex_init (&m->lock);
+  g_cond_init (&m->recorded);
+  g_mutex_init (&m->bitmap_io_lock);
+  g_mutex_init (&m->sweep_lock);
+  g_cond_init (&m->sweep_cond);
+  m->old_fds = g_array_new (FALSE, FALSE, sizeof (int));
+  m->spare_paths = g_ptr_array_new_with_free_func (g_free);
+  m->spare_uuids = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < id->n_spares; i++)
+    {
+      g_ptr_array_add (m->spare_paths, g_strdup (id->spare_paths[i]));
+      g_ptr_array_add (m->spare_uuids, g_strdup (id->spare_uuids[i]));
+    }
+  if (posix_memalign ((void **) &m->io, 4096, VB_SB_SIZE) != 0
+      || posix_memalign ((void **) &m->bitmap_io, 4096, 4096) != 0)
+    g_error ("out of memory");
+  engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                          vb_attr_get_u64 (attributes, "sync_speed_max"));
+
+  fresh = best < 0;
+  if (fresh)
+    fresh_superblock (e, id, attributes, &m->sb);
+  else
+    {
+      m->sb = found[best].sb;
+      /* the name and attributes follow the desired state */
+      g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
+      attribute_text (attributes, m->sb.attributes, sizeof m->sb.attributes);
+    }
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      const char *expect = m->sb.roles[i].uuid;
+      gboolean member = found[i].present && found[i].sb.role == (gint32) i
+                        && strcmp (found[i].sb.component_uuid, expect) == 0;
+
+      c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
+      if (fresh)
+        continue;
+      if (member && found[i].sb.events == m->sb.events && m->sb.roles[i].state == VB_ROLE_IN_SYNC)
+        continue; /* current */
+      if (member && m->sb.roles[i].state == VB_ROLE_IN_SYNC
+          && m->sb.features & VB_SB_FEATURE_BITMAP)
+        {
+          /* older but never marked failed: an unclean stop between two
+           * superblock writes; the dirty chunks are resynced to it */
+          g_message ("%s: component %u (%s) is at events %" G_GUINT64_FORMAT
+                     ", the device at %" G_GUINT64_FORMAT "; resyncing its dirty chunks",
+                     e->name, i, c->path, found[i].sb.events, m->sb.events);
+          g_atomic_int_set (&c->rebuilding, 1);
+        }
+      else if (member
+               && (m->sb.roles[i].state == VB_ROLE_FAULTY || m->sb.roles[i].state == VB_ROLE_MISSING
+                   || m->sb.roles[i].state == VB_ROLE_IN_SYNC)
+               && m->sb.features & VB_SB_FEATURE_BITMAP)
+        {
+          g_message ("%s: component %u (%s) is stale (events %" G_GUINT64_FORMAT
+                     " < %" G_GUINT64_FORMAT "); re-adding it through the bitmap",
+                     e->name, i, c->path, found[i].sb.events, m->sb.events);
+          g_atomic_int_set (&c->rebuilding, 1);
+        }
+      else
+        {
+          g_message ("%s: component %u (%s) is %s; rebuilding it", e->name, i, c->path,
+                     found[i].present ? "stale" : "new to the device");
+          g_atomic_int_set (&c->rebuilding, 1);
+          c->full_rebuild = TRUE;
+        }
+      g_free (c->uuid);
+      c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
+      g_strlcpy (m->sb.roles[i].uuid, c->uuid, sizeof m->sb.roles[i].uuid);
+      m->sb.roles[i].state = VB_ROLE_REBUILDING;
+    }
+
+  /* something must be readable */
+  {
+    guint readable = 0;
+    for (guint i = 0; i < e->n; i++)
+      readable += !g_atomic_int_get (&e->components[i].rebuilding);
+    if (readable == 0)
+      {
+        g_set_error (
+            error, VB_ERROR, VB_ERROR_FAILED,
+            "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
+            ", names none that is here); refusing to start",
+            e->name, m->sb.events);
+        return FALSE;
+      }
+  }
+
+  /* the bitmap: the newest component's, or all dirty for a new device
+   * (its copies were never made equal) */
+  if (m->sb.features & VB_SB_FEATURE_BITMAP)
+    {
+      if (!fresh)
+        {
+          bits_len = m->sb.bitmap_bytes;
+          bits = read_bitmap (e, best, bits_len);
+          if (bits == NULL)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                           "component '%s': reading its bitmap failed; refusing to start",
+                           e->components[best].path);
+              return FALSE;
+            }
+        }
+      m->bitmap = vb_bitmap_new (e->layout.size, m->sb.bitmap_chunk, bits, bits_len,
+                                 persist_bitmap_block, e);
+    }
+  m->need_sync = fresh || !m->sb.clean;
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding))
+      m->need_sync = TRUE;
+  if (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0)
+    m->need_sync = TRUE;
+
+  /* running: not clean until a clean stop says so */
+  if (!e->read_only)
+    {
+      m->sb.clean = FALSE;
+      if (m->bitmap && fresh)
+        vb_bitmap_mark_all (m->bitmap);
+      g_mutex_lock (&m->lock);
+      write_all_locked (e);
+      g_mutex_unlock (&m->lock);
+      /* the bitmap of every component equals the newest one's */
+      if (m->bitmap)
+        {
+          gsize len = m->sb.bitmap_bytes;
+          g_autofree guint8 *snap = g_malloc0 (len);
+          vb_bitmap_snapshot (m->bitmap, snap, len);
+          for (gsize b = 0; b < len / 4096; b++)
+            persist_bitmap_block (b, snap + b * 4096, e);
+        }
+    }
+  else
+    m->need_sync = FALSE; /* a read-only device reads in-sync copies only */
+  m->closed = e->read_only;
+  return TRUE;
+}
+
+void
+vb_engine_activate (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m == NULL)
+    return;
+  if (m->bitmap && !e->read_only)
+    m->sweeper = g_thread_new ("vblk-sweep", sweeper_thread, e);
+  if (m->need_sync && !e->read_only && e->redundant)
+    {
+      /* a component behind (new, or re-added through the bitmap) makes it
+       * a rebuild; equal copies after an unclean stop a resync */
+      gboolean rebuild = FALSE;
+      for (guint i = 0; i < e->n; i++)
+        rebuild |= g_atomic_int_get (&e->components[i].rebuilding) != 0;
+      engine_sync_start (e, rebuild ? "rebuild" : "resync", FALSE);
+    }
+}
+
+void
+engine_meta_close (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m->sweeper)
+    {
+      g_mutex_lock (&m->sweep_lock);
+      m->stopping = TRUE;
+      g_cond_signal (&m->sweep_cond);
+      g_mutex_unlock (&m->sweep_lock);
+      g_thread_join (m->sweeper);
+      m->sweeper = NULL;
+    }
+  if (e->read_only || m->closed)
+    return;
+  m->closed = TRUE;
+  /* every write has landed (the node is gone): with every slot in sync,
+   * no chunk is dirty any more */
+  for (guint i = 0; i < e->n; i++)
+    if (!engine_is_faulty (&e->components[i]))
+      engine_component_flush (&e->components[i]);
+  if (m->bitmap && may_clear (e))
+    {
+      vb_bitmap_sweep (m->bitmap, TRUE);
+      vb_bitmap_sweep (m->bitmap, TRUE);
+    }
+  g_mutex_lock (&m->lock);
+  /* without a bitmap, a resync cut short must run again in full */
+  m->sb.clean = m->bitmap != NULL || !m->sync_incomplete;
+  write_all_locked (e);
+  g_mutex_unlock (&m->lock);
+}
+
+void
+engine_meta_free (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m == NULL)
+    return;
+  vb_bitmap_free (m->bitmap);
+  for (guint i = 0; i < m->old_fds->len; i++)
+    close (g_array_index (m->old_fds, int, i));
+  g_array_unref (m->old_fds);
+  g_ptr_array_unref (m->spare_paths);
+  g_ptr_array_unref (m->spare_uuids);
+  free (m->io);
+  free (m->bitmap_io);
+  g_mutex_clear (&m->lock);
+  g_cond_clear (&m->recorded);
+  g_mutex_clear (&m->bitmap_io_lock);
+  g_mutex_clear (&m->sweep_lock);
+  g_cond_clear (&m->sweep_cond);
+  g_free (m);
+  e->meta = NULL;
+}

@@ -1,0 +1,108 @@
+/* The engine's insides, shared by engine.c (the data path),
+ * engine-meta.c (on-component metadata and failure recording) and
+ * engine-sync.c (bitmap, resync, rebuild and check jobs). */
+#pragma once
+
+#include "bitmap.h"
+#include "engine.h"
+#include "fault.h"
+#include "superblock.h"
+
+#include <glib.h>
+
+#define RING_ENTRIES 128
+#define BUFFER_ALIGN 4096
+#define MAX_PIECES 256 /* per batch; a longer request is done in batches */
+#define ZERO_CHUNK (1u << 20)
+
+typedef struct {
+  char *path;
+  int fd;                /* -1 for an in-process component */
+  const VbBlockOps *ops; /* in-process component */
+  void *handle;
+  gboolean is_block;
+  gboolean direct;     /* opened O_DIRECT */
+  guint64 data_offset; /* where the data area starts */
+  gint faulty;         /* atomic */
+  guint64 errors;      /* atomic */
+  /* with metadata */
+  char *uuid;            /* component UUID */
+  gint recorded;         /* atomic: its failure is in the survivors' superblocks */
+  gint rebuilding;       /* atomic: written, never read (behind a rebuild or re-add) */
+  gboolean full_rebuild; /* new to its slot: every byte is copied, not just dirty chunks */
+} Component;
+
+typedef struct _VbEngineMeta VbEngineMeta;
+
+struct _VbEngine {
+  char *name;
+  const VbDriver *driver;
+  VbLayout layout;
+  guint32 block_size;
+  gboolean read_only;
+  gboolean redundant; /* every piece has more than one copy */
+  guint n;
+  Component *components;
+  guint rr; /* atomic: read balancing */
+  VbEngineFailureFunc failure_func;
+  gpointer failure_data;
+  VbEngineJobFunc job_func;
+  gpointer job_data;
+  VbFault *fault;     /* driver "faulty": injected errors and latency */
+  VbEngineMeta *meta; /* NULL without on-component metadata */
+  /* Writes hold it shared; a resync, rebuild or check step holds it
+   * exclusively while it copies, so no write lands between its read and
+   * its write. */
+  GRWLock barrier;
+  gint lost;        /* atomic: some data has no healthy copy (failed) */
+  guint64 io_count; /* atomic: requests served, so that jobs see a busy device */
+  GMutex sync_lock; /* the job below */
+  struct _EngineSync *sync;
+  GThread *spare_thread; /* a spare taking a failed slot */
+};
+
+gboolean engine_is_faulty (Component *c);
+/* I/O on one component outside io_uring (metadata, sync jobs); 0 or -errno. */
+int engine_component_pread (Component *c, void *buf, guint64 length, guint64 offset);
+int engine_component_pwrite (Component *c, const void *buf, guint64 length, guint64 offset);
+int engine_component_flush (Component *c);
+void engine_component_failed (VbEngine *e, guint i, int err);
+
+/* engine-meta.c */
+gboolean engine_meta_assemble (VbEngine *e, const VbEngineIdentity *identity,
+                               GHashTable *attributes, GError **error);
+void engine_meta_free (VbEngine *e);
+/* @i just turned faulty: the survivors' superblocks say so before this
+ * returns (or they turn faulty too). */
+void engine_meta_record_failure (VbEngine *e, guint i);
+/* Blocks while @i is faulty but its failure not yet recorded. */
+void engine_meta_wait_recorded (VbEngine *e, guint i);
+/* Writes every healthy component's superblock after a state change. */
+void engine_meta_update (VbEngine *e);
+/* A clean stop: superblocks say clean. */
+void engine_meta_close (VbEngine *e);
+int engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length);
+void engine_meta_write_end (VbEngine *e, guint64 offset, guint64 length);
+/* What the data path needs quickly. */
+gboolean engine_meta_active (VbEngine *e);
+/* For engine-sync.c */
+VbBitmap *engine_meta_bitmap (VbEngine *e);
+void engine_meta_role_in_sync (VbEngine *e, guint i);
+guint64 engine_meta_sync_speed (VbEngine *e, gboolean max);
+void engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete);
+void engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max);
+
+/* engine-sync.c */
+/* Starts a job: "resync", "rebuild", "check" or "repair"; returns its id,
+ * or 0 when one runs. */
+guint64 engine_sync_start (VbEngine *e, const char *operation, gboolean repair);
+/* @i failed: a spare (if any) takes its slot and is rebuilt (own thread). */
+void engine_sync_take_spare (VbEngine *e, guint i);
+void engine_sync_join_spare (VbEngine *e);
+/* For engine-sync.c: the next spare, removed from the list (NULL: none). */
+gboolean engine_meta_has_spare (VbEngine *e);
+gboolean engine_meta_pop_spare (VbEngine *e, char **path, char **uuid);
+void engine_meta_keep_fd (VbEngine *e, int fd);
+void engine_meta_set_role (VbEngine *e, guint i, const char *uuid, VbRoleState state);
+void engine_sync_stop (VbEngine *e);
+gboolean engine_sync_running (VbEngine *e);

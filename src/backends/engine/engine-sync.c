@@ -1,0 +1,551 @@
+/* The engine's jobs: resync (make the copies of dirty chunks equal after
+ * an unclean stop), rebuild (fill a component that is new to its slot, or
+ * re-add a returning one through the bitmap), check (compare every copy,
+ * count mismatches) and repair (check, and rewrite mismatches from the
+ * first in-sync copy). One job runs per device, on its own thread, one
+ * unit at a time under the write barrier, so no write lands between a
+ * unit's read and its writes. A job reports through the job function. */
+#include "config.h"
+
+#include "engine-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UNIT (1u << 20)    /* bytes copied or compared under the barrier at once */
+#define REPORT_US (250000) /* progress reports at most this often */
+#define BUSY_WINDOW_US (100000)
+
+typedef enum {
+  OP_RESYNC,
+  OP_REBUILD,
+  OP_CHECK,
+  OP_REPAIR,
+} SyncOp;
+
+typedef struct _EngineSync {
+  VbEngine *engine;
+  GThread *thread;
+  SyncOp op;
+  const char *operation;
+  guint64 id;
+  gint cancel;    /* atomic */
+  gboolean done;  /* the thread has ended */
+  gint component; /* the slot rebuilt onto, or -1 */
+  guint64 bytes, progress, mismatches;
+  gint64 last_report;
+  /* pacing */
+  gint64 started;
+  guint64 paced_bytes;
+  gint64 pace_start;
+  guint64 io_seen;
+  gint64 busy_until;
+  guint8 *buf[VB_MAX_COPIES];
+} EngineSync;
+
+static guint64 next_job_id = 1; /* atomic */
+
+static void
+report (EngineSync *s, VbEngineJobState state, const char *message)
+{
+  VbEngine *e = s->engine;
+  VbEngineJob job = {
+    .id = s->id,
+    .operation = s->operation,
+    .state = state,
+    .bytes = s->bytes,
+    .done = s->progress,
+    .mismatches = s->mismatches,
+    .component = s->component,
+    .component_uuid = s->component >= 0 ? e->components[s->component].uuid : NULL,
+    .message = message,
+  };
+
+  s->last_report = g_get_monotonic_time ();
+  if (e->job_func)
+    e->job_func (e, &job, e->job_data);
+}
+
+/* Sleeps so that the job keeps to sync_speed_max, and to sync_speed_min
+ * while the device serves requests (md's two limits). */
+static void
+pace (EngineSync *s, guint64 bytes)
+{
+  VbEngine *e = s->engine;
+  guint64 io = __atomic_load_n (&e->io_count, __ATOMIC_RELAXED);
+  gint64 now = g_get_monotonic_time ();
+  guint64 limit;
+
+  if (e->meta == NULL)
+    return;
+  if (io != s->io_seen)
+    {
+      s->io_seen = io;
+      s->busy_until = now + BUSY_WINDOW_US;
+    }
+  limit
+      = now < s->busy_until ? engine_meta_sync_speed (e, FALSE) : engine_meta_sync_speed (e, TRUE);
+  s->paced_bytes += bytes;
+  if (limit == 0)
+    {
+      s->paced_bytes = 0;
+      s->pace_start = now;
+      return;
+    }
+  gint64 due = s->pace_start + (gint64) (s->paced_bytes * G_USEC_PER_SEC / limit);
+  if (due > now)
+    g_usleep (MIN (due - now, G_USEC_PER_SEC));
+  if (now - s->pace_start > G_USEC_PER_SEC)
+    {
+      /* a fresh window each second, so a change of limit acts at once */
+      s->pace_start = g_get_monotonic_time ();
+      s->paced_bytes = 0;
+    }
+}
+
+static gboolean
+readable (Component *c)
+{
+  return !engine_is_faulty (c) && !g_atomic_int_get (&c->rebuilding);
+}
+
+/* One piece of the device: read a good copy, then write or compare the
+ * others. Returns 0, or -errno when no copy could be read. */
+static int
+sync_piece (EngineSync *s, const VbMapping *p, gboolean dirty)
+{
+  VbEngine *e = s->engine;
+  gint source = -1;
+  int r = -EIO;
+
+  for (guint k = 0; k < p->n_copies; k++)
+    {
+      Component *c = &e->components[p->copies[k].component];
+      if (!readable (c))
+        continue;
+      r = engine_component_pread (c, s->buf[0], p->length, c->data_offset + p->copies[k].offset);
+      if (r == 0)
+        {
+          source = k;
+          break;
+        }
+      engine_component_failed (e, p->copies[k].component, r);
+    }
+  if (source < 0)
+    return r;
+
+  for (guint k = 0; k < p->n_copies; k++)
+    {
+      guint ci = p->copies[k].component;
+      Component *c = &e->components[ci];
+      guint64 off = c->data_offset + p->copies[k].offset;
+      gboolean write = FALSE;
+
+      if ((gint) k == source || engine_is_faulty (c))
+        continue;
+      switch (s->op)
+        {
+        case OP_RESYNC:
+          write = TRUE;
+          break;
+        case OP_REBUILD:
+          /* a rebuilt slot gets everything; the others what an unclean
+           * stop may have left different */
+          write = g_atomic_int_get (&c->rebuilding) ? (c->full_rebuild || dirty) : dirty;
+          break;
+        case OP_CHECK:
+        case OP_REPAIR:
+          if (g_atomic_int_get (&c->rebuilding))
+            continue;
+          if ((r = engine_component_pread (c, s->buf[1], p->length, off)) < 0)
+            {
+              engine_component_failed (e, ci, r);
+              continue;
+            }
+          for (guint64 b = 0; b < p->length; b += 4096)
+            {
+              gsize n = MIN (4096, p->length - b);
+              if (memcmp (s->buf[0] + b, s->buf[1] + b, n) != 0)
+                {
+                  s->mismatches++;
+                  write = s->op == OP_REPAIR;
+                }
+            }
+          break;
+        }
+      if (write && (r = engine_component_pwrite (c, s->buf[0], p->length, off)) < 0)
+        engine_component_failed (e, ci, r);
+    }
+  return 0;
+}
+
+/* [offset, offset + length) of the device, under the barrier. */
+static int
+sync_range (EngineSync *s, guint64 offset, guint64 length, gboolean dirty)
+{
+  VbEngine *e = s->engine;
+  int r = 0;
+
+  g_rw_lock_writer_lock (&e->barrier);
+  for (guint64 done = 0; done < length && r == 0;)
+    {
+      VbMapping p;
+      e->driver->map (&e->layout, offset + done, length - done, &p);
+      r = sync_piece (s, &p, dirty);
+      done += p.length;
+    }
+  /* what was written is durable before the bits that covered it go */
+  for (guint i = 0; i < e->n && r == 0; i++)
+    {
+      Component *c = &e->components[i];
+      int f;
+      if (!engine_is_faulty (c) && s->op != OP_CHECK && (f = engine_component_flush (c)) < 0)
+        engine_component_failed (e, i, f);
+    }
+  g_rw_lock_writer_unlock (&e->barrier);
+  return r;
+}
+
+static gboolean
+any_faulty (VbEngine *e)
+{
+  for (guint i = 0; i < e->n; i++)
+    if (engine_is_faulty (&e->components[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* Runs [from, to) unit by unit; FALSE when cancelled or failed (@err). */
+static gboolean
+run_region (EngineSync *s, guint64 from, guint64 to, gboolean dirty, int *err)
+{
+  guint64 unit = UNIT - UNIT % s->engine->block_size;
+
+  for (guint64 off = from; off < to;)
+    {
+      guint64 len = MIN (unit, to - off);
+      if (g_atomic_int_get (&s->cancel))
+        return FALSE;
+      if ((*err = sync_range (s, off, len, dirty)) < 0)
+        return FALSE;
+      off += len;
+      s->progress += len;
+      if (g_get_monotonic_time () - s->last_report >= REPORT_US)
+        report (s, VB_ENGINE_JOB_RUNNING, NULL);
+      pace (s, len);
+    }
+  return TRUE;
+}
+
+static gpointer
+sync_thread (gpointer data)
+{
+  EngineSync *s = data;
+  VbEngine *e = s->engine;
+  VbBitmap *bm = engine_meta_bitmap (e);
+  guint64 size = e->layout.size;
+  gboolean full = TRUE, ok = TRUE;
+  int err = 0;
+
+  /* only the dirty chunks, where the bitmap knows them and no slot needs
+   * every byte */
+  if (bm && (s->op == OP_RESYNC || s->op == OP_REBUILD))
+    {
+      full = FALSE;
+      for (guint i = 0; i < e->n; i++)
+        if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild)
+          full = TRUE;
+    }
+  if (full)
+    s->bytes = size;
+  else
+    {
+      guint64 chunk = vb_bitmap_chunk_size (bm);
+      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64;
+           c = vb_bitmap_next_dirty (bm, c + 1))
+        s->bytes += MIN (chunk, size - c * chunk);
+    }
+  g_message ("%s: %s started: %" G_GUINT64_FORMAT " bytes%s", e->name, s->operation, s->bytes,
+             full ? "" : " (the bitmap's dirty chunks)");
+  report (s, VB_ENGINE_JOB_RUNNING, NULL);
+
+  if (full)
+    {
+      guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
+      for (guint64 off = 0; off < size && ok; off += step)
+        {
+          guint64 chunk_no = bm ? off / step : 0;
+          gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
+          ok = run_region (s, off, MIN (size, off + step), dirty, &err);
+          if (ok && bm && dirty && s->op != OP_CHECK && !any_faulty (e))
+            vb_bitmap_clear_chunk (bm, chunk_no);
+        }
+    }
+  else
+    {
+      guint64 chunk = vb_bitmap_chunk_size (bm);
+      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64 && ok;
+           c = vb_bitmap_next_dirty (bm, c + 1))
+        {
+          ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, &err);
+          /* a bit stays while some copy still misses the chunk */
+          if (ok && !any_faulty (e))
+            vb_bitmap_clear_chunk (bm, c);
+        }
+    }
+
+  if (ok)
+    {
+      for (guint i = 0; i < e->n; i++)
+        if (g_atomic_int_get (&e->components[i].rebuilding))
+          {
+            e->components[i].full_rebuild = FALSE;
+            engine_meta_role_in_sync (e, i);
+          }
+      if (e->meta)
+        engine_meta_sync_incomplete (e, FALSE);
+      g_message ("%s: %s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
+                 e->name, s->operation, s->progress, s->mismatches);
+      report (s, VB_ENGINE_JOB_FINISHED, NULL);
+    }
+  else if (err < 0)
+    {
+      g_autofree char *msg = g_strdup_printf ("no copy could be read: %s", g_strerror (-err));
+      if (e->meta)
+        engine_meta_sync_incomplete (e, TRUE);
+      g_warning ("%s: %s failed: %s", e->name, s->operation, msg);
+      report (s, VB_ENGINE_JOB_FAILED, msg);
+    }
+  else
+    {
+      if (e->meta)
+        engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
+      g_message ("%s: %s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
+                 e->name, s->operation, s->progress, s->bytes);
+      report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
+    }
+  g_atomic_int_set (&s->done, TRUE);
+  return NULL;
+}
+
+static void
+sync_free (EngineSync *s)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (s->buf); i++)
+    free (s->buf[i]);
+  g_free (s);
+}
+
+/* Joins a finished job's thread; called with sync_lock held. */
+static void
+reap_locked (VbEngine *e)
+{
+  if (e->sync && g_atomic_int_get (&e->sync->done))
+    {
+      g_thread_join (e->sync->thread);
+      sync_free (e->sync);
+      e->sync = NULL;
+    }
+}
+
+guint64
+engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
+{
+  EngineSync *s;
+  guint64 id;
+
+  g_mutex_lock (&e->sync_lock);
+  reap_locked (e);
+  if (e->sync)
+    {
+      g_mutex_unlock (&e->sync_lock);
+      return 0;
+    }
+  s = g_new0 (EngineSync, 1);
+  s->engine = e;
+  s->component = -1;
+  if (strcmp (operation, "resync") == 0)
+    s->op = OP_RESYNC;
+  else if (strcmp (operation, "rebuild") == 0)
+    s->op = OP_REBUILD;
+  else
+    s->op = repair ? OP_REPAIR : OP_CHECK;
+  s->operation = s->op == OP_RESYNC    ? "resync"
+                 : s->op == OP_REBUILD ? "rebuild"
+                 : s->op == OP_CHECK   ? "check"
+                                       : "repair";
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding))
+      s->component = i;
+  s->id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
+  s->pace_start = s->started = g_get_monotonic_time ();
+  if (posix_memalign ((void **) &s->buf[0], 4096, UNIT) != 0
+      || posix_memalign ((void **) &s->buf[1], 4096, UNIT) != 0)
+    g_error ("out of memory");
+  e->sync = s;
+  id = s->id;
+  s->thread = g_thread_new ("vblk-sync", sync_thread, s);
+  g_mutex_unlock (&e->sync_lock);
+  return id;
+}
+
+/* Stops the running job (if any) and waits for its thread. */
+void
+engine_sync_stop (VbEngine *e)
+{
+  EngineSync *s;
+
+  g_mutex_lock (&e->sync_lock);
+  s = e->sync;
+  e->sync = NULL;
+  g_mutex_unlock (&e->sync_lock);
+  if (s == NULL)
+    return;
+  g_atomic_int_set (&s->cancel, 1);
+  g_thread_join (s->thread);
+  sync_free (s);
+}
+
+gboolean
+engine_sync_running (VbEngine *e)
+{
+  gboolean running;
+
+  g_mutex_lock (&e->sync_lock);
+  running = e->sync != NULL && !g_atomic_int_get (&e->sync->done);
+  g_mutex_unlock (&e->sync_lock);
+  return running;
+}
+
+gint64
+vb_engine_check (VbEngine *e, gboolean repair)
+{
+  guint64 id;
+
+  if (!e->redundant)
+    return -ENOTSUP;
+  if (e->read_only && repair)
+    return -EROFS;
+  id = engine_sync_start (e, "check", repair);
+  return id ? (gint64) id : -EBUSY;
+}
+
+int
+vb_engine_cancel_job (VbEngine *e, guint64 id)
+{
+  int r = -ESRCH;
+
+  g_mutex_lock (&e->sync_lock);
+  if (e->sync && e->sync->id == id && !g_atomic_int_get (&e->sync->done))
+    {
+      g_atomic_int_set (&e->sync->cancel, 1);
+      r = 0;
+    }
+  g_mutex_unlock (&e->sync_lock);
+  return r;
+}
+
+/* spares */
+
+typedef struct {
+  VbEngine *engine;
+  guint slot;
+} TakeSpare;
+
+static gpointer
+take_spare_thread (gpointer data)
+{
+  TakeSpare *t = data;
+  VbEngine *e = t->engine;
+  Component *c = &e->components[t->slot];
+  g_autofree char *path = NULL;
+  g_autofree char *uuid = NULL;
+  int fd;
+
+  g_free (t);
+  if (!engine_meta_pop_spare (e, &path, &uuid))
+    return NULL;
+  fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
+  if (fd < 0)
+    fd = open (path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    {
+      g_warning ("%s: spare %s: %s", e->name, path, g_strerror (errno));
+      return NULL;
+    }
+  /* the job that runs (a resync, say) ends first; the rebuild below
+   * covers what it had left */
+  engine_sync_stop (e);
+  g_rw_lock_writer_lock (&e->barrier);
+  /* readers skip the slot (faulty, then rebuilding); the old fd stays open
+   * until the engine ends, so a request still holding it never reaches
+   * another file */
+  g_atomic_int_set (&c->rebuilding, 1);
+  c->full_rebuild = TRUE;
+  if (c->fd >= 0)
+    engine_meta_keep_fd (e, c->fd);
+  c->fd = fd;
+  c->ops = NULL;
+  c->handle = NULL;
+  c->direct = (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
+  g_free (c->path);
+  c->path = g_strdup (path);
+  g_free (c->uuid);
+  c->uuid = g_strdup (uuid);
+  __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
+  g_atomic_int_set (&c->recorded, 0);
+  g_atomic_int_set (&c->faulty, 0);
+  g_rw_lock_writer_unlock (&e->barrier);
+  g_message ("%s: spare %s takes slot %u; rebuilding onto it", e->name, path, t->slot);
+  engine_meta_set_role (e, t->slot, uuid, VB_ROLE_REBUILDING);
+  /* its bitmap area must match the others' before it counts */
+  if (engine_meta_bitmap (e))
+    {
+      VbBitmap *bm = engine_meta_bitmap (e);
+      gsize len = vb_bitmap_bytes_for (e->layout.size, vb_bitmap_chunk_size (bm));
+      void *snap = NULL;
+      if (posix_memalign (&snap, 4096, len) == 0)
+        {
+          vb_bitmap_snapshot (bm, snap, len);
+          engine_component_pwrite (c, snap, len, VB_BITMAP_OFFSET);
+          free (snap);
+        }
+    }
+  engine_sync_start (e, "rebuild", FALSE);
+  return NULL;
+}
+
+/* One takeover at a time; the engine joins it before it ends. */
+static GMutex spare_lock;
+
+void
+engine_sync_take_spare (VbEngine *e, guint i)
+{
+  TakeSpare *t;
+
+  g_mutex_lock (&spare_lock);
+  if (e->spare_thread == NULL)
+    {
+      t = g_new0 (TakeSpare, 1);
+      t->engine = e;
+      t->slot = i;
+      e->spare_thread = g_thread_new ("vblk-spare", take_spare_thread, t);
+    }
+  g_mutex_unlock (&spare_lock);
+}
+
+void
+engine_sync_join_spare (VbEngine *e)
+{
+  GThread *t;
+
+  g_mutex_lock (&spare_lock);
+  t = e->spare_thread;
+  e->spare_thread = NULL;
+  g_mutex_unlock (&spare_lock);
+  if (t)
+    g_thread_join (t);
+}
