@@ -329,7 +329,7 @@ start_engine (const VbBackendRequest *request, GError **error)
 
   for (guint i = 0; i < request->n_components; i++)
     {
-      EngineRuntime *dep = runtime_lookup (request->paths[i]);
+      EngineRuntime *dep = request->paths[i] ? runtime_lookup (request->paths[i]) : NULL;
       sources[i].path = request->paths[i];
       if (dep)
         {
@@ -486,6 +486,34 @@ loop_cancel_job (const char *block_device, guint64 job)
   return rt ? vb_engine_cancel_job (rt->engine, job) : -ESRCH;
 }
 
+static gboolean
+loop_readd (const char *block_device, guint slot, const char *path, GError **error)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *dep = runtime_lookup (path);
+  VbEngineSource source = { path, NULL, NULL };
+
+  if (rt == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
+                   block_device);
+      return FALSE;
+    }
+  if (slot >= vb_engine_n_components (rt->engine))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device,
+                   slot);
+      return FALSE;
+    }
+  /* an engine device of this process is called in place, as at start */
+  if (dep)
+    {
+      source.ops = &vb_engine_ops;
+      source.handle = dep->engine;
+    }
+  return vb_engine_readd (rt->engine, slot, &source, error) == 0;
+}
+
 static void
 loop_set_spares (const char *block_device, guint n, const char *const *paths,
                  const char *const *uuids)
@@ -632,5 +660,6 @@ const VbBackend vb_backend_loop = {
   .check = loop_check,
   .cancel_job = loop_cancel_job,
   .set_spares = loop_set_spares,
+  .readd = loop_readd,
   .scan = loop_scan,
 };

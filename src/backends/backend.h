@@ -67,6 +67,8 @@ typedef struct {
    * mismatches) -ENOTSUP/-EBUSY; cancel -ESRCH when not running. */
   gint64 (*check) (const char *block_device, gboolean repair); /* the job id */
   int (*cancel_job) (const char *block_device, guint64 job);
+  /* Puts @path back into faulty slot @slot of an engine device (re-add). */
+  gboolean (*readd) (const char *block_device, guint slot, const char *path, GError **error);
   /* The spares a failed slot is rebuilt onto, replacing the list. */
   void (*set_spares) (const char *block_device, guint n, const char *const *paths,
                       const char *const *uuids);

@@ -260,6 +260,18 @@ mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data,
 /* AddComponent */
 
 static gboolean
+is_slot_source (const VbDeviceConfig *d, const char *source)
+{
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      const VbComponentConfig *c = d->components->pdata[i];
+      if (strcmp (c->source, source) == 0 && vb_component_config_is_slot (c))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
 mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
                       GError **error)
 {
@@ -276,7 +288,8 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
     return FALSE;
   if (req->options)
     g_variant_lookup (req->options, "role", "s", &role);
-  if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0)
+  if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0
+      && !is_slot_source (d, req->source))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s' is started: adding a component to a started device needs "
@@ -298,6 +311,19 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
       VbComponentConfig *c = d->components->pdata[i];
       if (strcmp (c->source, req->source) == 0)
         {
+          /* a slot's own component, on a started device: a re-add (mdadm
+           * --re-add), done by the op's worker; the engine refuses it
+           * unless the slot is faulty */
+          if (vb_component_config_is_slot (c) && role == NULL
+              && g_hash_table_contains (daemon->running, d->uuid))
+            {
+              if (daemon->readds == NULL)
+                daemon->readds = g_ptr_array_new_with_free_func (g_free);
+              g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, c->role));
+              req->result_path = vb_component_object_path (d->name, i);
+              g_ptr_array_add (touched, g_strdup (d->name));
+              return TRUE;
+            }
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        "component '%s': already a component of '%s'", req->source, d->name);
           return FALSE;

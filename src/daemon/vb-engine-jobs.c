@@ -279,6 +279,7 @@ vb_daemon_engine_job (const char *uuid, const VbEngineJob *job, gpointer user_da
   note->job.operation = NULL;
   note->job.component_uuid = NULL;
   note->job.message = NULL;
-  /* the main thread owns all state: publish there */
-  g_idle_add (publish_job, note);
+  /* the main thread owns all state: publish there, before what comes
+   * after (the reply to the Start that began the job, say) */
+  g_idle_add_full (G_PRIORITY_DEFAULT, publish_job, note, NULL);
 }

@@ -79,9 +79,12 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
                  guint64 *errors)
 {
   gboolean faulty, rebuilding;
+  const VbDeviceStatus *status = g_hash_table_lookup (daemon->status, d->name);
 
   if (running_component_status (daemon, d, index, &faulty, &rebuilding, errors))
     {
+      if (faulty && status && index < 64 && (status->missing & (G_GUINT64_CONSTANT (1) << index)))
+        return "missing";
       if (faulty)
         return "faulty";
       if (rebuilding)

@@ -118,6 +118,9 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
   g_autoptr (GPtrArray) p = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GArray) in = g_array_new (FALSE, TRUE, sizeof (VbComponentInfo));
   guint64 data_offset = vb_driver_data_offset (config->attributes);
+  g_autoptr (GError) local = NULL;
+  guint n_missing = 0;
+  guint64 smallest = G_MAXUINT64;
 
   /* only the slots: spares wait outside the layout */
   for (guint i = 0; i < config->components->len; i++)
@@ -128,8 +131,26 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
 
       if (!vb_component_config_is_slot (c))
         continue;
-      if (!probe_one (probe, c->source, &path, &info, error))
-        return FALSE;
+      if (!probe_one (probe, c->source, &path, &info, &local))
+        {
+          /* a redundant device with metadata starts without a file or disk
+           * that is gone; its superblocks record the slot missing */
+          if (!data_offset || c->source[0] != '/'
+              || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+            {
+              g_propagate_error (error, g_steal_pointer (&local));
+              return FALSE;
+            }
+          g_clear_error (&local);
+          info.source = c->source;
+          info.kind = VB_COMPONENT_KIND_FILE;
+          info.missing = TRUE;
+          info.size = 0;
+          g_ptr_array_add (p, NULL);
+          g_array_append_val (in, info);
+          n_missing++;
+          continue;
+        }
       if (data_offset && info.size < data_offset + 4096)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -144,6 +165,21 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
       g_ptr_array_add (p, path);
       g_array_append_val (in, info);
     }
+  if (n_missing > 0)
+    {
+      for (guint i = 0; i < in->len; i++)
+        if (!g_array_index (in, VbComponentInfo, i).missing)
+          smallest = MIN (smallest, g_array_index (in, VbComponentInfo, i).size);
+      if (smallest == G_MAXUINT64)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
+                       "device '%s': none of its components is there", config->name);
+          return FALSE;
+        }
+      for (guint i = 0; i < in->len; i++)
+        if (g_array_index (in, VbComponentInfo, i).missing)
+          g_array_index (in, VbComponentInfo, i).size = smallest;
+    }
   *paths = g_steal_pointer (&p);
   *infos = g_steal_pointer (&in);
   return TRUE;
@@ -155,6 +191,7 @@ vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths
 {
   g_autoptr (GPtrArray) p = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) u = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GError) local = NULL;
 
   for (guint i = 0; i < config->components->len; i++)
     {
@@ -164,8 +201,17 @@ vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths
 
       if (g_strcmp0 (c->role, "spare") != 0)
         continue;
-      if (!probe_one (probe, c->source, &path, &info, error))
-        return FALSE;
+      if (!probe_one (probe, c->source, &path, &info, &local))
+        {
+          /* a spare that is not there is no spare now */
+          if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+            {
+              g_clear_error (&local);
+              continue;
+            }
+          g_propagate_error (error, g_steal_pointer (&local));
+          return FALSE;
+        }
       if (path == NULL)
         continue; /* a device not started: not a spare now */
       g_ptr_array_add (p, path);

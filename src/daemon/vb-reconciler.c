@@ -150,7 +150,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   if (!ok)
     return NULL;
   for (guint i = 0; i < paths->len; i++)
-    if (paths->pdata[i] == NULL)
+    if (paths->pdata[i] == NULL && !g_array_index (infos, VbComponentInfo, i).missing)
       {
         g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
                      ((VbComponentConfig *) config->components->pdata[i])->source);
@@ -353,6 +353,51 @@ execute_plan (VbOp *op)
       if (!save (op, &local))
         g_warning ("vblk: %s", local->message);
     }
+}
+
+/* Re-adds asked for by this op's mutate: the engine takes the slot's
+ * component back (only what it missed, through the bitmap). */
+static void
+run_readds (VbOp *op)
+{
+  GPtrArray *readds = op->daemon->readds;
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+
+  op->daemon->readds = NULL;
+  for (guint i = 0; readds && i < readds->len; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (readds->pdata[i], "\n", 2);
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      guint slot = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GArray) infos = NULL;
+      g_autoptr (GError) local = NULL;
+      VbProbe probe;
+      gboolean ok;
+
+      if (backend == NULL || backend->readd == NULL)
+        {
+          g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "device '%s' is not started on a backend that re-adds components",
+                       parts[0]);
+        }
+      else
+        {
+          vb_probe_init (&probe, op->candidate, block_devices);
+          ok = vb_probe_components (&probe, d, &paths, &infos, &local);
+          vb_probe_clear (&probe);
+          if (ok && (slot >= paths->len || paths->pdata[slot] == NULL))
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
+                         d->name, slot);
+          else if (ok)
+            backend->readd (r->block_device, slot, paths->pdata[slot], &local);
+        }
+      if (local && op->error == NULL)
+        op->error = g_error_copy (local);
+    }
+  g_clear_pointer (&readds, g_ptr_array_unref);
 }
 
 /* A started device learns its spares (added, or one taken into a slot). */
@@ -599,6 +644,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
        * gone, say) is still worth showing */
       vb_state_free (op->candidate);
       op->candidate = vb_state_copy (op->previous);
+      g_clear_pointer (&op->daemon->readds, g_ptr_array_unref);
       compute_status (op);
       goto out;
     }
@@ -612,6 +658,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     }
   op->applied = TRUE;
   execute_plan (op);
+  run_readds (op);
   sync_spares (op);
   sync_exports (op);
   compute_status (op);

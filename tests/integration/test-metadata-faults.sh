@@ -60,11 +60,10 @@ fio --name=w2 --filename="$bd" --ioengine=io_uring --direct=1 --rw=randwrite --b
     --output="$T/fio2.log" || vb_fail "fio degraded: $(tail -20 "$T/fio2.log")"
 cp "$bd" "$T/expected.img" 2> /dev/null || dd if="$bd" of="$T/expected.img" bs=1M iflag=direct status=none
 
-vb_log "the leg works again: re-added through the bitmap"
+vb_log "the leg works again: re-added (vbmgr add of its own component) through the bitmap"
 vbmgr set f fail_writes=false fail_after=0
-vbmgr stop r
-vbmgr start r
-bd=$(vb_blockdev_of r)
+vb_expect_fail Busy vbmgr add r "$T/b.img"
+vbmgr add r vblk:f
 vbmgr wait r > /dev/null || vb_fail "re-add"
 job=$(vbmgr jobs --json | jq -c '[.[] | select(.device == "r" and .operation == "rebuild")] | last')
 vb_assert_eq finished "$(jq -r .state <<< "$job")" "re-add finished"

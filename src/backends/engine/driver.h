@@ -80,7 +80,9 @@ typedef enum {
 typedef struct {
   const char *source; /* as the user wrote it */
   VbComponentKind kind;
-  guint64 size; /* bytes */
+  guint64 size;     /* bytes */
+  gboolean missing; /* a slot of a device with metadata whose path is gone:
+                       started degraded, size that of the others */
 } VbComponentInfo;
 
 /* A contiguous byte range of one component: all that a kernel loop device

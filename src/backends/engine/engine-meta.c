@@ -49,6 +49,12 @@ struct _VbEngineMeta {
   gboolean sync_incomplete; /* a job stopped before its end */
 };
 
+const char *
+engine_meta_device_uuid (VbEngine *e)
+{
+  return e->meta->sb.device_uuid;
+}
+
 gboolean
 engine_meta_active (VbEngine *e)
 {
@@ -470,6 +476,8 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
 
   for (guint i = 0; i < e->n; i++)
     {
+      if (e->components[i].missing)
+        continue;
       if (!read_slot (e, i, id->uuid, &found[i], error))
         return FALSE;
       if (found[i].present && (best < 0 || found[i].sb.events > found[best].sb.events))
@@ -541,6 +549,23 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
                         && strcmp (found[i].sb.component_uuid, expect) == 0;
 
       c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
+      if (c->missing)
+        {
+          if (fresh)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                           "component '%s' is missing: a new device needs all of its components",
+                           c->path);
+              return FALSE;
+            }
+          /* its uuid stays in the table: when it comes back it is re-added */
+          g_free (c->uuid);
+          c->uuid = g_strdup (m->sb.roles[i].uuid);
+          if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
+            m->sb.roles[i].state = VB_ROLE_MISSING;
+          g_message ("%s: component %u (%s) is missing; starting degraded", e->name, i, c->path);
+          continue;
+        }
       if (fresh)
         continue;
       if (member && found[i].sb.events == m->sb.events && m->sb.roles[i].state == VB_ROLE_IN_SYNC)

@@ -29,6 +29,7 @@ typedef struct {
   char *uuid;            /* component UUID */
   gint recorded;         /* atomic: its failure is in the survivors' superblocks */
   gint rebuilding;       /* atomic: written, never read (behind a rebuild or re-add) */
+  gboolean missing;      /* not there at start (no fd, no ops) */
   gboolean full_rebuild; /* new to its slot: every byte is copied, not just dirty chunks */
 } Component;
 
@@ -85,6 +86,7 @@ int engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length);
 void engine_meta_write_end (VbEngine *e, guint64 offset, guint64 length);
 /* What the data path needs quickly. */
 gboolean engine_meta_active (VbEngine *e);
+const char *engine_meta_device_uuid (VbEngine *e);
 /* For engine-sync.c */
 VbBitmap *engine_meta_bitmap (VbEngine *e);
 void engine_meta_role_in_sync (VbEngine *e, guint i);

@@ -9,6 +9,8 @@
 
 #include "engine-private.h"
 
+#include "vb-error.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ typedef struct _EngineSync {
   gint cancel;    /* atomic */
   gboolean done;  /* the thread has ended */
   gint component; /* the slot rebuilt onto, or -1 */
+  gboolean full;  /* every byte, not only the bitmap's dirty chunks */
   guint64 bytes, progress, mismatches;
   gint64 last_report;
   /* pacing */
@@ -240,6 +243,34 @@ run_region (EngineSync *s, guint64 from, guint64 to, gboolean dirty, int *err)
   return TRUE;
 }
 
+/* What the job covers: only the dirty chunks where the bitmap knows them
+ * and no slot needs every byte. */
+static void
+plan_job (EngineSync *s)
+{
+  VbEngine *e = s->engine;
+  VbBitmap *bm = engine_meta_bitmap (e);
+  guint64 size = e->layout.size;
+
+  s->full = TRUE;
+  if (bm && (s->op == OP_RESYNC || s->op == OP_REBUILD))
+    {
+      s->full = FALSE;
+      for (guint i = 0; i < e->n; i++)
+        if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild)
+          s->full = TRUE;
+    }
+  if (s->full)
+    s->bytes = size;
+  else
+    {
+      guint64 chunk = vb_bitmap_chunk_size (bm);
+      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64;
+           c = vb_bitmap_next_dirty (bm, c + 1))
+        s->bytes += MIN (chunk, size - c * chunk);
+    }
+}
+
 static gpointer
 sync_thread (gpointer data)
 {
@@ -250,27 +281,7 @@ sync_thread (gpointer data)
   gboolean full = TRUE, ok = TRUE;
   int err = 0;
 
-  /* only the dirty chunks, where the bitmap knows them and no slot needs
-   * every byte */
-  if (bm && (s->op == OP_RESYNC || s->op == OP_REBUILD))
-    {
-      full = FALSE;
-      for (guint i = 0; i < e->n; i++)
-        if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild)
-          full = TRUE;
-    }
-  if (full)
-    s->bytes = size;
-  else
-    {
-      guint64 chunk = vb_bitmap_chunk_size (bm);
-      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64;
-           c = vb_bitmap_next_dirty (bm, c + 1))
-        s->bytes += MIN (chunk, size - c * chunk);
-    }
-  g_message ("%s: %s started: %" G_GUINT64_FORMAT " bytes%s", e->name, s->operation, s->bytes,
-             full ? "" : " (the bitmap's dirty chunks)");
-  report (s, VB_ENGINE_JOB_RUNNING, NULL);
+  full = s->full;
 
   if (full)
     {
@@ -387,6 +398,12 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
     g_error ("out of memory");
   e->sync = s;
   id = s->id;
+  plan_job (s);
+  g_message ("%s: %s started: %" G_GUINT64_FORMAT " bytes%s", e->name, s->operation, s->bytes,
+             s->full ? "" : " (the bitmap's dirty chunks)");
+  /* reported before the caller goes on: the job exists by the time the
+   * request that started it is answered */
+  report (s, VB_ENGINE_JOB_RUNNING, NULL);
   s->thread = g_thread_new ("vblk-sync", sync_thread, s);
   g_mutex_unlock (&e->sync_lock);
   return id;
@@ -448,7 +465,137 @@ vb_engine_cancel_job (VbEngine *e, guint64 id)
   return r;
 }
 
-/* spares */
+/* spares and re-adds */
+
+/* Puts a component into slot @slot (faulty until now) and marks it behind:
+ * @full, every byte is copied to it; else only the bitmap's dirty chunks.
+ * The caller starts the rebuild. */
+static void
+install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, const char *path,
+         const char *uuid, gboolean full)
+{
+  Component *c = &e->components[slot];
+
+  /* the job that runs (a resync, say) ends first; the rebuild started
+   * after this covers what it had left */
+  engine_sync_stop (e);
+  g_rw_lock_writer_lock (&e->barrier);
+  /* readers skip the slot (faulty, then rebuilding); the old fd stays open
+   * until the engine ends, so a request still holding it never reaches
+   * another file */
+  g_atomic_int_set (&c->rebuilding, 1);
+  c->full_rebuild = full;
+  if (c->fd >= 0 && c->fd != fd)
+    engine_meta_keep_fd (e, c->fd);
+  c->fd = fd;
+  c->ops = ops;
+  c->handle = handle;
+  c->missing = FALSE;
+  c->direct = fd >= 0 && (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
+  if (c->path != path)
+    {
+      g_free (c->path);
+      c->path = g_strdup (path);
+    }
+  if (c->uuid != uuid)
+    {
+      g_free (c->uuid);
+      c->uuid = g_strdup (uuid);
+    }
+  __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
+  g_atomic_int_set (&c->recorded, 0);
+  g_atomic_int_set (&c->faulty, 0);
+  g_rw_lock_writer_unlock (&e->barrier);
+  engine_meta_set_role (e, slot, uuid, VB_ROLE_REBUILDING);
+  /* its bitmap area must match the others' before it counts */
+  if (engine_meta_bitmap (e))
+    {
+      VbBitmap *bm = engine_meta_bitmap (e);
+      gsize len = vb_bitmap_bytes_for (e->layout.size, vb_bitmap_chunk_size (bm));
+      void *snap = NULL;
+      if (posix_memalign (&snap, 4096, len) == 0)
+        {
+          vb_bitmap_snapshot (bm, snap, len);
+          engine_component_pwrite (c, snap, len, VB_BITMAP_OFFSET);
+          free (snap);
+        }
+    }
+}
+
+int
+vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
+{
+  Component *c;
+  g_autoptr (GError) local = NULL;
+  const char *path = source->path;
+  VbSuperblock sb;
+  void *buf = NULL;
+  gboolean full;
+  int fd = -1, r;
+
+  g_return_val_if_fail (slot < e->n, -EINVAL);
+  c = &e->components[slot];
+  if (e->meta == NULL || !e->redundant)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' has no on-component metadata: a component cannot be re-added",
+                   e->name);
+      return -ENOTSUP;
+    }
+  if (!engine_is_faulty (c))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "component %u (%s) of '%s' is not faulty: nothing to re-add", slot, c->path,
+                   e->name);
+      return -EBUSY;
+    }
+  if (source->ops == NULL)
+    {
+      fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
+      if (fd < 0)
+        fd = open (path, O_RDWR | O_CLOEXEC);
+      if (fd < 0)
+        {
+          int err = errno;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", path,
+                       g_strerror (err));
+          return -err;
+        }
+    }
+  /* what it says of itself decides: the device's own, same slot member ->
+   * only what it missed; blank -> everything; anything else is refused */
+  if (posix_memalign (&buf, 4096, VB_SB_SIZE) != 0)
+    g_error ("out of memory");
+  r = source->ops ? source->ops->pread (source->handle, buf, VB_SB_SIZE, VB_SB_OFFSET)
+                  : (pread (fd, buf, VB_SB_SIZE, VB_SB_OFFSET) == VB_SB_SIZE ? 0 : -EIO);
+  if (r < 0 || (!vb_superblock_decode (buf, VB_SB_SIZE, &sb, &local)
+                && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added", path,
+                   local ? local->message : g_strerror (-r));
+      free (buf);
+      if (fd >= 0)
+        close (fd);
+      return -EINVAL;
+    }
+  free (buf);
+  if (local == NULL && strcmp (sb.device_uuid, engine_meta_device_uuid (e)) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s' belongs to device '%s' (%s); not re-added", path,
+                   sb.device_name, sb.device_uuid);
+      if (fd >= 0)
+        close (fd);
+      return -EINVAL;
+    }
+  full = local != NULL || engine_meta_bitmap (e) == NULL || sb.role != (gint32) slot
+         || strcmp (sb.component_uuid, c->uuid) != 0;
+  g_message ("%s: re-adding %s to slot %u (%s)", e->name, path, slot,
+             full ? "every byte" : "the bitmap's dirty chunks");
+  install (e, slot, fd, source->ops, source->handle, path, c->uuid, full);
+  engine_sync_start (e, "rebuild", FALSE);
+  return 0;
+}
 
 typedef struct {
   VbEngine *engine;
@@ -460,7 +607,7 @@ take_spare_thread (gpointer data)
 {
   TakeSpare *t = data;
   VbEngine *e = t->engine;
-  Component *c = &e->components[t->slot];
+  guint slot = t->slot;
   g_autofree char *path = NULL;
   g_autofree char *uuid = NULL;
   int fd;
@@ -476,44 +623,8 @@ take_spare_thread (gpointer data)
       g_warning ("%s: spare %s: %s", e->name, path, g_strerror (errno));
       return NULL;
     }
-  /* the job that runs (a resync, say) ends first; the rebuild below
-   * covers what it had left */
-  engine_sync_stop (e);
-  g_rw_lock_writer_lock (&e->barrier);
-  /* readers skip the slot (faulty, then rebuilding); the old fd stays open
-   * until the engine ends, so a request still holding it never reaches
-   * another file */
-  g_atomic_int_set (&c->rebuilding, 1);
-  c->full_rebuild = TRUE;
-  if (c->fd >= 0)
-    engine_meta_keep_fd (e, c->fd);
-  c->fd = fd;
-  c->ops = NULL;
-  c->handle = NULL;
-  c->direct = (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
-  g_free (c->path);
-  c->path = g_strdup (path);
-  g_free (c->uuid);
-  c->uuid = g_strdup (uuid);
-  __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
-  g_atomic_int_set (&c->recorded, 0);
-  g_atomic_int_set (&c->faulty, 0);
-  g_rw_lock_writer_unlock (&e->barrier);
-  g_message ("%s: spare %s takes slot %u; rebuilding onto it", e->name, path, t->slot);
-  engine_meta_set_role (e, t->slot, uuid, VB_ROLE_REBUILDING);
-  /* its bitmap area must match the others' before it counts */
-  if (engine_meta_bitmap (e))
-    {
-      VbBitmap *bm = engine_meta_bitmap (e);
-      gsize len = vb_bitmap_bytes_for (e->layout.size, vb_bitmap_chunk_size (bm));
-      void *snap = NULL;
-      if (posix_memalign (&snap, 4096, len) == 0)
-        {
-          vb_bitmap_snapshot (bm, snap, len);
-          engine_component_pwrite (c, snap, len, VB_BITMAP_OFFSET);
-          free (snap);
-        }
-    }
+  g_message ("%s: spare %s takes slot %u; rebuilding onto it", e->name, path, slot);
+  install (e, slot, fd, NULL, NULL, path, uuid, TRUE);
   engine_sync_start (e, "rebuild", FALSE);
   return NULL;
 }

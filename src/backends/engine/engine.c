@@ -222,6 +222,13 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
           c->handle = sources[i].handle;
           align = MAX (align, c->ops->block_size (c->handle));
         }
+      else if (infos[i].missing)
+        {
+          /* gone: faulty from the start, its failure recorded at assembly */
+          g_atomic_int_set (&c->faulty, 1);
+          g_atomic_int_set (&c->recorded, 1);
+          c->missing = TRUE;
+        }
       else if (!open_component (c, read_only, &align, error))
         return NULL;
     }
@@ -236,6 +243,13 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
       e->fault = vb_fault_new ();
       vb_fault_spec_from_attributes (attributes, &spec);
       vb_fault_set (e->fault, &spec);
+    }
+  if (e->redundant && !vb_engine_can_lose (e, G_MAXUINT))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "device '%s': too many components are missing: some data has no copy left",
+                   name);
+      return NULL;
     }
   if (vb_driver_data_offset (attributes) > 0)
     {

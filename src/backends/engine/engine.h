@@ -78,6 +78,10 @@ gint64 vb_engine_check (VbEngine *engine, gboolean repair);
 /* -ESRCH when job @id is not running. */
 int vb_engine_cancel_job (VbEngine *engine, guint64 id);
 gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);
+/* Puts @source back into faulty slot @slot (mdadm --re-add): a component
+ * of this device that was in that slot gets only the bitmap's dirty
+ * chunks, a blank one every byte; the rebuild runs as a job. */
+int vb_engine_readd (VbEngine *engine, guint slot, const VbEngineSource *source, GError **error);
 /* Replaces the spares (metadata=vblk only; ignored otherwise). */
 void vb_engine_set_spares (VbEngine *engine, guint n, const char *const *paths,
                            const char *const *uuids);
