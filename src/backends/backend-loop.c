@@ -495,8 +495,8 @@ loop_readd (const char *block_device, guint slot, const char *path, GError **err
 
   if (rt == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
-                   block_device);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s: not an engine device of this vblkd", block_device);
       return FALSE;
     }
   if (slot >= vb_engine_n_components (rt->engine))

@@ -380,8 +380,7 @@ run_readds (VbOp *op)
       if (backend == NULL || backend->readd == NULL)
         {
           g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s' is not started on a backend that re-adds components",
-                       parts[0]);
+                       "device '%s' is not started on a backend that re-adds components", parts[0]);
         }
       else
         {

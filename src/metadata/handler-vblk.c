@@ -61,4 +61,8 @@ const VbMetadataHandler vb_metadata_vblk = {
   .read = vb_superblock_read,
   .write = vb_superblock_write,
   .update_role = vblk_update_role,
+  .block_offset = VB_SB_OFFSET,
+  .block_size = VB_SB_SIZE,
+  .encode = vb_superblock_encode,
+  .decode = vb_superblock_decode,
 };

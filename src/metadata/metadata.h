@@ -17,6 +17,14 @@ typedef struct {
   gboolean (*write) (int fd, const char *path, const VbSuperblock *sb, GError **error);
   /* In memory: role @role turns @state, events + 1, utime now. */
   void (*update_role) (VbSuperblock *sb, guint role, VbRoleState state);
+  /* Where the metadata block lies on a component, and its codec, for a
+   * caller that does its own I/O (the engine, which also reaches
+   * components served in process). decode: VB_ERROR_NOT_FOUND when the
+   * block carries no such metadata. */
+  guint64 block_offset;
+  gsize block_size;
+  void (*encode) (const VbSuperblock *sb, guint8 *block);
+  gboolean (*decode) (const guint8 *block, gsize len, VbSuperblock *sb, GError **error);
 } VbMetadataHandler;
 
 /* The handler called @name, or NULL. */

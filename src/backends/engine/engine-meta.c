@@ -30,7 +30,8 @@ struct _VbEngineMeta {
   GCond recorded;
   VbSuperblock sb; /* the device's current superblock (role and component filled per write) */
   VbBitmap *bitmap;
-  guint8 *io; /* aligned VB_SB_SIZE buffer, under @lock */
+  const VbMetadataHandler *handler; /* the metadata attribute's */
+  guint8 *io;                       /* aligned block_size buffer, under @lock */
   GMutex bitmap_io_lock;
   guint8 *bitmap_io; /* aligned 4096 buffer, under @bitmap_io_lock */
   /* sync job wanted at activation */
@@ -48,6 +49,12 @@ struct _VbEngineMeta {
   gboolean closed;
   gboolean sync_incomplete; /* a job stopped before its end */
 };
+
+const VbMetadataHandler *
+engine_meta_handler (VbEngine *e)
+{
+  return e->meta->handler;
+}
 
 const char *
 engine_meta_device_uuid (VbEngine *e)
@@ -113,8 +120,8 @@ write_one (VbEngine *e, guint i, VbSuperblock *sb)
 
   g_strlcpy (sb->component_uuid, c->uuid, sizeof sb->component_uuid);
   sb->role = i;
-  vb_superblock_encode (sb, m->io);
-  r = engine_component_pwrite (c, m->io, VB_SB_SIZE, VB_SB_OFFSET);
+  m->handler->encode (sb, m->io);
+  r = engine_component_pwrite (c, m->io, m->handler->block_size, m->handler->block_offset);
   if (r == 0)
     r = engine_component_flush (c);
   if (r < 0)
@@ -380,9 +387,9 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
   void *buf = NULL;
   int r;
 
-  if (posix_memalign (&buf, 4096, VB_SB_SIZE) != 0)
+  if (posix_memalign (&buf, 4096, e->meta->handler->block_size) != 0)
     return FALSE;
-  r = engine_component_pread (c, buf, VB_SB_SIZE, VB_SB_OFFSET);
+  r = engine_component_pread (c, buf, e->meta->handler->block_size, e->meta->handler->block_offset);
   if (r < 0)
     {
       free (buf);
@@ -390,7 +397,7 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
                    c->path, g_strerror (-r));
       return FALSE;
     }
-  f->present = vb_superblock_decode (buf, VB_SB_SIZE, &f->sb, &local);
+  f->present = e->meta->handler->decode (buf, e->meta->handler->block_size, &f->sb, &local);
   free (buf);
   if (!f->present)
     {
@@ -474,6 +481,27 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
 
   g_return_val_if_fail (id != NULL && id->uuid != NULL, FALSE);
 
+  m = g_new0 (VbEngineMeta, 1);
+  e->meta = m;
+  m->closed = TRUE; /* nothing is written unless assembly succeeds */
+  g_mutex_init (&m->lock);
+  g_cond_init (&m->recorded);
+  g_mutex_init (&m->bitmap_io_lock);
+  g_mutex_init (&m->sweep_lock);
+  g_cond_init (&m->sweep_cond);
+  m->old_fds = g_array_new (FALSE, FALSE, sizeof (int));
+  m->spare_paths = g_ptr_array_new_with_free_func (g_free);
+  m->spare_uuids = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < id->n_spares; i++)
+    {
+      g_ptr_array_add (m->spare_paths, g_strdup (id->spare_paths[i]));
+      g_ptr_array_add (m->spare_uuids, g_strdup (id->spare_uuids[i]));
+    }
+  m->handler = vb_metadata_lookup (g_hash_table_lookup (attributes, "metadata"));
+  g_return_val_if_fail (m->handler != NULL, FALSE);
+  if (posix_memalign ((void **) &m->io, 4096, m->handler->block_size) != 0
+      || posix_memalign ((void **) &m->bitmap_io, 4096, 4096) != 0)
+    g_error ("out of memory");
   for (guint i = 0; i < e->n; i++)
     {
       if (e->components[i].missing)
@@ -508,25 +536,6 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       return FALSE;
     }
 
-  m = g_new0 (VbEngineMeta, 1);
-  e->meta = m;
-  m->closed = TRUE; /* nothing is written unless assembly succeeds */
-  g_mutex_init (&m->lock);
-  g_cond_init (&m->recorded);
-  g_mutex_init (&m->bitmap_io_lock);
-  g_mutex_init (&m->sweep_lock);
-  g_cond_init (&m->sweep_cond);
-  m->old_fds = g_array_new (FALSE, FALSE, sizeof (int));
-  m->spare_paths = g_ptr_array_new_with_free_func (g_free);
-  m->spare_uuids = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; i < id->n_spares; i++)
-    {
-      g_ptr_array_add (m->spare_paths, g_strdup (id->spare_paths[i]));
-      g_ptr_array_add (m->spare_uuids, g_strdup (id->spare_uuids[i]));
-    }
-  if (posix_memalign ((void **) &m->io, 4096, VB_SB_SIZE) != 0
-      || posix_memalign ((void **) &m->bitmap_io, 4096, 4096) != 0)
-    g_error ("out of memory");
   engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
                           vb_attr_get_u64 (attributes, "sync_speed_max"));
 

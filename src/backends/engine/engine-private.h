@@ -6,6 +6,7 @@
 #include "bitmap.h"
 #include "engine.h"
 #include "fault.h"
+#include "metadata.h"
 #include "superblock.h"
 
 #include <glib.h>
@@ -87,6 +88,7 @@ void engine_meta_write_end (VbEngine *e, guint64 offset, guint64 length);
 /* What the data path needs quickly. */
 gboolean engine_meta_active (VbEngine *e);
 const char *engine_meta_device_uuid (VbEngine *e);
+const VbMetadataHandler *engine_meta_handler (VbEngine *e);
 /* For engine-sync.c */
 VbBitmap *engine_meta_bitmap (VbEngine *e);
 void engine_meta_role_in_sync (VbEngine *e, guint i);

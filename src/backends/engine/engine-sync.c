@@ -393,6 +393,8 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
       s->component = i;
   s->id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
   s->pace_start = s->started = g_get_monotonic_time ();
+  /* busy means requests during the job, not before it */
+  s->io_seen = __atomic_load_n (&e->io_count, __ATOMIC_RELAXED);
   if (posix_memalign ((void **) &s->buf[0], 4096, UNIT) != 0
       || posix_memalign ((void **) &s->buf[1], 4096, UNIT) != 0)
     g_error ("out of memory");
@@ -526,6 +528,7 @@ int
 vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
 {
   Component *c;
+  const VbMetadataHandler *handler;
   g_autoptr (GError) local = NULL;
   const char *path = source->path;
   VbSuperblock sb;
@@ -542,6 +545,7 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError *
                    e->name);
       return -ENOTSUP;
     }
+  handler = engine_meta_handler (e);
   if (!engine_is_faulty (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
@@ -564,12 +568,17 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError *
     }
   /* what it says of itself decides: the device's own, same slot member ->
    * only what it missed; blank -> everything; anything else is refused */
-  if (posix_memalign (&buf, 4096, VB_SB_SIZE) != 0)
+  if (posix_memalign (&buf, 4096, handler->block_size) != 0)
     g_error ("out of memory");
-  r = source->ops ? source->ops->pread (source->handle, buf, VB_SB_SIZE, VB_SB_OFFSET)
-                  : (pread (fd, buf, VB_SB_SIZE, VB_SB_OFFSET) == VB_SB_SIZE ? 0 : -EIO);
-  if (r < 0 || (!vb_superblock_decode (buf, VB_SB_SIZE, &sb, &local)
-                && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
+  r = source->ops
+          ? source->ops->pread (source->handle, buf, handler->block_size, handler->block_offset)
+          : (pread (fd, buf, handler->block_size, handler->block_offset)
+                     == (gssize) handler->block_size
+                 ? 0
+                 : -EIO);
+  if (r < 0
+      || (!handler->decode (buf, handler->block_size, &sb, &local)
+          && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added", path,
                    local ? local->message : g_strerror (-r));
@@ -582,8 +591,8 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError *
   if (local == NULL && strcmp (sb.device_uuid, engine_meta_device_uuid (e)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s' belongs to device '%s' (%s); not re-added", path,
-                   sb.device_name, sb.device_uuid);
+                   "component '%s' belongs to device '%s' (%s); not re-added", path, sb.device_name,
+                   sb.device_uuid);
       if (fd >= 0)
         close (fd);
       return -EINVAL;
