@@ -388,6 +388,37 @@ fail:
   return NULL;
 }
 
+/* Superblocks and an all-dirty bitmap on the components of a new device:
+ * the engine's own assembly of a fresh device, without starting it. */
+static gboolean
+loop_format (const VbBackendRequest *request, GError **error)
+{
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+  };
+  VbEngine *engine;
+
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      EngineRuntime *dep = runtime_lookup (request->paths[i]);
+      sources[i].path = request->paths[i];
+      if (dep)
+        {
+          sources[i].ops = &vb_engine_ops;
+          sources[i].handle = dep->engine;
+        }
+    }
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, FALSE, error);
+  if (engine == NULL)
+    return FALSE;
+  vb_engine_free_unclean (engine);
+  return TRUE;
+}
+
 static char *
 loop_start (const VbBackendRequest *request, GError **error)
 {
@@ -650,6 +681,7 @@ const VbBackend vb_backend_loop = {
   .name = "loop",
   .available = loop_available,
   .supports = loop_supports,
+  .format = loop_format,
   .start = loop_start,
   .stop = loop_stop,
   .update = loop_update,

@@ -45,6 +45,8 @@ typedef struct {
   /* Probed at run time; FALSE with a reason for people. */
   gboolean (*available) (char **reason);
   gboolean (*supports) (const VbDriver *driver, char **reason);
+  /* Writes on-component metadata for a device just created (NULL: none). */
+  gboolean (*format) (const VbBackendRequest *request, GError **error);
   /* Makes the block node and returns its path once it exists and udev (if
    * running) has processed it. */
   char *(*start) (const VbBackendRequest *request, GError **error);

@@ -4,6 +4,8 @@
 
 #include "vb-probe.h"
 
+#include "metadata.h"
+
 #include "vb-error.h"
 #include "vb-util.h"
 
@@ -182,6 +184,36 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
     }
   *paths = g_steal_pointer (&p);
   *infos = g_steal_pointer (&in);
+  return TRUE;
+}
+
+gboolean
+vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **error)
+{
+  const char *metadata = g_hash_table_lookup (config->attributes, "metadata");
+  const VbMetadataHandler *handler = metadata ? vb_metadata_lookup (metadata) : NULL;
+
+  if (handler == NULL)
+    return TRUE;
+  for (guint i = 0; i < config->components->len; i++)
+    {
+      const VbComponentConfig *c = config->components->pdata[i];
+      VbSuperblock sb;
+
+      if (c->source[0] != '/' || !handler->probe (-1, c->source)
+          || !handler->read (-1, c->source, &sb, NULL))
+        continue;
+      if (strcmp (sb.device_uuid, config->uuid) != 0)
+        {
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_BUSY,
+              "component '%s' carries the %s superblock of device '%s' (%s), events %" G_GUINT64_FORMAT
+              "; adopt that device (vbmgr scan --adopt) or wipe its "
+              "metadata first",
+              c->source, handler->name, sb.device_name, sb.device_uuid, sb.events);
+          return FALSE;
+        }
+    }
   return TRUE;
 }
 

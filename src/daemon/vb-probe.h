@@ -23,6 +23,9 @@ void vb_probe_clear (VbProbe *probe);
  * vblk:NAME) and facts. */
 gboolean vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths,
                               GArray **infos, GError **error);
+/* A new device must not take components that carry another device's
+ * superblock (VB_ERROR_BUSY naming the component and that device). */
+gboolean vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **error);
 /* The spares of @config that are there now: their paths and UUIDs. */
 gboolean vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **paths,
                           GPtrArray **uuids, GError **error);

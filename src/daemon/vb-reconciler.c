@@ -355,6 +355,59 @@ execute_plan (VbOp *op)
     }
 }
 
+/* A device just created with on-component metadata gets its superblocks
+ * now (every copy marked for the initial resync), so that its components
+ * say whose they are before it ever starts. A failure here is no failure
+ * of the request: the first start writes them as well. */
+static void
+format_new (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = block_devices_of (op->candidate, op->running);
+
+  for (guint i = 0; i < op->touched->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbDriver *driver = d ? vb_driver_lookup (d->driver) : NULL;
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GArray) infos = NULL;
+      g_autoptr (GPtrArray) uuids = NULL;
+      g_autoptr (GError) local = NULL;
+      const VbBackend *backend;
+      VbProbe probe;
+      gboolean ok;
+
+      if (d == NULL || vb_state_lookup (op->previous, d->name) || driver == NULL
+          || vb_driver_data_offset (d->attributes) == 0
+          || vb_device_config_n_slots (d) < driver->min_components)
+        continue;
+      backend = vb_backend_choose (d->backend, driver, &local);
+      if (backend == NULL || backend->format == NULL)
+        continue;
+      vb_probe_init (&probe, op->candidate, block_devices);
+      ok = vb_probe_components (&probe, d, &paths, &infos, &local);
+      vb_probe_clear (&probe);
+      for (guint j = 0; ok && j < paths->len; j++)
+        ok = paths->pdata[j] != NULL; /* a component device not started: at first start */
+      if (!ok)
+        continue;
+      g_ptr_array_add (paths, NULL);
+      uuids = slot_uuids (d);
+      VbBackendRequest request = {
+        .name = d->name,
+        .instance = op->daemon->instance,
+        .uuid = d->uuid,
+        .driver = driver,
+        .attributes = d->attributes,
+        .n_components = infos->len,
+        .paths = (const char *const *) paths->pdata,
+        .components = (const VbComponentInfo *) infos->data,
+        .component_uuids = (const char *const *) uuids->pdata,
+      };
+      if (!backend->format (&request, &local))
+        g_warning ("vblk: %s: writing superblocks at creation: %s", d->name, local->message);
+    }
+}
+
 /* Re-adds asked for by this op's mutate: the engine takes the slot's
  * component back (only what it missed, through the bitmap). */
 static void
@@ -633,8 +686,9 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       if (only_stopping)
         continue;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
-          && (old == NULL || !vb_device_config_equal (old, d)))
-        vb_probe_check_free (&probe, d, &op->error);
+          && (old == NULL || !vb_device_config_equal (old, d))
+          && vb_probe_check_free (&probe, d, &op->error) && old == NULL)
+        vb_probe_check_foreign (&probe, d, &op->error);
     }
   vb_probe_clear (&probe);
   if (op->error)
@@ -656,6 +710,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
         vb_test_hook (op->hook_after_persist);
     }
   op->applied = TRUE;
+  format_new (op);
   execute_plan (op);
   run_readds (op);
   sync_spares (op);

@@ -94,7 +94,18 @@ cp "$T/b.good" "$T/b.img"
 vb_log "a component of another device is refused"
 vb_mkimg "$T/x0.img" 32M
 vb_mkimg "$T/x1.img" 32M
-vbmgr create other --driver raid1 --start "$T/x0.img" "$T/x1.img"
+vbmgr create other --driver raid1 "$T/x0.img" "$T/x1.img"
+# superblocks at creation, before any start: every copy marked for the
+# initial resync
+vb_assert_eq "other 0 false" "$(examine "$T/x0.img" | jq -r '"\(.device_name) \(.role) \(.clean)"')" "x0 at creation"
+vb_assert_eq 1 "$(examine "$T/x1.img" | jq .role)" "x1 at creation"
+# a copy of a component (an image cloned, a disk moved between hosts)
+cp "$T/x1.img" "$T/x1copy.img"
+vb_expect_fail Busy vbmgr create third --driver raid1 "$T/x1copy.img" "$T/blank.img"
+vb_assert_contains "$VB_ERR" "'$T/x1copy.img' carries the vblk superblock of device 'other'" "a component of another device"
+vb_expect_fail NotFound vbmgr show third
+vbmgr start other
+vbmgr wait other > /dev/null || vb_fail "initial resync of other"
 vbmgr stop other
 cp "$T/b.img" "$T/b.good"
 cp "$T/x1.img" "$T/b.img"
@@ -153,6 +164,23 @@ job=$(vbmgr check m)
 vbmgr wait "$job" > /dev/null || vb_fail "second check failed"
 vb_assert_eq 0 "$(vbmgr jobs --json | jq --arg p "$job" '.[] | select(.path == $p) | .mismatches')" "no mismatch after repair"
 vb_expect_fail NotSupported vbmgr check other
+
+vb_log "a job can be cancelled (not by just anybody)"
+vbmgr set m sync_speed_max=1M sync_speed_min=1M
+job=$(vbmgr check m)
+vb_expect_fail Busy vbmgr check m
+cancel () { gdbus call --system --dest org.vblk.VBlk1 --object-path "$job" --method org.vblk.VBlk1.Job.Cancel {}; }
+out=$(vb_as_nobody gdbus call --system --dest org.vblk.VBlk1 --object-path "$job" \
+        --method org.vblk.VBlk1.Job.Cancel {} 2>&1) && vb_fail "nobody cancelled a job"
+vb_assert_contains "$out" "NotAuthorized" "Cancel by nobody"
+cancel > /dev/null || vb_fail "Cancel as root"
+rc=0
+vbmgr wait "$job" > /dev/null 2> "$T/wait.err" || rc=$?
+vb_assert_eq 1 "$rc" "vbmgr wait on a cancelled job"
+vb_assert_eq cancelled "$(vbmgr jobs --json | jq -r --arg p "$job" '.[] | select(.path == $p) | .state')" "job state"
+done_bytes=$(vbmgr jobs --json | jq -r --arg p "$job" '.[] | select(.path == $p) | .bytes_done')
+[ "$done_bytes" -lt $((31 << 20)) ] || vb_fail "the cancelled check ran to the end"
+vbmgr set m sync_speed_max=0 sync_speed_min=1M
 
 vb_log "a spare takes a failed slot and is rebuilt"
 vb_mkimg "$T/s.img" 32M

@@ -734,6 +734,12 @@ engine_meta_close (VbEngine *e)
 }
 
 void
+engine_meta_forget (VbEngine *e)
+{
+  e->meta->closed = TRUE;
+}
+
+void
 engine_meta_free (VbEngine *e)
 {
   VbEngineMeta *m = e->meta;

@@ -74,6 +74,8 @@ void engine_component_failed (VbEngine *e, guint i, int err);
 gboolean engine_meta_assemble (VbEngine *e, const VbEngineIdentity *identity,
                                GHashTable *attributes, GError **error);
 void engine_meta_free (VbEngine *e);
+/* The next close writes nothing (vb_engine_free_unclean). */
+void engine_meta_forget (VbEngine *e);
 /* @i just turned faulty: the survivors' superblocks say so before this
  * returns (or they turn faulty too). */
 void engine_meta_record_failure (VbEngine *e, guint i);

@@ -289,6 +289,14 @@ vb_engine_free (VbEngine *e)
 }
 
 void
+vb_engine_free_unclean (VbEngine *e)
+{
+  if (e && e->meta)
+    engine_meta_forget (e);
+  vb_engine_free (e);
+}
+
+void
 vb_engine_set_failure_func (VbEngine *e, VbEngineFailureFunc func, gpointer user_data)
 {
   e->failure_func = func;

@@ -63,6 +63,10 @@ VbEngine *vb_engine_new (const char *name, const VbDriver *driver, GHashTable *a
                          const VbComponentInfo *infos, const VbEngineIdentity *identity,
                          gboolean read_only, GError **error);
 void vb_engine_free (VbEngine *engine);
+/* Frees without a clean stop: the superblocks keep saying unclean and the
+ * bitmap keeps its bits (a device formatted at creation, resynced when
+ * it first starts). */
+void vb_engine_free_unclean (VbEngine *engine);
 
 void vb_engine_set_failure_func (VbEngine *engine, VbEngineFailureFunc func, gpointer user_data);
 /* Set before vb_engine_activate, which starts any resync or rebuild that
