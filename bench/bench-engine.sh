@@ -20,7 +20,7 @@ size_mb=${BENCH_SIZE_MB:-1024}
 
 bash "$repo/tools/install-deps.sh" > /dev/null
 for p in nbdkit qemu-system-common; do
-  dpkg-query -W -f='${db:Status-Status}' "$p" 2> /dev/null | grep -q installed ||
+  dpkg-query -W -f='${db:Status-Status}' "$p" 2> /dev/null | grep -qx installed ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$p" > /dev/null
 done
 [ -d "$repo/build/meson-private" ] || meson setup "$repo/build" "$repo" > /dev/null

@@ -30,8 +30,7 @@ find_component (GDBusObjectManager *manager, VbDBusDevice *device, const char *w
 
 /* `vbmgr CMD NAME COMPONENT`: calls @method (a{sv}) on the component. */
 static int
-component_command (const char *cmd, const char *summary, const char *method, int argc,
-                   char **argv)
+component_command (const char *cmd, const char *summary, const char *method, int argc, char **argv)
 {
   const GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;

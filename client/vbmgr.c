@@ -38,6 +38,9 @@ static const VbMgrCommand vb_mgr_commands[] = {
     N_ ("Wait until a job has ended, or until no job of a device runs"), vb_cmd_wait },
   { "examine", "PATH [--json]", N_ ("Print the vblk superblock of a component (no daemon)"),
     vb_cmd_examine },
+  { "scan", "[--adopt [--start]] [--json] [PATH...]",
+    N_ ("Find devices from their components' superblocks; --adopt adds the unknown ones"),
+    vb_cmd_scan },
 };
 
 static char *

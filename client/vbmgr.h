@@ -45,6 +45,8 @@ int vb_cmd_jobs (int argc, char **argv);
 int vb_cmd_wait (int argc, char **argv);
 /* cmd-examine.c (no daemon) */
 int vb_cmd_examine (int argc, char **argv);
+/* cmd-scan.c */
+int vb_cmd_scan (int argc, char **argv);
 
 /* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
  * works); on return argv[0] is the command and argv[1..] the positional

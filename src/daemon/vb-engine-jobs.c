@@ -24,6 +24,7 @@ typedef struct {
   VbDaemon *daemon;
   char *uuid;
   VbEngineJob job;
+  char *device;
   char *operation;
   char *component_uuid;
   char *message;
@@ -179,19 +180,19 @@ job_details (const JobNote *note, Link *link)
 }
 
 static Link *
-link_new (VbDaemon *daemon, const VbDeviceConfig *d, const char *key, guint64 id,
+link_new (VbDaemon *daemon, const char *name, const char *uuid, const char *key, guint64 id,
           const char *operation, gint component, guint64 bytes)
 {
-  g_autofree char *device_path = vb_device_object_path (d->name);
+  g_autofree char *device_path = vb_device_object_path (name);
   g_autofree char *component_path
-      = component >= 0 ? vb_component_object_path (d->name, component) : NULL;
+      = component >= 0 ? vb_component_object_path (name, component) : NULL;
   const char *objects[] = { device_path, component_path, NULL };
   Link *link = g_new0 (Link, 1);
 
   if (links == NULL)
     links = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) link_free);
   link->daemon = daemon;
-  link->uuid = g_strdup (d->uuid);
+  link->uuid = g_strdup (uuid);
   link->id = id;
   link->job = vb_job_new (daemon, operation, objects, bytes, cancel_job, link);
   link->bytes = bytes;
@@ -207,7 +208,7 @@ vb_engine_jobs_register (VbDaemon *daemon, const VbDeviceConfig *d, guint64 id,
   Link *link = links ? g_hash_table_lookup (links, key) : NULL;
 
   if (link == NULL)
-    link = link_new (daemon, d, key, id, operation, -1, 0);
+    link = link_new (daemon, d->name, d->uuid, key, id, operation, -1, 0);
   return vb_job_object_path (link->job);
 }
 
@@ -221,15 +222,20 @@ publish_job (gpointer data)
   Link *link;
 
   link = links ? g_hash_table_lookup (links, key) : NULL;
-  if (d && (link == NULL || !link->announced) && !daemon->shutting_down)
+  /* the device may not be in the desired state yet: a job that its own
+   * creation or start began is reported before that request finishes */
+  if (note->device && (link == NULL || !link->announced) && !daemon->shutting_down)
     {
       if (link == NULL)
-        link = link_new (daemon, d, key, note->job.id, note->operation, note->job.component,
-                         note->job.bytes);
+        link = link_new (daemon, note->device, note->uuid, key, note->job.id, note->operation,
+                         note->job.component, note->job.bytes);
       link->announced = TRUE;
-      vb_objects_emit_event (daemon, "rebuild-started", d->name, job_details (note, link));
-      maybe_move_spare (daemon, d, note);
-      vb_objects_sync (daemon);
+      vb_objects_emit_event (daemon, "rebuild-started", note->device, job_details (note, link));
+      if (d)
+        {
+          maybe_move_spare (daemon, d, note);
+          vb_objects_sync (daemon);
+        }
     }
   if (link)
     {
@@ -249,15 +255,15 @@ publish_job (gpointer data)
                                        note->operation, note->job.done, note->job.mismatches);
           vb_job_finish (link->job, states[note->job.state],
                          note->message ? note->message : summary);
+          vb_objects_emit_event (daemon, "rebuild-finished", note->device,
+                                 job_details (note, link));
           if (d)
-            {
-              vb_objects_emit_event (daemon, "rebuild-finished", d->name, job_details (note, link));
-              vb_objects_sync (daemon);
-            }
+            vb_objects_sync (daemon);
           g_hash_table_remove (links, key);
         }
     }
   g_free (note->uuid);
+  g_free (note->device);
   g_free (note->operation);
   g_free (note->component_uuid);
   g_free (note->message);
@@ -273,10 +279,12 @@ vb_daemon_engine_job (const char *uuid, const VbEngineJob *job, gpointer user_da
   note->daemon = user_data;
   note->uuid = g_strdup (uuid);
   note->job = *job;
+  note->device = g_strdup (job->device);
   note->operation = g_strdup (job->operation);
   note->component_uuid = g_strdup (job->component_uuid);
   note->message = g_strdup (job->message);
   note->job.operation = NULL;
+  note->job.device = NULL;
   note->job.component_uuid = NULL;
   note->job.message = NULL;
   /* the main thread owns all state: publish there, before what comes

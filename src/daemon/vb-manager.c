@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "vb-request.h"
+#include "vb-scan.h"
 
 #include <glib/gi18n.h>
 #include <string.h>
@@ -129,13 +130,192 @@ handle_apply (VbDBusManager *iface, GDBusMethodInvocation *invocation, const cha
   return TRUE;
 }
 
+/* Scan: superblocks read on a worker thread, grouped on the main thread;
+ * with adopt, the adoptable groups are added in one op. */
+
+static const char *const scan_options[] = { "paths:as", "adopt:b", "start:b", NULL };
+
+typedef struct {
+  VbDaemon *daemon;
+  GDBusMethodInvocation *invocation;
+  GVariant *options;
+  char **paths;       /* explicit paths, or NULL */
+  char **state_paths; /* default scan: component paths of the desired state */
+  gboolean adopt, start;
+  VbScan *scan;
+} ScanRequest;
+
+static void
+scan_request_free (ScanRequest *req)
+{
+  g_clear_object (&req->invocation);
+  g_clear_pointer (&req->options, g_variant_unref);
+  g_strfreev (req->paths);
+  g_strfreev (req->state_paths);
+  vb_scan_free (req->scan);
+  g_free (req);
+}
+
+static void
+scan_return (ScanRequest *req)
+{
+  g_auto (GStrv) devices = vb_scan_device_paths (req->scan);
+
+  g_dbus_method_invocation_return_value (
+      req->invocation, g_variant_new ("(^ao@aa{sv})", devices, vb_scan_found_variant (req->scan)));
+  g_clear_object (&req->invocation);
+}
+
+static gboolean
+mutate_adopt (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+              GError **error)
+{
+  ScanRequest *req = user_data;
+  g_autoptr (VbGraph) graph = NULL;
+
+  /* against the state as it is now, not as it was when the scan began */
+  vb_scan_group (req->scan, candidate);
+  for (guint i = 0; i < req->scan->groups->len; i++)
+    {
+      VbScanGroup *g = req->scan->groups->pdata[i];
+      VbDeviceConfig *d;
+
+      if (g->config == NULL)
+        continue;
+      d = vb_device_config_copy (g->config);
+      d->started = req->start;
+      g_ptr_array_add (candidate->devices, d);
+      g_ptr_array_add (touched, g_strdup (d->name));
+      g->adopted = TRUE;
+    }
+  graph = vb_graph_new (candidate);
+  return vb_graph_check (graph, error);
+}
+
+static void
+adopt_done (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  ScanRequest *req = user_data;
+
+  if (error)
+    {
+      g_autoptr (GError) copy = g_error_copy (error);
+
+      g_prefix_error (&copy, "adopting: ");
+      vb_invocation_return_gerror (req->invocation, copy);
+      g_clear_object (&req->invocation);
+      return;
+    }
+  scan_return (req);
+}
+
+static void
+scan_read_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  ScanRequest *req = task_data;
+
+  if (req->paths)
+    vb_scan_read (req->scan, (const char *const *) req->paths, TRUE);
+  else
+    {
+      g_auto (GStrv) paths = vb_scan_default_paths ((const char *const *) req->state_paths);
+      vb_scan_read (req->scan, (const char *const *) paths, FALSE);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+scan_read_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  ScanRequest *req = user_data;
+  gboolean any = FALSE;
+
+  vb_scan_group (req->scan, req->daemon->desired);
+  for (guint i = 0; req->adopt && i < req->scan->groups->len; i++)
+    any |= ((VbScanGroup *) req->scan->groups->pdata[i])->config != NULL;
+  if (!any)
+    {
+      scan_return (req);
+      scan_request_free (req);
+      return;
+    }
+  vb_daemon_submit (req->daemon, mutate_adopt, VB_OP_CHANGE, "scan:after-persist", adopt_done, req,
+                    (GDestroyNotify) scan_request_free);
+}
+
+static void
+scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_data)
+{
+  ScanRequest *req = user_data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GTask) task = NULL;
+
+  if (!vb_options_check (req->options, scan_options, &error))
+    goto fail;
+  req->start = vb_options_get_bool (req->options, "start", FALSE);
+  if (req->start && !req->adopt)
+    {
+      g_set_error (&error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'start': only together with adopt");
+      goto fail;
+    }
+  if (g_variant_lookup (req->options, "paths", "^as", &req->paths))
+    {
+      for (guint i = 0; req->paths[i]; i++)
+        if (!g_path_is_absolute (req->paths[i]))
+          {
+            g_set_error (&error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         "option 'paths': '%s' is not an absolute path", req->paths[i]);
+            goto fail;
+          }
+    }
+  else
+    {
+      /* the components the desired state names, wherever they are */
+      g_autoptr (GPtrArray) extra = g_ptr_array_new_with_free_func (g_free);
+      for (guint i = 0; i < daemon->desired->devices->len; i++)
+        {
+          const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+          for (guint j = 0; j < d->components->len; j++)
+            {
+              const VbComponentConfig *c = d->components->pdata[j];
+              VbSourceKind kind;
+              if (vb_source_parse (c->source, &kind, NULL, NULL) && kind == VB_SOURCE_PATH)
+                g_ptr_array_add (extra, g_strdup (c->source));
+            }
+        }
+      g_ptr_array_add (extra, NULL);
+      req->state_paths = (char **) g_ptr_array_free (g_steal_pointer (&extra), FALSE);
+    }
+
+  req->scan = vb_scan_new ();
+  /* the task always completes; scan_read_done owns @req then */
+  task = g_task_new (NULL, NULL, scan_read_done, req);
+  g_task_set_task_data (task, req, NULL);
+  g_task_run_in_thread (task, scan_read_thread);
+  return;
+
+fail:
+  vb_invocation_return_gerror (invocation, error);
+  scan_request_free (req);
+}
+
 static gboolean
 handle_scan (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *options,
              VbDaemon *daemon)
 {
-  g_dbus_method_invocation_return_error (
-      invocation, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-      _ ("Scan needs on-component metadata, which this version lacks"));
+  ScanRequest *req = g_new0 (ScanRequest, 1);
+
+  req->daemon = daemon;
+  req->invocation = g_object_ref (invocation);
+  req->options = g_variant_ref (options);
+  req->adopt = vb_options_get_bool (options, "adopt", FALSE);
+  /* reading needs no authorization (vblkd reads as root); adopting does */
+  if (req->adopt)
+    vb_auth_check (daemon, invocation, "org.vblk.manage", NULL, scan_authorized, req,
+                   (GDestroyNotify) scan_request_free);
+  else
+    scan_authorized (daemon, invocation, req);
   return TRUE;
 }
 

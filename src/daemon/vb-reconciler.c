@@ -687,7 +687,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
         continue;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
-          && vb_probe_check_free (&probe, d, &op->error) && old == NULL)
+          && vb_probe_check_free (&probe, d, &op->error))
         vb_probe_check_foreign (&probe, d, &op->error);
     }
   vb_probe_clear (&probe);

@@ -20,8 +20,10 @@
 #include "vb-error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SWEEP_INTERVAL_US (5 * G_USEC_PER_SEC)
 
@@ -221,6 +223,37 @@ engine_meta_role_in_sync (VbEngine *e, guint i)
   g_mutex_unlock (&m->lock);
 }
 
+/* Every spare carries the device's superblock with role spare, so that it
+ * is found with its device (scan) and never taken by another one. Called
+ * with m->lock held; a spare that cannot be written is only logged (it
+ * fails for real when it is taken). */
+static void
+write_spares_locked (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+  VbSuperblock sb = m->sb;
+
+  if (e->read_only)
+    return;
+  for (guint i = 0; i < m->spare_paths->len; i++)
+    {
+      const char *path = m->spare_paths->pdata[i];
+      int fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
+      if (fd < 0)
+        fd = open (path, O_RDWR | O_CLOEXEC);
+      g_strlcpy (sb.component_uuid, m->spare_uuids->pdata[i], sizeof sb.component_uuid);
+      sb.role = VB_SB_ROLE_SPARE;
+      m->handler->encode (&sb, m->io);
+      if (fd < 0
+          || pwrite (fd, m->io, m->handler->block_size, m->handler->block_offset)
+                 != (gssize) m->handler->block_size
+          || fdatasync (fd) < 0)
+        g_warning ("%s: writing the superblock of spare %s: %s", e->name, path, g_strerror (errno));
+      if (fd >= 0)
+        close (fd);
+    }
+}
+
 void
 vb_engine_set_spares (VbEngine *e, guint n, const char *const *paths, const char *const *uuids)
 {
@@ -236,6 +269,7 @@ vb_engine_set_spares (VbEngine *e, guint n, const char *const *paths, const char
       g_ptr_array_add (m->spare_paths, g_strdup (paths[i]));
       g_ptr_array_add (m->spare_uuids, g_strdup (uuids[i]));
     }
+  write_spares_locked (e);
   g_mutex_unlock (&m->lock);
 }
 
@@ -662,6 +696,7 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
         vb_bitmap_mark_all (m->bitmap);
       g_mutex_lock (&m->lock);
       write_all_locked (e);
+      write_spares_locked (e);
       g_mutex_unlock (&m->lock);
       /* the bitmap of every component equals the newest one's */
       if (m->bitmap)

@@ -57,6 +57,7 @@ report (EngineSync *s, VbEngineJobState state, const char *message)
   VbEngine *e = s->engine;
   VbEngineJob job = {
     .id = s->id,
+    .device = e->name,
     .operation = s->operation,
     .state = state,
     .bytes = s->bytes,

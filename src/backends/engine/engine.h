@@ -41,6 +41,7 @@ typedef enum {
 
 typedef struct {
   guint64 id; /* unique in the process */
+  const char *device; /* the engine's name: the device's */
   const char *operation;
   VbEngineJobState state;
   guint64 bytes; /* to process */
