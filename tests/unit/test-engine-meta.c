@@ -22,8 +22,8 @@
 #define DATA_OFFSET (1u << 20)
 
 static const char *const device_uuid = "6f1c2a5e-0b7d-4c1e-9a43-2d5b8e7f0a11";
-static const char *const leg_uuids[] = { "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-                                         "1b2c3d4e-5f6a-4b7c-9d8e-0f1a2b3c4d5e", NULL };
+static const char *const leg_uuids[]
+    = { "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "1b2c3d4e-5f6a-4b7c-9d8e-0f1a2b3c4d5e", NULL };
 
 /* A leg served in process over a file, whose writes fail on demand. */
 typedef struct {
@@ -31,10 +31,12 @@ typedef struct {
   gint fail_writes; /* atomic */
 } FlakyLeg;
 
+static guint64 flaky_leg_size = LEG_SIZE;
+
 static guint64
 flaky_size (void *handle)
 {
-  return LEG_SIZE;
+  return flaky_leg_size;
 }
 
 static guint32
@@ -115,6 +117,7 @@ typedef struct {
   VbEngineJob last; /* the last report */
   char operation[16];
   guint failures;
+  guint64 leg_size; /* what the engine is told each leg holds */
 } Fixture;
 
 static void
@@ -171,11 +174,12 @@ fixture_set_up (Fixture *f, gconstpointer data)
       g_assert_cmpint (ftruncate (fd, LEG_SIZE), ==, 0);
       close (fd);
     }
+  f->leg_size = LEG_SIZE;
+  flaky_leg_size = LEG_SIZE;
   f->leg1.fd = open (f->paths[1], O_RDWR | O_CLOEXEC);
   g_assert_cmpint (f->leg1.fd, >=, 0);
   g_hash_table_insert (given, "bitmap_chunk", "1M");
-  f->attributes
-      = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, given, NULL);
+  f->attributes = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, given, NULL);
   g_assert_nonnull (f->attributes);
   g_mutex_init (&f->lock);
   g_cond_init (&f->cond);
@@ -201,9 +205,10 @@ fixture_tear_down (Fixture *f, gconstpointer data)
 static VbEngine *
 engine_new (Fixture *f, GError **error)
 {
-  VbEngineSource sources[2] = { { f->paths[0], NULL, NULL }, { f->paths[1], &flaky_ops, &f->leg1 } };
-  VbComponentInfo infos[2] = { { f->paths[0], VB_COMPONENT_KIND_FILE, LEG_SIZE - DATA_OFFSET },
-                               { f->paths[1], VB_COMPONENT_KIND_FILE, LEG_SIZE - DATA_OFFSET } };
+  VbEngineSource sources[2]
+      = { { f->paths[0], NULL, NULL }, { f->paths[1], &flaky_ops, &f->leg1 } };
+  VbComponentInfo infos[2] = { { f->paths[0], VB_COMPONENT_KIND_FILE, f->leg_size - DATA_OFFSET },
+                               { f->paths[1], VB_COMPONENT_KIND_FILE, f->leg_size - DATA_OFFSET } };
   VbEngineIdentity id = { device_uuid, leg_uuids, 0, NULL, NULL };
   VbEngine *e = vb_engine_new ("m", vb_driver_lookup ("raid1"), f->attributes, 2, sources, infos,
                                &id, FALSE, error);
@@ -389,16 +394,58 @@ test_foreign_refused (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (error->message, f->paths[1]));
 }
 
+static void
+resize (Fixture *f, guint64 size)
+{
+  for (guint i = 0; i < 2; i++)
+    g_assert_cmpint (truncate (f->paths[i], size), ==, 0);
+  f->leg_size = size;
+  flaky_leg_size = size;
+}
+
+static void
+test_sizes (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = started (f);
+  VbEngineJob job;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  gsize lb, la;
+
+  vb_engine_free (e);
+  /* smaller legs would cut the device short: refused, nothing written */
+  resize (f, LEG_SIZE / 2);
+  g_assert_true (g_file_get_contents (f->paths[0], &before, &lb, NULL));
+  e = engine_new (f, &error);
+  g_assert_null (e);
+  g_assert_nonnull (strstr (error->message, "bytes of data per component"));
+  g_assert_true (g_file_get_contents (f->paths[0], &after, &la, NULL));
+  g_assert_cmpmem (before, lb, after, la);
+  g_clear_error (&error);
+
+  /* larger legs: the device grows and every copy is made equal */
+  resize (f, LEG_SIZE * 2);
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  vb_engine_activate (e);
+  job = wait_job (f);
+  g_assert_cmpstr (job.operation, ==, "resync");
+  g_assert_cmpuint (job.bytes, ==, 2 * LEG_SIZE - DATA_OFFSET);
+  g_assert_cmpuint (superblock_of (f->paths[0]).data_size, ==, 2 * LEG_SIZE - DATA_OFFSET);
+  vb_engine_free (e);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-#define ADD(path, fn)                                                                              \
-  g_test_add (path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
+#define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD ("/engine-meta/fresh", test_fresh);
   ADD ("/engine-meta/failure-recorded-first", test_failure_recorded_first);
   ADD ("/engine-meta/stale-never-read", test_stale_never_read);
   ADD ("/engine-meta/bad-superblock-refused", test_bad_superblock_refused);
   ADD ("/engine-meta/foreign-refused", test_foreign_refused);
+  ADD ("/engine-meta/sizes", test_sizes);
   return g_test_run ();
 }

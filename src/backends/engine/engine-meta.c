@@ -573,6 +573,17 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
   engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
                           vb_attr_get_u64 (attributes, "sync_speed_max"));
 
+  /* smaller components than the data needs would cut the device short */
+  if (best >= 0 && e->layout.component_size < found[best].sb.data_size)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
+                   "components now give %" G_GUINT64_FORMAT " (a smaller one replaced one?); "
+                   "refusing to start (nothing was written)",
+                   e->name, found[best].sb.data_size, e->layout.component_size);
+      return FALSE;
+    }
+
   fresh = best < 0;
   if (fresh)
     fresh_superblock (e, id, attributes, &m->sb);
@@ -662,6 +673,31 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       }
   }
 
+  /* larger components: the device grows, and the new part of each copy
+   * holds whatever was there, so everything is made equal again */
+  gboolean grew = !fresh && e->layout.component_size > m->sb.data_size;
+  if (grew && m->sb.features & VB_SB_FEATURE_BITMAP)
+    {
+      gsize need = vb_bitmap_bytes_for (e->layout.size, m->sb.bitmap_chunk);
+      if (need > VB_DATA_OFFSET - VB_BITMAP_OFFSET)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "device '%s': its components grew beyond what a bitmap of %" G_GUINT64_FORMAT
+                       "-byte chunks can cover; refusing to start (nothing was written)",
+                       e->name, m->sb.bitmap_chunk);
+          return FALSE;
+        }
+      m->sb.bitmap_bytes = need;
+    }
+  if (grew)
+    {
+      g_message ("%s: components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                 " data bytes; resyncing",
+                 e->name, m->sb.data_size, e->layout.component_size);
+      m->sb.data_size = e->layout.component_size;
+      m->sb.clean = FALSE;
+    }
+
   /* the bitmap: the newest component's, or all dirty for a new device
    * (its copies were never made equal) */
   if (m->sb.features & VB_SB_FEATURE_BITMAP)
@@ -681,6 +717,8 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       m->bitmap = vb_bitmap_new (e->layout.size, m->sb.bitmap_chunk, bits, bits_len,
                                  persist_bitmap_block, e);
     }
+  if (grew && m->bitmap && !e->read_only)
+    vb_bitmap_mark_all (m->bitmap);
   m->need_sync = fresh || !m->sb.clean;
   for (guint i = 0; i < e->n; i++)
     if (g_atomic_int_get (&e->components[i].rebuilding))
