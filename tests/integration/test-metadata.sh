@@ -173,6 +173,10 @@ cancel () { gdbus call --system --dest org.vblk.VBlk1 --object-path "$job" --met
 out=$(vb_as_nobody gdbus call --system --dest org.vblk.VBlk1 --object-path "$job" \
         --method org.vblk.VBlk1.Job.Cancel {} 2>&1) && vb_fail "nobody cancelled a job"
 vb_assert_contains "$out" "NotAuthorized" "Cancel by nobody"
+# on a terminal, vbmgr wait draws a progress bar (here until its timeout)
+script -qec "$VBMGR wait $job --timeout 2" /dev/null > "$T/bar.out" 2>&1 || true
+vb_assert_contains "$(tr '\r' '\n' < "$T/bar.out")" "% " "progress bar on a terminal"
+vb_assert_contains "$(cat "$T/bar.out")" "check" "progress bar names the operation"
 cancel > /dev/null || vb_fail "Cancel as root"
 rc=0
 vbmgr wait "$job" > /dev/null 2> "$T/wait.err" || rc=$?
