@@ -275,17 +275,7 @@ vb_cmd_jobs (int argc, char **argv)
   jobs = vb_mgr_list_jobs (manager);
 
   if (json)
-    {
-      g_autoptr (JsonBuilder) builder = json_builder_new ();
-      g_autoptr (JsonNode) root = NULL;
-
-      json_builder_begin_array (builder);
-      for (guint i = 0; i < jobs->len; i++)
-        vb_mgr_job_to_json (builder, manager, jobs->pdata[i]);
-      json_builder_end_array (builder);
-      root = json_builder_get_root (builder);
-      vb_mgr_print_json (root);
-    }
+    vb_mgr_print_json_list (manager, jobs, (VbMgrToJsonFunc) vb_mgr_job_to_json);
   else
     {
       g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);

@@ -255,17 +255,7 @@ vb_cmd_list (int argc, char **argv)
   devices = vb_mgr_list_devices (manager);
 
   if (json)
-    {
-      g_autoptr (JsonBuilder) builder = json_builder_new ();
-      g_autoptr (JsonNode) root = NULL;
-
-      json_builder_begin_array (builder);
-      for (guint i = 0; i < devices->len; i++)
-        vb_mgr_device_to_json (builder, manager, devices->pdata[i]);
-      json_builder_end_array (builder);
-      root = json_builder_get_root (builder);
-      vb_mgr_print_json (root);
-    }
+    vb_mgr_print_json_list (manager, devices, (VbMgrToJsonFunc) vb_mgr_device_to_json);
   else
     {
       g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);

@@ -365,6 +365,20 @@ vb_mgr_print_json (JsonNode *root)
   g_print ("%s\n", text);
 }
 
+void
+vb_mgr_print_json_list (GDBusObjectManager *manager, GPtrArray *items, VbMgrToJsonFunc to_json)
+{
+  g_autoptr (JsonBuilder) builder = json_builder_new ();
+  g_autoptr (JsonNode) root = NULL;
+
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < items->len; i++)
+    to_json (builder, manager, items->pdata[i]);
+  json_builder_end_array (builder);
+  root = json_builder_get_root (builder);
+  vb_mgr_print_json (root);
+}
+
 int
 main (int argc, char **argv)
 {

@@ -97,5 +97,9 @@ char *vb_mgr_absolute_source (const char *source);
 
 /* Pretty-printed JSON on stdout, with a final newline. */
 void vb_mgr_print_json (JsonNode *root);
+/* Prints @items as a JSON array, each built by @to_json. */
+typedef void (*VbMgrToJsonFunc) (JsonBuilder *builder, GDBusObjectManager *manager, gpointer item);
+void vb_mgr_print_json_list (GDBusObjectManager *manager, GPtrArray *items,
+                             VbMgrToJsonFunc to_json);
 
 G_END_DECLS

@@ -54,24 +54,7 @@ static void
 file_layout (GHashTable *attributes, const VbComponentInfo *components, guint n_components,
              VbLayout *layout)
 {
-  *layout = (VbLayout){ 0 };
-  layout->n_components = 1;
-  layout->copies = 1;
-  layout->size = file_size (attributes, components, n_components);
-  layout->component_size = layout->size;
-  layout->component_sizes[0] = layout->size;
-}
-
-static void
-file_map (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out)
-{
-  g_assert (length > 0 && offset < layout->size && length <= layout->size - offset);
-
-  out->offset = offset;
-  out->length = length;
-  out->n_copies = 1;
-  out->copies[0].component = 0;
-  out->copies[0].offset = offset;
+  vb_layout_single (file_size (attributes, components, n_components), layout);
 }
 
 const VbDriver vb_driver_file = {
@@ -85,5 +68,5 @@ const VbDriver vb_driver_file = {
   .size = file_size,
   .extent = file_extent,
   .layout = file_layout,
-  .map = file_map,
+  .map = vb_map_identity,
 };

@@ -157,6 +157,10 @@ guint64 vb_components_smallest (const VbComponentInfo *components, guint n_compo
 gboolean vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components,
                           guint n_components, GError **error);
 guint64 vb_attr_get_u64 (GHashTable *attributes, const char *name);
+/* One component holding the whole device at the same offsets: the layout
+ * and the placement of drivers that pass one component through. */
+void vb_layout_single (guint64 size, VbLayout *layout);
+void vb_map_identity (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out);
 
 /* Checks the redundancy attributes (bitmap needs metadata, bitmap_chunk a
  * power of two); TRUE for a driver without them. */

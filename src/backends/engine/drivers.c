@@ -55,6 +55,29 @@ vb_check_redundancy (GHashTable *attributes, GError **error)
   return TRUE;
 }
 
+void
+vb_layout_single (guint64 size, VbLayout *layout)
+{
+  *layout = (VbLayout){ 0 };
+  layout->n_components = 1;
+  layout->copies = 1;
+  layout->size = size;
+  layout->component_size = size;
+  layout->component_sizes[0] = size;
+}
+
+void
+vb_map_identity (const VbLayout *layout, guint64 offset, guint64 length, VbMapping *out)
+{
+  g_assert (length > 0 && offset < layout->size && length <= layout->size - offset);
+
+  out->offset = offset;
+  out->length = length;
+  out->n_copies = 1;
+  out->copies[0].component = 0;
+  out->copies[0].offset = offset;
+}
+
 guint64
 vb_driver_data_offset (GHashTable *attributes)
 {

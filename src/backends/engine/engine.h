@@ -40,7 +40,7 @@ typedef enum {
 } VbEngineJobState;
 
 typedef struct {
-  guint64 id; /* unique in the process */
+  guint64 id;         /* unique in the process */
   const char *device; /* the engine's name: the device's */
   const char *operation;
   VbEngineJobState state;
