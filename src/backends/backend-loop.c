@@ -641,10 +641,23 @@ loop_scan (const char *instance, GError **error)
       if (!g_file_get_contents (backing_path, &backing, NULL, NULL))
         continue; /* not attached */
       dev = g_strdup_printf ("/dev/%s", entry);
+      g_strstrip (backing);
       tag = loop_read_tag (dev, instance, &engine);
       if (tag == NULL)
-        continue;
-      g_strstrip (backing);
+        {
+          /* a node over a FUSE file of this run directory whose server
+           * died: the kernel cannot even report its status (ENOTCONN), but
+           * the backing path says whose it is; left attached it would
+           * outlive the mount as "/data" */
+          g_autofree char *prefix = g_strconcat (engine_dir, "/", NULL);
+          if (g_str_has_prefix (backing, prefix) && runtime_lookup (dev) == NULL)
+            {
+              g_autoptr (GError) local = NULL;
+              if (!bd_loop_teardown (dev, &local))
+                g_debug ("loop: detaching dead %s: %s", dev, local->message);
+            }
+          continue;
+        }
       if (engine && runtime_lookup (dev) == NULL)
         {
           /* served by a vblkd that died: its FUSE server is gone, so the

@@ -18,6 +18,10 @@ vb_kill_daemon
 
 vb_start_daemon
 vb_wait_state m active 10
+# the dead node is detached, not left behind its lazily unmounted FUSE file
+# (whose path then reads "/data")
+vb_assert_eq "" "$(losetup -l -n -O NAME,BACK-FILE | awk -v n="$old" '$1 == n && $2 == "/data"')" \
+  "the dead engine node of the killed vblkd"
 # let the udev events of the new node come and go: the rescans they cause
 # must not take the live FUSE mount for a stale one
 sleep 1

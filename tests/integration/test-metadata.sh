@@ -185,6 +185,8 @@ vb_assert_eq cancelled "$(vbmgr jobs --json | jq -r --arg p "$job" '.[] | select
 done_bytes=$(vbmgr jobs --json | jq -r --arg p "$job" '.[] | select(.path == $p) | .bytes_done')
 [ "$done_bytes" -lt $((31 << 20)) ] || vb_fail "the cancelled check ran to the end"
 vbmgr set m sync_speed_max=0 sync_speed_min=1M
+vb_assert_eq "0 1048576" "$(examine "$T/a.img" | jq -r '.attributes | "\(.sync_speed_max) \(.sync_speed_min)"')" \
+  "superblock attribute text follows an online change"
 
 vb_log "a spare takes a failed slot and is rebuilt"
 vb_mkimg "$T/s.img" 32M

@@ -170,6 +170,19 @@ engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete)
 }
 
 void
+engine_meta_set_attributes (VbEngine *e, GHashTable *attributes)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (e->read_only)
+    return;
+  g_mutex_lock (&m->lock);
+  attribute_text (attributes, m->sb.attributes, sizeof m->sb.attributes);
+  write_all_locked (e);
+  g_mutex_unlock (&m->lock);
+}
+
+void
 engine_meta_update (VbEngine *e)
 {
   g_mutex_lock (&e->meta->lock);

@@ -96,6 +96,7 @@ VbBitmap *engine_meta_bitmap (VbEngine *e);
 void engine_meta_role_in_sync (VbEngine *e, guint i);
 guint64 engine_meta_sync_speed (VbEngine *e, gboolean max);
 void engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete);
+void engine_meta_set_attributes (VbEngine *e, GHashTable *attributes);
 void engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max);
 
 /* engine-sync.c */

@@ -320,8 +320,12 @@ vb_engine_update (VbEngine *e, GHashTable *attributes)
       vb_fault_set (e->fault, &spec);
     }
   if (e->meta)
-    engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
-                            vb_attr_get_u64 (attributes, "sync_speed_max"));
+    {
+      engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                              vb_attr_get_u64 (attributes, "sync_speed_max"));
+      /* the superblocks carry the attribute text */
+      engine_meta_set_attributes (e, attributes);
+    }
 }
 
 gboolean
