@@ -41,6 +41,10 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "scan", "[--adopt [--start]] [--json] [PATH...]",
     N_ ("Find devices from their components' superblocks; --adopt adds the unknown ones"),
     vb_cmd_scan },
+  { "monitor", "[--json]", N_ ("Print the events of vblkd as they happen, until interrupted"),
+    vb_cmd_monitor },
+  { "policy", "list [--json] | test DEVICE|--prop K=V… [--json] | reload",
+    N_ ("List, try or reload the policy rules"), vb_cmd_policy },
 };
 
 static char *

@@ -47,6 +47,10 @@ int vb_cmd_wait (int argc, char **argv);
 int vb_cmd_examine (int argc, char **argv);
 /* cmd-scan.c */
 int vb_cmd_scan (int argc, char **argv);
+/* cmd-monitor.c */
+int vb_cmd_monitor (int argc, char **argv);
+/* cmd-policy.c */
+int vb_cmd_policy (int argc, char **argv);
 
 /* Parses the options of @command with GOption (so "vbmgr COMMAND --help"
  * works); on return argv[0] is the command and argv[1..] the positional

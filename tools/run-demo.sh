@@ -145,7 +145,7 @@ if name_has_owner org.vblk.VBlk1; then
   esac
 fi
 echo "=== $(date) run-demo.sh" >> "$state/vblkd.log"
-setsid "$vblkd" --state-dir "$state" < /dev/null >> "$state/vblkd.log" 2>&1 &
+setsid "$vblkd" --state-dir "$state" --policy-dir "$repo/data/policy" < /dev/null >> "$state/vblkd.log" 2>&1 &
 vblkd_pid=$!
 vblkd_owns_name () {
   kill -0 "$vblkd_pid" 2> /dev/null &&

@@ -469,6 +469,15 @@ loop_component_status (const char *block_device, guint component, gboolean *faul
   return TRUE;
 }
 
+static void
+loop_release (const char *block_device, guint component)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  if (rt && component < vb_engine_n_components (rt->engine))
+    vb_engine_release_component (rt->engine, component);
+}
+
 static gboolean
 loop_lost_data (const char *block_device)
 {
@@ -518,7 +527,8 @@ loop_cancel_job (const char *block_device, guint64 job)
 }
 
 static gboolean
-loop_readd (const char *block_device, guint slot, const char *path, GError **error)
+loop_readd (const char *block_device, guint slot, const char *path, const char *uuid,
+            GError **error)
 {
   EngineRuntime *rt = runtime_lookup (block_device);
   EngineRuntime *dep = runtime_lookup (path);
@@ -542,7 +552,7 @@ loop_readd (const char *block_device, guint slot, const char *path, GError **err
       source.ops = &vb_engine_ops;
       source.handle = dep->engine;
     }
-  return vb_engine_readd (rt->engine, slot, &source, error) == 0;
+  return vb_engine_readd (rt->engine, slot, &source, uuid, error) == 0;
 }
 
 static void
@@ -701,6 +711,7 @@ const VbBackend vb_backend_loop = {
   .component_status = loop_component_status,
   .lost_data = loop_lost_data,
   .set_faulty = loop_set_faulty,
+  .release = loop_release,
   .block_ops = loop_block_ops,
   .check = loop_check,
   .cancel_job = loop_cancel_job,

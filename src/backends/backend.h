@@ -64,13 +64,17 @@ typedef struct {
   /* TRUE when some data has no healthy copy left: the device refuses writes. */
   gboolean (*lost_data) (const char *block_device);
   int (*set_faulty) (const char *block_device, guint component);
+  /* A faulty component's file is let go (it is being removed); blocks. */
+  void (*release) (const char *block_device, guint component);
   gboolean (*block_ops) (const char *block_device, const VbBlockOps **ops, void **handle);
   /* Jobs of engine devices: check (compare copies; @repair rewrites
    * mismatches) -ENOTSUP/-EBUSY; cancel -ESRCH when not running. */
   gint64 (*check) (const char *block_device, gboolean repair); /* the job id */
   int (*cancel_job) (const char *block_device, guint64 job);
-  /* Puts @path back into faulty slot @slot of an engine device (re-add). */
-  gboolean (*readd) (const char *block_device, guint slot, const char *path, GError **error);
+  /* Puts @path back into faulty slot @slot of an engine device (re-add),
+   * or a blank replacement that takes component UUID @uuid (may be NULL). */
+  gboolean (*readd) (const char *block_device, guint slot, const char *path, const char *uuid,
+                     GError **error);
   /* The spares a failed slot is rebuilt onto, replacing the list. */
   void (*set_spares) (const char *block_device, guint n, const char *const *paths,
                       const char *const *uuids);

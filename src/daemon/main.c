@@ -5,6 +5,7 @@
 #include "vb-daemon.h"
 #include "vb-exports.h"
 #include "vb-jobs.h"
+#include "vb-policy-dbus.h"
 
 #include <blockdev/blockdev.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 static char *opt_state_dir = NULL;
 static char *opt_run_dir = NULL;
 static char *opt_dev_dir = NULL;
+static char *opt_policy_dir = NULL;
 static gboolean opt_debug = FALSE;
 static gboolean opt_replace = FALSE;
 
@@ -30,6 +32,8 @@ static const GOptionEntry entries[] = {
     N_ ("Run-time directory (default " VB_DEFAULT_RUN_DIR ")"), "DIR" },
   { "dev-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dev_dir,
     N_ ("Directory of the NAME links to block nodes (default " VB_DEFAULT_DEV_DIR ")"), "DIR" },
+  { "policy-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_policy_dir,
+    N_ ("Directory of the policy rules, *.rules (default " VB_DEFAULT_POLICY_DIR ")"), "DIR" },
   { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_ ("Log debug messages"), NULL },
   { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_ ("Replace a running vblkd"), NULL },
   { NULL },
@@ -68,12 +72,22 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* SIGHUP: read the policy rules again. */
+static gboolean
+on_sighup (gpointer data)
+{
+  vb_policy_dbus_reload_sync (data);
+  return G_SOURCE_CONTINUE;
+}
+
 static void
 startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
   guint n = g_hash_table_size (daemon->running);
 
   g_message ("vblk: ready: %u device(s), %u running", daemon->desired->devices->len, n);
+  /* the disks already there go through the policy, as if just plugged */
+  vb_udev_coldplug ();
 }
 
 /* At boot (a new run dir) only devices marked autostart come back up. */
@@ -126,6 +140,7 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
     }
   daemon->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
   vb_manager_export (daemon);
+  vb_policy_dbus_export (daemon);
   vb_objects_sync (daemon);
   g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
   g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path, daemon->instance);
@@ -314,6 +329,8 @@ main (int argc, char **argv)
   daemon.run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
   daemon.dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
   daemon.state_path = g_build_filename (daemon.state_dir, VB_STATE_FILE, NULL);
+  daemon.policy_dir
+      = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
 
   if (g_mkdir_with_parents (daemon.state_dir, 0700) < 0)
     {
@@ -369,10 +386,12 @@ main (int argc, char **argv)
       g_clear_error (&error);
     }
 
+  vb_policy_dbus_init (&daemon);
   vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon);
   vb_udev_watch (&daemon);
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
+  g_unix_signal_add (SIGHUP, on_sighup, &daemon);
   owner = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
                           G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
                               | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
@@ -383,6 +402,7 @@ main (int argc, char **argv)
   if (daemon.exit_status == 0)
     record_exit (&daemon);
   g_clear_pointer (&daemon.jobs, vb_jobs_free); /* unexports them: before the object manager */
+  vb_policy_dbus_shutdown (&daemon);
   g_clear_object (&daemon.object_manager);
   g_clear_object (&daemon.manager);
   g_clear_object (&daemon.authority);
@@ -392,6 +412,8 @@ main (int argc, char **argv)
   g_hash_table_unref (daemon.running);
   g_hash_table_unref (daemon.status);
   g_clear_pointer (&daemon.desired, vb_state_free);
+  g_clear_pointer (&daemon.policy, vb_policy_unref);
+  g_free (daemon.policy_dir);
   g_main_loop_unref (daemon.loop);
   if (daemon.lock_fd >= 0)
     close (daemon.lock_fd);

@@ -27,7 +27,8 @@ typedef struct {
 void vb_device_status_free (VbDeviceStatus *status);
 
 typedef struct _VbDaemon VbDaemon;
-typedef struct _VbJobs VbJobs; /* vb-jobs.h */
+typedef struct _VbJobs VbJobs;     /* vb-jobs.h */
+typedef struct _VbPolicy VbPolicy; /* vb-policy.h */
 
 struct _VbDaemon {
   char *state_dir;
@@ -48,6 +49,8 @@ struct _VbDaemon {
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
   VbJobs *jobs;               /* the Job objects (vb-jobs.c) */
   PolkitAuthority *authority;
+  VbPolicy *policy; /* the rules in force (vb-policy-dbus.c), never NULL once loaded */
+  char *policy_dir; /* where they are read from */
 
   GHashTable *exports; /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
   GQueue ops;          /* VbOp*, one runs at a time */
@@ -84,6 +87,8 @@ typedef enum {
   VB_OP_STARTUP,  /* find the running block nodes again, then as CHANGE */
   VB_OP_OBSERVE,  /* find them again and publish; no plan, no save */
   VB_OP_SHUTDOWN, /* vblkd exits: stop exports and the nodes it serves itself */
+  VB_OP_POLICY,   /* as CHANGE, for the policy engine: component paths found by their
+                     superblocks (another device naming the same path is stale) */
 } VbOpMode;
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   GPtrArray *touched, GError **error);
@@ -104,6 +109,8 @@ void vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *ru
 
 /* vb-udev.c: block events for the nodes vblk runs trigger an observe op. */
 void vb_udev_watch (VbDaemon *daemon);
+/* After start-up: every block device there now goes through the policy. */
+void vb_udev_coldplug (void);
 
 /* vb-objects.c: a component of an engine device failed (any thread). */
 void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);

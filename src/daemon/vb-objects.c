@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "vb-daemon.h"
+#include "vb-hotplug.h"
 
 #include <stdlib.h>
 #include <errno.h>
@@ -259,6 +260,7 @@ publish_failure (gpointer data)
       vb_objects_emit_event (daemon, "component-failed", d->name, g_variant_builder_end (&details));
       if (strcmp (vb_daemon_device_state (daemon, d), "degraded") == 0)
         vb_objects_emit_event (daemon, "degraded", d->name, NULL);
+      vb_hotplug_component_failed (d->name);
     }
   g_free (note->uuid);
   g_free (note);

@@ -21,9 +21,25 @@
 
 #define PROBE_MAX_DEPTH 32
 
+static gboolean block_size_of (const char *path, guint64 *size, GError **error);
+
+gboolean
+vb_probe_source_missing (const char *source)
+{
+  struct stat st;
+  guint64 size = 0;
+
+  if (source[0] != '/')
+    return FALSE;
+  if (stat (source, &st) < 0)
+    return TRUE;
+  return S_ISBLK (st.st_mode) && block_size_of (source, &size, NULL) && size == 0;
+}
+
 void
 vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
 {
+  *probe = (VbProbe){ 0 };
   probe->state = state;
   probe->block_devices = block_devices;
   probe->sizes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
@@ -104,7 +120,16 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
       if (S_ISBLK (st.st_mode))
         {
           info->kind = VB_COMPONENT_KIND_BLOCK;
-          return block_size_of (source, &info->size, error);
+          if (!block_size_of (source, &info->size, error))
+            return FALSE;
+          /* a loop device with nothing attached, an empty card reader */
+          if (info->size == 0)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
+                           "component '%s': the block device has no medium (size 0)", source);
+              return FALSE;
+            }
+          return TRUE;
         }
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "component '%s': neither a regular file nor a block device", source);
@@ -137,7 +162,7 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
         {
           /* a redundant device with metadata starts without a file or disk
            * that is gone; its superblocks record the slot missing */
-          if (!data_offset || c->source[0] != '/'
+          if (!data_offset || c->source[0] != '/' || probe->no_missing
               || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
             {
               g_propagate_error (error, g_steal_pointer (&local));
@@ -203,7 +228,8 @@ vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **e
       if (c->source[0] != '/' || !handler->probe (-1, c->source)
           || !handler->read (-1, c->source, &sb, NULL))
         continue;
-      if (strcmp (sb.device_uuid, config->uuid) != 0)
+      /* a spare holds no data: one may move to another device */
+      if (strcmp (sb.device_uuid, config->uuid) != 0 && sb.role != VB_SB_ROLE_SPARE)
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_BUSY,
@@ -450,7 +476,7 @@ vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, GError **erro
       g_autofree char *id = identity_of (c->source);
       const char *path = c->source;
 
-      for (guint d = 0; d < probe->state->devices->len; d++)
+      for (guint d = 0; d < probe->state->devices->len && !probe->by_superblock; d++)
         {
           const VbDeviceConfig *other = probe->state->devices->pdata[d];
           if (strcmp (other->name, config->name) == 0 || may_share (config, other))

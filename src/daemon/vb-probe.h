@@ -14,9 +14,19 @@ typedef struct {
   GHashTable *block_devices; /* device name -> block node of a started device */
   GHashTable *sizes;         /* memo: device name -> guint64* */
   guint depth;
+  /* A slot of a redundant device with metadata whose file or disk is gone
+   * is started as missing (degraded), unless this is set: vblkd's own
+   * start-up leaves that to the policy's start-degraded-after. */
+  gboolean no_missing;
+  /* The sources come from the components' superblocks (hotplug): another
+   * device's entry naming the same path is stale, not a conflict. */
+  gboolean by_superblock;
 } VbProbe;
 
 void vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices);
+/* A path source that is not there: gone, or a block device without medium
+ * (a detached loop device). */
+gboolean vb_probe_source_missing (const char *source);
 void vb_probe_clear (VbProbe *probe);
 
 /* Every component of @config: its resolved path (NULL for an unstarted

@@ -144,6 +144,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   char *node;
 
   vb_probe_init (&probe, op->candidate, block_devices);
+  probe.no_missing = op->mode == VB_OP_STARTUP;
   ok = vb_probe_validate (&probe, config, TRUE, &size, &complete, error)
        && vb_probe_components (&probe, config, &paths, &infos, error);
   vb_probe_clear (&probe);
@@ -277,7 +278,11 @@ execute_plan (VbOp *op)
       /* a request acts on the devices it touched (and nodes nobody owns);
        * only start-up re-drives everything, so a device that failed is
        * not restarted behind the administrator's back by an unrelated call */
-      if (op->mode == VB_OP_CHANGE && step->name && !concerns (op, step->name))
+      if ((op->mode == VB_OP_CHANGE || op->mode == VB_OP_POLICY) && step->name
+          && !concerns (op, step->name))
+        continue;
+      /* the policy records where components are; starting is its own step */
+      if (op->mode == VB_OP_POLICY && step->kind == VB_STEP_START)
         continue;
 
       switch (step->kind)
@@ -444,7 +449,8 @@ run_readds (VbOp *op)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
                          d->name, slot);
           else if (ok)
-            backend->readd (r->block_device, slot, paths->pdata[slot], &local);
+            backend->readd (r->block_device, slot, paths->pdata[slot],
+                            ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local);
         }
       if (local && op->error == NULL)
         op->error = g_error_copy (local);
@@ -490,7 +496,7 @@ export_failed (const char *device, const GError *error, gpointer user_data)
   VbOp *op = user_data;
 
   g_warning ("vblk: %s: %s", device, error->message);
-  if (op->mode == VB_OP_CHANGE && concerns (op, device))
+  if ((op->mode == VB_OP_CHANGE || op->mode == VB_OP_POLICY) && concerns (op, device))
     {
       if (op->error == NULL)
         op->error = g_error_copy (error);
@@ -542,7 +548,7 @@ compute_status (VbOp *op)
       for (guint c = 0; c < d->components->len && c < 64; c++)
         {
           const char *source = ((VbComponentConfig *) d->components->pdata[c])->source;
-          if (source[0] == '/' && !g_file_test (source, G_FILE_TEST_EXISTS))
+          if (vb_probe_source_missing (source))
             st->missing |= G_GUINT64_CONSTANT (1) << c;
         }
     }
@@ -658,7 +664,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
       goto out;
     }
-  if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_SHUTDOWN)
+  if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_POLICY && op->mode != VB_OP_SHUTDOWN)
     scan_running (op);
   if (op->mode == VB_OP_OBSERVE)
     {
@@ -673,7 +679,10 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   /* a device the request changes is checked unless it is only being
    * stopped: a stop must work even when a component has vanished */
   vb_probe_init (&probe, op->candidate, block_devices);
-  for (guint i = 0; i < op->touched->len && op->error == NULL; i++)
+  probe.by_superblock = op->mode == VB_OP_POLICY;
+  /* the policy only records where components were found (by their
+   * superblocks); a device it touches may well be incomplete still */
+  for (guint i = 0; i < op->touched->len && op->error == NULL && op->mode != VB_OP_POLICY; i++)
     {
       const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
       const VbDeviceConfig *old = vb_state_lookup (op->previous, op->touched->pdata[i]);
@@ -687,7 +696,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
         continue;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
-          && vb_probe_check_free (&probe, d, &op->error))
+          && vb_probe_check_free (&probe, d, &op->error) && op->mode != VB_OP_POLICY)
         vb_probe_check_foreign (&probe, d, &op->error);
     }
   vb_probe_clear (&probe);

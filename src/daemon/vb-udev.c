@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "vb-daemon.h"
+#include "vb-hotplug.h"
 
 #include <glib-unix.h>
 #include <libudev.h>
@@ -49,11 +50,23 @@ on_udev_event (int fd, GIOCondition condition, gpointer data)
   while ((dev = udev_monitor_receive_device (watch.monitor)))
     {
       const char *node = udev_device_get_devnode (dev);
-      if (node && is_ours (watch.daemon, node) && watch.pending == 0)
-        watch.pending = g_timeout_add (OBSERVE_DELAY_MS, observe_now, NULL);
+      if (node && is_ours (watch.daemon, node))
+        {
+          if (watch.pending == 0)
+            watch.pending = g_timeout_add (OBSERVE_DELAY_MS, observe_now, NULL);
+        }
+      else if (node)
+        vb_hotplug_event (dev); /* anything else goes through the policy */
       udev_device_unref (dev);
     }
   return G_SOURCE_CONTINUE;
+}
+
+void
+vb_udev_coldplug (void)
+{
+  if (watch.udev)
+    vb_hotplug_coldplug (watch.udev);
 }
 
 void
@@ -62,12 +75,16 @@ vb_udev_watch (VbDaemon *daemon)
   int fd;
 
   watch.daemon = daemon;
+  vb_hotplug_init (daemon);
   watch.udev = udev_new ();
   if (watch.udev == NULL)
     return;
   watch.monitor = udev_monitor_new_from_netlink (watch.udev, "udev");
+  /* a shelf of disks powering up: hundreds of events at once */
+  if (watch.monitor)
+    udev_monitor_set_receive_buffer_size (watch.monitor, 64 * 1024 * 1024);
   if (watch.monitor == NULL
-      || udev_monitor_filter_add_match_subsystem_devtype (watch.monitor, "block", "disk") < 0
+      || udev_monitor_filter_add_match_subsystem_devtype (watch.monitor, "block", NULL) < 0
       || udev_monitor_enable_receiving (watch.monitor) < 0)
     {
       g_warning ("vblk: no udev monitor; changes made outside vblk are seen only at restart");

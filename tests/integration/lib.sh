@@ -180,16 +180,18 @@ vb_start_udevd () {
 # --- vblkd -------------------------------------------------------------------
 
 # vb_start_daemon [VAR=VALUE...] — start vblkd with the extra environment and
-# wait until it owns org.vblk.VBlk1.
+# wait until it owns org.vblk.VBlk1. VB_DAEMON_ARGS: more vblkd options,
+# split on blanks (e.g. "--policy-dir $T/policy").
 vb_start_daemon () {
   if vb_pid_alive "$VBLKD_PID"; then
     vb_fail "vb_start_daemon: vblkd ($VBLKD_PID) is still running"
   fi
   mkdir -p "$VB_STATE_DIR" "$VB_RUN_DIR"
   echo "=== vblkd start $(date +%T.%N) $*" >> "$VB_LOG"
+  # shellcheck disable=SC2086 # VB_DAEMON_ARGS is split on purpose
   env G_DEBUG=fatal-criticals "$@" \
     "$VBLKD" --state-dir "$VB_STATE_DIR" --run-dir "$VB_RUN_DIR" \
-    --dev-dir "$VB_DEV_DIR" --debug >> "$VB_LOG" 2>&1 &
+    --dev-dir "$VB_DEV_DIR" --debug ${VB_DAEMON_ARGS:-} >> "$VB_LOG" 2>&1 &
   VBLKD_PID=$!
   local i
   for ((i = 0; i < 100; i++)); do

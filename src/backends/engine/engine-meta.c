@@ -284,6 +284,13 @@ vb_engine_set_spares (VbEngine *e, guint n, const char *const *paths, const char
     }
   write_spares_locked (e);
   g_mutex_unlock (&m->lock);
+  /* a slot that failed while no spare was there takes one now */
+  for (guint i = 0; i < e->n && n > 0; i++)
+    if (engine_is_faulty (&e->components[i]) && !g_atomic_int_get (&e->lost))
+      {
+        engine_sync_take_spare (e, i);
+        break;
+      }
 }
 
 gboolean

@@ -31,6 +31,7 @@ typedef struct {
   gint recorded;         /* atomic: its failure is in the survivors' superblocks */
   gint rebuilding;       /* atomic: written, never read (behind a rebuild or re-add) */
   gboolean missing;      /* not there at start (no fd, no ops) */
+  gboolean released;     /* faulty, fd pointed at /dev/null */
   gboolean full_rebuild; /* new to its slot: every byte is copied, not just dirty chunks */
 } Component;
 

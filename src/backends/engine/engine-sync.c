@@ -468,6 +468,34 @@ vb_engine_cancel_job (VbEngine *e, guint64 id)
   return r;
 }
 
+/* Lets go of faulty component @i: its fd is pointed at /dev/null (the
+ * number stays, so no request can reach a file opened later under it), so
+ * a disk or loop device being removed is no longer held open. Waits for
+ * the writes in flight (the barrier): not on an I/O thread. */
+void
+vb_engine_release_component (VbEngine *e, guint i)
+{
+  Component *c;
+  int null;
+
+  g_return_if_fail (i < e->n);
+  c = &e->components[i];
+  if (!engine_is_faulty (c) || c->fd < 0 || c->released)
+    return;
+  null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0)
+    return;
+  g_rw_lock_writer_lock (&e->barrier);
+  if (engine_is_faulty (c) && !c->released)
+    {
+      dup3 (null, c->fd, O_CLOEXEC);
+      c->released = TRUE;
+      c->direct = FALSE;
+    }
+  g_rw_lock_writer_unlock (&e->barrier);
+  close (null);
+}
+
 /* spares and re-adds */
 
 /* Puts a component into slot @slot (faulty until now) and marks it behind:
@@ -489,11 +517,23 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
   g_atomic_int_set (&c->rebuilding, 1);
   c->full_rebuild = full;
   if (c->fd >= 0 && c->fd != fd)
-    engine_meta_keep_fd (e, c->fd);
+    {
+      /* the number stays taken until the engine ends (a request that read
+       * it before the swap never reaches another file), but no longer
+       * holds the old file: a disk being removed can go */
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null >= 0)
+        {
+          dup3 (null, c->fd, O_CLOEXEC);
+          close (null);
+        }
+      engine_meta_keep_fd (e, c->fd);
+    }
   c->fd = fd;
   c->ops = ops;
   c->handle = handle;
   c->missing = FALSE;
+  c->released = FALSE;
   c->direct = fd >= 0 && (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
   if (c->path != path)
     {
@@ -526,7 +566,8 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
 }
 
 int
-vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
+vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const char *uuid,
+                 GError **error)
 {
   Component *c;
   const VbMetadataHandler *handler;
@@ -602,7 +643,8 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, GError *
          || strcmp (sb.component_uuid, c->uuid) != 0;
   g_message ("%s: re-adding %s to slot %u (%s)", e->name, path, slot,
              full ? "every byte" : "the bitmap's dirty chunks");
-  install (e, slot, fd, source->ops, source->handle, path, c->uuid, full);
+  /* a replacement (a blank one, given its own UUID) is a new member */
+  install (e, slot, fd, source->ops, source->handle, path, full && uuid ? uuid : c->uuid, full);
   engine_sync_start (e, "rebuild", FALSE);
   return 0;
 }

@@ -85,8 +85,13 @@ int vb_engine_cancel_job (VbEngine *engine, guint64 id);
 gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);
 /* Puts @source back into faulty slot @slot (mdadm --re-add): a component
  * of this device that was in that slot gets only the bitmap's dirty
- * chunks, a blank one every byte; the rebuild runs as a job. */
-int vb_engine_readd (VbEngine *engine, guint slot, const VbEngineSource *source, GError **error);
+ * chunks, a blank one every byte (a replacement: it takes @uuid when not
+ * NULL); the rebuild runs as a job. */
+int vb_engine_readd (VbEngine *engine, guint slot, const VbEngineSource *source, const char *uuid,
+                     GError **error);
+/* A faulty component's file is let go (a disk being removed); blocks on
+ * the writes in flight. */
+void vb_engine_release_component (VbEngine *engine, guint component);
 /* Replaces the spares (metadata=vblk only; ignored otherwise). */
 void vb_engine_set_spares (VbEngine *engine, guint n, const char *const *paths,
                            const char *const *uuids);

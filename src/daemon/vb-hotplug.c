@@ -1,0 +1,967 @@
+/* Hotplug: block devices that come and go, decided by the policy rules
+ * (DESIGN.md data flow 3). udev events (and, once at start, every block
+ * device already there) are coalesced per device node and probed in
+ * batches on a worker thread, read-only; the main thread then asks the
+ * policy what to do and acts through the same path as a D-Bus request.
+ *
+ *   assemble  a component of a known device: its path is recorded (disks
+ *             come back in another order), and the device starts once all
+ *             its slots are present, or degraded after start-degraded-after
+ *   re-add    a returning component of a started device whose slot is
+ *             faulty is put back through the bitmap (assemble does too)
+ *   spare     a blank disk becomes a spare of the first listed device
+ *             without one
+ *   replace   a blank disk takes the faulty or missing slot of the first
+ *             listed started device that has one, and is rebuilt
+ *   ignore    nothing
+ *
+ * A component that goes away (a remove event, or a loop device being
+ * detached) is marked faulty. A spare of a device moves to another device
+ * of the same domain= that lost a component and has none. Every decision
+ * is logged and emitted as Event('policy-decision'). */
+#include "config.h"
+
+#include "vb-hotplug.h"
+
+#include "metadata.h"
+#include "vb-policy.h"
+#include "vb-probe.h"
+#include "vb-request.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define FLUSH_DELAY_MS 100
+
+typedef struct {
+  char *devnode;
+  char *action; /* add, change, remove */
+  GHashTable *properties;
+  dev_t devnum;
+  /* filled by the worker */
+  gboolean gone;
+  guint64 size;
+  const char *metadata; /* vblk, none, unknown */
+  gboolean has_sb;
+  VbSuperblock sb;
+} Item;
+
+typedef struct {
+  VbDaemon *daemon;
+  GHashTable *pending; /* devnode -> Item* (the latest event) */
+  guint flush_source;
+  gboolean probing;
+  GHashTable *present; /* component UUID -> devnode, as last seen */
+  GHashTable *timers;  /* device name -> source id (start degraded) */
+  guint64 decisions;
+} Hotplug;
+
+static Hotplug hp;
+
+static void
+item_free (Item *item)
+{
+  g_free (item->devnode);
+  g_free (item->action);
+  g_clear_pointer (&item->properties, g_hash_table_unref);
+  g_free (item);
+}
+
+/* probing (worker thread) */
+
+static gboolean
+loop_detaching (dev_t devnum)
+{
+  g_autofree char *path
+      = g_strdup_printf ("/sys/dev/block/%u:%u/loop/autoclear", major (devnum), minor (devnum));
+  g_autofree char *text = NULL;
+
+  /* losetup -d of a loop device still open only sets autoclear: it goes
+   * when the last user closes it. For its users it is gone now. */
+  return g_file_get_contents (path, &text, NULL, NULL) && text[0] == '1';
+}
+
+static void
+probe_item (Item *item)
+{
+  g_autoptr (GError) error = NULL;
+  int fd;
+
+  item->metadata = "none";
+  if (strcmp (item->action, "remove") == 0)
+    {
+      item->gone = TRUE;
+      return;
+    }
+  /* read-only: a close after writing would be a new change event */
+  fd = open (item->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 || ioctl (fd, BLKGETSIZE64, &item->size) < 0 || item->size == 0
+      || loop_detaching (item->devnum))
+    {
+      item->gone = TRUE;
+      if (fd >= 0)
+        close (fd);
+      return;
+    }
+  item->has_sb = vb_metadata_vblk.probe (fd, item->devnode)
+                 && vb_metadata_vblk.read (fd, item->devnode, &item->sb, &error);
+  close (fd);
+  if (item->has_sb)
+    item->metadata = "vblk";
+  else if (error != NULL || g_hash_table_contains (item->properties, "ID_FS_TYPE")
+           || g_hash_table_contains (item->properties, "ID_PART_TABLE_TYPE"))
+    item->metadata = "unknown"; /* another signature, or a damaged vblk one: never touched */
+}
+
+static void
+probe_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  GPtrArray *items = data;
+
+  for (guint i = 0; i < items->len; i++)
+    probe_item (items->pdata[i]);
+  g_task_return_boolean (task, TRUE);
+}
+
+/* helpers on the desired state */
+
+static const VbDeviceConfig *
+device_by_uuid (const VbState *state, const char *uuid)
+{
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      if (strcmp (d->uuid, uuid) == 0)
+        return d;
+    }
+  return NULL;
+}
+
+static gboolean slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot);
+
+/* Whether a blank disk at @devnode is in use: a component of a device
+ * without metadata, or a spare, or a slot that is not failed. A slot of a
+ * device with metadata that names it but failed (the disk that was there
+ * is gone, and a new one took its number) does not count: its own disk
+ * would carry a superblock. */
+static gboolean
+blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
+{
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const VbComponentConfig *c = d->components->pdata[j];
+          if (strcmp (c->source, devnode) != 0 || g_strcmp0 (c->role, "faulty") == 0)
+            continue;
+          if (vb_driver_data_offset (d->attributes) == 0 || !vb_component_config_is_slot (c))
+            return TRUE;
+          if (g_hash_table_contains (daemon->running, d->uuid) && !slot_failed (daemon, d, j))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+static guint
+n_spares (const VbDeviceConfig *d)
+{
+  guint n = 0;
+
+  for (guint j = 0; j < d->components->len; j++)
+    n += g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->role, "spare") == 0;
+  return n;
+}
+
+/* Slot @slot of a started device is faulty (or missing) in its engine. */
+static gboolean
+slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
+{
+  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+  gboolean faulty = FALSE, rebuilding = FALSE;
+  guint64 errors = 0;
+
+  return backend && backend->component_status
+         && backend->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
+         && faulty;
+}
+
+/* The path a component was known by no longer leads to it: gone, a
+ * detached loop device (size 0), or a node that now shows another
+ * component. A path that still exists otherwise (an image file, say, that
+ * someone also attached as a loop device) keeps the component. */
+static gboolean
+source_gone (const char *source)
+{
+  g_autofree char *size_path = NULL;
+  g_autofree char *size = NULL;
+  struct stat st;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (stat (source, &st) < 0)
+    return TRUE;
+  if (!S_ISBLK (st.st_mode))
+    return FALSE;
+  size_path = g_strdup_printf ("/sys/dev/block/%u:%u/size", major (st.st_rdev), minor (st.st_rdev));
+  if (!g_file_get_contents (size_path, &size, NULL, NULL) || g_ascii_strtoull (size, NULL, 10) == 0)
+    return TRUE;
+  g_hash_table_iter_init (&iter, hp.present);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (strcmp (value, source) == 0)
+      return TRUE; /* another component was seen there since */
+  return FALSE;
+}
+
+/* Every slot's component has been seen with its superblock. */
+static gboolean
+complete (const VbDeviceConfig *d, guint *present)
+{
+  guint n = 0, slots = 0;
+
+  for (guint j = 0; j < d->components->len; j++)
+    {
+      const VbComponentConfig *c = d->components->pdata[j];
+      if (!vb_component_config_is_slot (c))
+        continue;
+      slots++;
+      /* seen, and the desired state already names where */
+      if (c->uuid && g_strcmp0 (g_hash_table_lookup (hp.present, c->uuid), c->source) == 0)
+        n++;
+    }
+  if (present)
+    *present = n;
+  return n == slots;
+}
+
+static void
+decision_event (const char *device, const Item *item, const VbPolicyRule *rule, const char *what,
+                const char *why)
+{
+  GVariantBuilder b;
+
+  hp.decisions++;
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "devnode", g_variant_new_string (item->devnode));
+  g_variant_builder_add (&b, "{sv}", "rule", g_variant_new_string (rule ? rule->name : ""));
+  g_variant_builder_add (
+      &b, "{sv}", "action",
+      g_variant_new_string (rule ? vb_policy_action_to_string (rule->action) : "none"));
+  g_variant_builder_add (&b, "{sv}", "decision", g_variant_new_string (what));
+  g_variant_builder_add (&b, "{sv}", "why", g_variant_new_string (why ? why : ""));
+  g_message ("vblk: policy: %s: %s (%s)", item->devnode, what, why ? why : "no rule");
+  vb_objects_emit_event (hp.daemon, "policy-decision", device, g_variant_builder_end (&b));
+}
+
+/* ops */
+
+static void
+op_logged (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  if (error)
+    g_warning ("vblk: policy: %s: %s", (char *) user_data, error->message);
+}
+
+typedef struct {
+  char *device;
+  char *component_uuid;
+  char *source;
+  gboolean readd;
+} Assembly;
+
+static void
+assembly_free (gpointer data)
+{
+  Assembly *a = data;
+
+  g_free (a->device);
+  g_free (a->component_uuid);
+  g_free (a->source);
+  g_free (a);
+}
+
+/* Paths move (disks come back in another order): each slot takes the path
+ * its superblock was found on; a started device re-adds a returning slot. */
+static gboolean
+mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                 GError **error)
+{
+  GPtrArray *assemblies = user_data;
+
+  for (guint i = 0; i < assemblies->len; i++)
+    {
+      Assembly *a = assemblies->pdata[i];
+      VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+      for (guint j = 0; d && j < d->components->len; j++)
+        {
+          VbComponentConfig *c = d->components->pdata[j];
+          if (g_strcmp0 (c->uuid, a->component_uuid) != 0)
+            continue;
+          gboolean changed = FALSE;
+          if (strcmp (c->source, a->source) != 0)
+            {
+              g_message ("vblk: policy: %s: component %s is now %s (was %s)", d->name, c->uuid,
+                         a->source, c->source);
+              /* the disks changed places: whoever named this path last gets
+               * this one's old path, until its own disk says where it is */
+              for (guint k = 0; k < candidate->devices->len; k++)
+                {
+                  VbDeviceConfig *o = candidate->devices->pdata[k];
+                  for (guint m = 0; m < o->components->len; m++)
+                    {
+                      VbComponentConfig *oc = o->components->pdata[m];
+                      if (oc != c && strcmp (oc->source, a->source) == 0)
+                        {
+                          g_free (oc->source);
+                          oc->source = g_strdup (c->source);
+                          if (!g_ptr_array_find_with_equal_func (touched, o->name, g_str_equal,
+                                                                 NULL))
+                            g_ptr_array_add (touched, g_strdup (o->name));
+                        }
+                    }
+                }
+              g_free (c->source);
+              c->source = g_strdup (a->source);
+              changed = TRUE;
+            }
+          if (a->readd && vb_component_config_is_slot (c))
+            {
+              if (daemon->readds == NULL)
+                daemon->readds = g_ptr_array_new_with_free_func (g_free);
+              g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, c->role));
+              changed = TRUE;
+            }
+          if (changed && !g_ptr_array_find_with_equal_func (touched, d->name, g_str_equal, NULL))
+            g_ptr_array_add (touched, g_strdup (d->name));
+        }
+    }
+  return TRUE;
+}
+
+static void consider_start (const char *name);
+
+static void
+assembled (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  GPtrArray *assemblies = user_data;
+
+  if (error)
+    g_warning ("vblk: policy: assembling: %s", error->message);
+  for (guint i = 0; i < assemblies->len; i++)
+    consider_start (((Assembly *) assemblies->pdata[i])->device);
+}
+
+static gboolean
+mutate_start_device (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                     GError **error)
+{
+  const char *name = user_data;
+
+  if (vb_state_lookup (candidate, name) == NULL)
+    return TRUE;
+  vb_request_mark_started (candidate, name, touched);
+  /* wanted running already (it only lacked components): touched all the
+   * same, so that the plan starts it */
+  if (!g_ptr_array_find_with_equal_func (touched, name, g_str_equal, NULL))
+    g_ptr_array_add (touched, g_strdup (name));
+  return TRUE;
+}
+
+static gboolean
+start_degraded (gpointer data)
+{
+  char *name = data;
+  const VbDeviceConfig *d = vb_state_lookup (hp.daemon->desired, name);
+
+  g_hash_table_remove (hp.timers, name);
+  if (d && !g_hash_table_contains (hp.daemon->running, d->uuid))
+    {
+      g_message ("vblk: policy: %s: starting degraded (start-degraded-after passed)", name);
+      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+                        g_strdup (name), g_free);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* A device whose components showed up: start it when all are there (if
+ * the administrator wants it running), or arm the degraded start. */
+static void
+consider_start (const char *name)
+{
+  const VbDeviceConfig *d = vb_state_lookup (hp.daemon->desired, name);
+  guint present = 0;
+
+  if (d == NULL || !d->started || g_hash_table_contains (hp.daemon->running, d->uuid))
+    return;
+  if (complete (d, &present))
+    {
+      guint id = GPOINTER_TO_UINT (g_hash_table_lookup (hp.timers, name));
+      if (id)
+        {
+          g_source_remove (id);
+          g_hash_table_remove (hp.timers, name);
+        }
+      g_message ("vblk: policy: %s: every component is present; starting", name);
+      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+                        g_strdup (name), g_free);
+    }
+}
+
+static void
+arm_degraded (const char *name, guint64 after_ms)
+{
+  if (after_ms == 0 || g_hash_table_contains (hp.timers, name))
+    return;
+  g_message ("vblk: policy: %s: incomplete; starting degraded in %" G_GUINT64_FORMAT " ms unless "
+             "the rest appears",
+             name, after_ms);
+  g_hash_table_insert (hp.timers, g_strdup (name),
+                       GUINT_TO_POINTER (g_timeout_add_full (
+                           G_PRIORITY_DEFAULT, after_ms, start_degraded, g_strdup (name), g_free)));
+}
+
+typedef struct {
+  char *device;
+  char *source;
+  gboolean replace;  /* a faulty or missing slot, else a spare */
+  char *domain_from; /* spare move: the device it leaves */
+} Addition;
+
+static void
+addition_free (gpointer data)
+{
+  Addition *a = data;
+
+  g_free (a->device);
+  g_free (a->source);
+  g_free (a->domain_from);
+  g_free (a);
+}
+
+/* A blank disk as a spare, or in place of a failed slot (whose component
+ * stays listed as "faulty"; its slot is rebuilt onto the new one). */
+static gboolean
+mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+            GError **error)
+{
+  Addition *a = user_data;
+  VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+
+  if (d == NULL || blank_taken (daemon, candidate, a->source))
+    return TRUE;
+  if (!a->replace)
+    g_ptr_array_add (d->components, vb_component_config_new (a->source, "spare", NULL));
+  else
+    {
+      guint slot = G_MAXUINT;
+      for (guint j = 0; j < d->components->len && slot == G_MAXUINT; j++)
+        {
+          VbComponentConfig *c = d->components->pdata[j];
+          if (vb_component_config_is_slot (c)
+              && (slot_failed (daemon, d, j) || !g_hash_table_contains (hp.present, c->uuid)))
+            slot = j;
+        }
+      if (slot == G_MAXUINT)
+        return TRUE;
+      VbComponentConfig *old = d->components->pdata[slot];
+      VbComponentConfig *nc = vb_component_config_new (a->source, old->role, NULL);
+      g_free (old->role);
+      old->role = g_strdup ("faulty");
+      d->components->pdata[slot] = nc;
+      g_ptr_array_add (d->components, old);
+      nc->uuid = vb_uuid_new ();
+      if (g_hash_table_contains (daemon->running, d->uuid))
+        {
+          if (daemon->readds == NULL)
+            daemon->readds = g_ptr_array_new_with_free_func (g_free);
+          g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, nc->role));
+        }
+    }
+  if (!a->replace)
+    ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+static void
+added (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  Addition *a = user_data;
+
+  if (error)
+    g_warning ("vblk: policy: %s: adding %s: %s", a->device, a->source, error->message);
+}
+
+/* Acting on one probed device node. */
+static void
+decide (Item *item, GPtrArray *assemblies)
+{
+  VbDaemon *daemon = hp.daemon;
+  VbPolicy *policy = daemon->policy;
+  g_autofree char *why = NULL;
+  const VbPolicyRule *rule;
+  const VbDeviceConfig *d = NULL;
+  g_autofree char *size = g_strdup_printf ("%" G_GUINT64_FORMAT, item->size);
+  VbPolicyInput in = {
+    .properties = item->properties,
+    .size = item->size,
+    .metadata = item->metadata,
+    .device_uuid = item->has_sb ? item->sb.device_uuid : NULL,
+    .device_name = item->has_sb ? item->sb.device_name : NULL,
+  };
+
+  if (item->has_sb)
+    {
+      g_hash_table_replace (hp.present, g_strdup (item->sb.component_uuid),
+                            g_strdup (item->devnode));
+      d = device_by_uuid (daemon->desired, item->sb.device_uuid);
+    }
+  rule = policy ? vb_policy_evaluate (policy, &in, &why) : NULL;
+  if (rule == NULL || rule->action == VB_POLICY_IGNORE)
+    {
+      /* quiet for what never concerned us: only say so for our metadata */
+      if (item->has_sb || rule != NULL)
+        decision_event (d ? d->name : NULL, item, rule, "nothing", why);
+      return;
+    }
+  switch (rule->action)
+    {
+    case VB_POLICY_ASSEMBLE:
+      case VB_POLICY_READD: {
+        Assembly *a;
+        gint slot = -1;
+        if (!item->has_sb)
+          {
+            decision_event (NULL, item, rule, "nothing: no vblk superblock", why);
+            return;
+          }
+        if (d == NULL)
+          {
+            decision_event (NULL, item, rule,
+                            "nothing: a component of an unknown device (vbmgr scan --adopt)", why);
+            return;
+          }
+        for (guint j = 0; j < d->components->len; j++)
+          if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
+                         item->sb.component_uuid)
+              == 0)
+            slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
+        if (slot == -1)
+          {
+            decision_event (d->name, item, rule, "nothing: not a component of the device now", why);
+            return;
+          }
+        gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+        gboolean moved = FALSE, readd = slot >= 0 && running && slot_failed (daemon, d, slot);
+        for (guint j = 0; j < d->components->len; j++)
+          {
+            const VbComponentConfig *c = d->components->pdata[j];
+            if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
+              moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
+          }
+        /* a started device's healthy component, where it was: nothing new */
+        if (running && !moved && !readd)
+          return;
+        a = g_new0 (Assembly, 1);
+        a->device = g_strdup (d->name);
+        a->component_uuid = g_strdup (item->sb.component_uuid);
+        a->source = g_strdup (item->devnode);
+        a->readd = readd;
+        g_ptr_array_add (assemblies, a);
+        decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
+        if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL))
+          arm_degraded (d->name, rule->start_degraded_after_ms);
+        return;
+      }
+    case VB_POLICY_SPARE:
+      case VB_POLICY_REPLACE: {
+        Addition *a;
+        const VbDeviceConfig *target = NULL;
+        if (strcmp (item->metadata, "none") != 0)
+          {
+            decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
+            return;
+          }
+        if (blank_taken (daemon, daemon->desired, item->devnode))
+          return;
+        for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
+          {
+            const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
+            if (t == NULL || vb_driver_data_offset (t->attributes) == 0)
+              continue;
+            if (rule->action == VB_POLICY_SPARE && n_spares (t) == 0)
+              target = t;
+            if (rule->action == VB_POLICY_REPLACE)
+              for (guint j = 0; j < t->components->len && target == NULL; j++)
+                {
+                  const VbComponentConfig *c = t->components->pdata[j];
+                  if (vb_component_config_is_slot (c)
+                      && g_hash_table_contains (daemon->running, t->uuid)
+                      && (slot_failed (daemon, t, j)
+                          || !g_hash_table_contains (hp.present, c->uuid)))
+                    target = t;
+                }
+          }
+        if (target == NULL)
+          {
+            decision_event (NULL, item, rule,
+                            rule->action == VB_POLICY_SPARE
+                                ? "nothing: every listed device has a spare"
+                                : "nothing: no listed device has a failed component",
+                            why);
+            return;
+          }
+        decision_event (target->name, item, rule,
+                        rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
+        a = g_new0 (Addition, 1);
+        a->device = g_strdup (target->name);
+        a->source = g_strdup (item->devnode);
+        a->replace = rule->action == VB_POLICY_REPLACE;
+        vb_daemon_submit (daemon, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
+        return;
+      }
+    case VB_POLICY_IGNORE:
+      break;
+    }
+}
+
+typedef struct {
+  char *block_device;
+  const VbBackend *backend;
+  guint component;
+} Release;
+
+static void
+release_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  Release *r = data;
+
+  r->backend->release (r->block_device, r->component);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+release_free (gpointer data)
+{
+  Release *r = data;
+
+  g_free (r->block_device);
+  g_free (r);
+}
+
+/* The engine lets go of the component's file on a worker (it waits for
+ * the writes in flight), so the disk or loop device can go. */
+static void
+release_later (const char *block_device, const VbBackend *backend, guint component)
+{
+  g_autoptr (GTask) task = g_task_new (NULL, NULL, NULL, NULL);
+  Release *r = g_new0 (Release, 1);
+
+  r->block_device = g_strdup (block_device);
+  r->backend = backend;
+  r->component = component;
+  g_task_set_task_data (task, r, release_free);
+  g_task_run_in_thread (task, release_thread);
+}
+
+/* A device node went away: a slot it held in a started device fails. */
+static void
+gone (Item *item)
+{
+  VbDaemon *daemon = hp.daemon;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, hp.present);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (strcmp (value, item->devnode) == 0)
+      g_hash_table_iter_remove (&iter);
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      for (guint j = 0; backend && backend->set_faulty && j < d->components->len; j++)
+        {
+          const VbComponentConfig *c = d->components->pdata[j];
+          if (!vb_component_config_is_slot (c) || strcmp (c->source, item->devnode) != 0
+              || slot_failed (daemon, d, j))
+            continue;
+          g_message ("vblk: policy: %s: component %s (%s) went away", d->name, c->source,
+                     item->action);
+          backend->set_faulty (r->block_device, j);
+          if (backend->release)
+            release_later (r->block_device, backend, j);
+        }
+    }
+}
+
+static void flush_pending (void);
+
+static void
+probed (GObject *source, GAsyncResult *result, gpointer data)
+{
+  GPtrArray *items = data;
+  g_autoptr (GPtrArray) assemblies = g_ptr_array_new_with_free_func (assembly_free);
+
+  hp.probing = FALSE;
+  for (guint i = 0; i < items->len; i++)
+    {
+      Item *item = items->pdata[i];
+      if (item->gone)
+        gone (item);
+      else
+        decide (item, assemblies);
+    }
+  if (assemblies->len > 0)
+    vb_daemon_submit (hp.daemon, mutate_assemble, VB_OP_POLICY, NULL, assembled,
+                      g_steal_pointer (&assemblies), (GDestroyNotify) g_ptr_array_unref);
+  g_ptr_array_unref (items);
+  /* what came in meanwhile */
+  if (g_hash_table_size (hp.pending) > 0 && hp.flush_source == 0)
+    flush_pending ();
+}
+
+static void
+flush_pending (void)
+{
+  g_autoptr (GTask) task = NULL;
+  GPtrArray *items;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (hp.probing || hp.daemon->desired == NULL || hp.daemon->shutting_down)
+    return;
+  items = g_ptr_array_new_with_free_func ((GDestroyNotify) item_free);
+  g_hash_table_iter_init (&iter, hp.pending);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_ptr_array_add (items, value);
+      g_hash_table_iter_steal (&iter);
+    }
+  hp.probing = TRUE;
+  task = g_task_new (NULL, NULL, probed, items);
+  g_task_set_task_data (task, items, NULL);
+  g_task_run_in_thread (task, probe_thread);
+}
+
+static gboolean
+flush_timeout (gpointer data)
+{
+  hp.flush_source = 0;
+  flush_pending ();
+  return G_SOURCE_REMOVE;
+}
+
+static void
+queue (const char *devnode, const char *action, dev_t devnum, GHashTable *properties)
+{
+  Item *item = g_new0 (Item, 1);
+
+  item->devnode = g_strdup (devnode);
+  item->action = g_strdup (action);
+  item->devnum = devnum;
+  item->properties = properties;
+  /* the latest event of a node stands for all of a burst */
+  g_hash_table_replace (hp.pending, item->devnode, item);
+  if (hp.flush_source == 0)
+    hp.flush_source = g_timeout_add (FLUSH_DELAY_MS, flush_timeout, NULL);
+}
+
+static GHashTable *
+properties_of (struct udev_device *dev)
+{
+  GHashTable *props = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  struct udev_list_entry *e;
+
+  udev_list_entry_foreach (e, udev_device_get_properties_list_entry (dev)) g_hash_table_insert (
+      props, g_strdup (udev_list_entry_get_name (e)), g_strdup (udev_list_entry_get_value (e)));
+  return props;
+}
+
+void
+vb_hotplug_event (struct udev_device *dev)
+{
+  const char *node = udev_device_get_devnode (dev);
+  const char *action = udev_device_get_action (dev);
+
+  if (node == NULL || hp.pending == NULL)
+    return;
+  queue (node, action ? action : "add", udev_device_get_devnum (dev), properties_of (dev));
+}
+
+void
+vb_hotplug_coldplug (struct udev *udev)
+{
+  struct udev_enumerate *en = udev_enumerate_new (udev);
+  struct udev_list_entry *e;
+
+  if (en == NULL)
+    return;
+  udev_enumerate_add_match_subsystem (en, "block");
+  udev_enumerate_scan_devices (en);
+  udev_list_entry_foreach (e, udev_enumerate_get_list_entry (en))
+  {
+    struct udev_device *dev = udev_device_new_from_syspath (udev, udev_list_entry_get_name (e));
+    if (dev && udev_device_get_devnode (dev) && !vb_hotplug_is_ours (udev_device_get_devnode (dev)))
+      queue (udev_device_get_devnode (dev), "add", udev_device_get_devnum (dev),
+             properties_of (dev));
+    if (dev)
+      udev_device_unref (dev);
+  }
+  udev_enumerate_unref (en);
+}
+
+gboolean
+vb_hotplug_is_ours (const char *devnode)
+{
+  GHashTableIter iter;
+  gpointer uuid, running;
+
+  g_hash_table_iter_init (&iter, hp.daemon->running);
+  while (g_hash_table_iter_next (&iter, &uuid, &running))
+    if (g_strcmp0 (((VbRunning *) running)->block_device, devnode) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* spare domains */
+
+static gboolean
+mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                   GError **error)
+{
+  Addition *a = user_data;
+  VbDeviceConfig *to = vb_state_lookup (candidate, a->device);
+  VbDeviceConfig *from = vb_state_lookup (candidate, a->domain_from);
+
+  if (to == NULL || from == NULL)
+    return TRUE;
+  for (guint j = 0; j < from->components->len; j++)
+    {
+      VbComponentConfig *c = from->components->pdata[j];
+      if (g_strcmp0 (c->role, "spare") == 0 && strcmp (c->source, a->source) == 0)
+        {
+          g_ptr_array_add (to->components, vb_component_config_copy (c));
+          g_ptr_array_remove_index (from->components, j);
+          g_ptr_array_add (touched, g_strdup (from->name));
+          g_ptr_array_add (touched, g_strdup (to->name));
+          return TRUE;
+        }
+    }
+  return TRUE;
+}
+
+static void
+spare_moved (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  Addition *a = user_data;
+  GVariantBuilder b;
+
+  if (error)
+    {
+      g_warning ("vblk: policy: moving spare %s from %s to %s: %s", a->source, a->domain_from,
+                 a->device, error->message);
+      return;
+    }
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "from", g_variant_new_string (a->domain_from));
+  g_variant_builder_add (&b, "{sv}", "source", g_variant_new_string (a->source));
+  vb_objects_emit_event (daemon, "spare-moved", a->device, g_variant_builder_end (&b));
+}
+
+void
+vb_hotplug_component_failed (const char *device)
+{
+  VbDaemon *daemon = hp.daemon;
+  const VbDeviceConfig *d = daemon->desired ? vb_state_lookup (daemon->desired, device) : NULL;
+  VbPolicy *policy = daemon->policy;
+
+  if (d == NULL || policy == NULL || n_spares (d) > 0)
+    return;
+  /* the rules that put the device in a domain name its partners */
+  for (guint i = 0; i < vb_policy_n_rules (policy); i++)
+    {
+      const VbPolicyRule *rule = vb_policy_rule (policy, i);
+      gboolean member = FALSE;
+      if (rule->domain == NULL || rule->devices == NULL)
+        continue;
+      for (guint k = 0; rule->devices[k]; k++)
+        member |= strcmp (rule->devices[k], device) == 0;
+      for (guint k = 0; member && rule->devices[k]; k++)
+        {
+          const VbDeviceConfig *other = vb_state_lookup (daemon->desired, rule->devices[k]);
+          if (other == NULL || other == d)
+            continue;
+          for (guint j = 0; j < other->components->len; j++)
+            {
+              const VbComponentConfig *c = other->components->pdata[j];
+              if (g_strcmp0 (c->role, "spare") != 0)
+                continue;
+              Addition *a = g_new0 (Addition, 1);
+              a->device = g_strdup (device);
+              a->source = g_strdup (c->source);
+              a->domain_from = g_strdup (other->name);
+              g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
+                         device, c->source, other->name, rule->domain);
+              vb_daemon_submit (daemon, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
+                                addition_free);
+              return;
+            }
+        }
+    }
+}
+
+/* losetup -d of a loop device that vblk holds open only marks it for
+ * detach (autoclear) and sends no event: the slot components of started
+ * devices that are loop devices are looked at every second. */
+static gboolean
+poll_loops (gpointer data)
+{
+  VbDaemon *daemon = hp.daemon;
+
+  if (daemon->desired == NULL || daemon->shutting_down)
+    return G_SOURCE_CONTINUE;
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (!g_hash_table_contains (daemon->running, d->uuid))
+        continue;
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const VbComponentConfig *c = d->components->pdata[j];
+          struct stat st;
+          if (!vb_component_config_is_slot (c) || !g_str_has_prefix (c->source, "/dev/loop")
+              || stat (c->source, &st) < 0 || !S_ISBLK (st.st_mode) || slot_failed (daemon, d, j)
+              || !loop_detaching (st.st_rdev))
+            continue;
+          Item item = { .devnode = c->source, .action = (char *) "detach" };
+          gone (&item);
+        }
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+void
+vb_hotplug_init (VbDaemon *daemon)
+{
+  hp.daemon = daemon;
+  hp.pending = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) item_free);
+  hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_timeout_add_seconds (1, poll_loops, NULL);
+}
+
+guint64
+vb_hotplug_decisions (void)
+{
+  return hp.decisions;
+}

@@ -1,0 +1,21 @@
+/* Hotplug: udev block events through the policy rules (vb-hotplug.c). */
+#pragma once
+
+#include <libudev.h>
+
+#include "vb-daemon.h"
+
+G_BEGIN_DECLS
+
+void vb_hotplug_init (VbDaemon *daemon);
+/* A block event about a node vblk does not run (main thread). */
+void vb_hotplug_event (struct udev_device *dev);
+/* Every block device there now, as if it had just appeared (after start-up). */
+void vb_hotplug_coldplug (struct udev *udev);
+gboolean vb_hotplug_is_ours (const char *devnode);
+/* A started device lost a component: a spare of its domain may move to it. */
+void vb_hotplug_component_failed (const char *device);
+/* Decisions taken since start (benchmark). */
+guint64 vb_hotplug_decisions (void);
+
+G_END_DECLS
