@@ -479,6 +479,15 @@ loop_release (const char *block_device, guint component)
 }
 
 static gboolean
+loop_component_missing (const char *block_device, guint component)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  return rt && component < vb_engine_n_components (rt->engine)
+         && vb_engine_component_missing (rt->engine, component);
+}
+
+static gboolean
 loop_lost_data (const char *block_device)
 {
   EngineRuntime *rt = runtime_lookup (block_device);
@@ -710,6 +719,7 @@ const VbBackend vb_backend_loop = {
   .update = loop_update,
   .component_status = loop_component_status,
   .lost_data = loop_lost_data,
+  .component_missing = loop_component_missing,
   .set_faulty = loop_set_faulty,
   .release = loop_release,
   .block_ops = loop_block_ops,

@@ -61,6 +61,8 @@ typedef struct {
    * an engine device stacked on it. All cheap and non-blocking. */
   gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
                                 gboolean *rebuilding, guint64 *errors);
+  /* The component was not there when the device started (degraded start). */
+  gboolean (*component_missing) (const char *block_device, guint component);
   /* TRUE when some data has no healthy copy left: the device refuses writes. */
   gboolean (*lost_data) (const char *block_device);
   int (*set_faulty) (const char *block_device, guint component);

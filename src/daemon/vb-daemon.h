@@ -55,6 +55,7 @@ struct _VbDaemon {
   GHashTable *exports; /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
   GQueue ops;          /* VbOp*, one runs at a time */
   GPtrArray *readds;   /* "NAME\nSLOT": re-adds a mutate asked for, done by its op's worker */
+  GPtrArray *faults;   /* "NAME\nINDEX": SetFaulty, likewise */
   gboolean op_running;
   gboolean quit_pending; /* SIGTERM arrived while an op ran */
   int exit_status;

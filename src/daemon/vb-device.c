@@ -650,17 +650,36 @@ component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError
   return NULL;
 }
 
+/* SetFaulty: the engine writes the survivors' superblocks, so the call
+ * runs on the op's worker (run_faults), never on the main loop. */
+static gboolean
+mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+              GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+
+  if (d == NULL)
+    return FALSE;
+  if (!g_hash_table_contains (daemon->running, d->uuid))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started", d->name);
+      return FALSE;
+    }
+  if (daemon->faults == NULL)
+    daemon->faults = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (daemon->faults, g_strdup_printf ("%s\n%s", d->name, req->source));
+  return TRUE;
+}
+
 static void
 set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_data)
 {
   g_autoptr (GVariant) options = user_data;
   g_autoptr (GError) error = NULL;
   const VbDeviceConfig *d;
-  const VbRunning *r;
-  const VbBackend *backend;
-  const char *source;
   guint index;
-  int res;
+  VbRequest *req;
 
   if (!vb_options_check (options, no_options, &error)
       || (d = component_of (daemon, inv, &index, &error)) == NULL)
@@ -668,34 +687,10 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
       vb_invocation_return_gerror (inv, error);
       return;
     }
-  source = ((VbComponentConfig *) d->components->pdata[index])->source;
-  r = g_hash_table_lookup (daemon->running, d->uuid);
-  backend = r ? vb_backend_lookup (r->backend) : NULL;
-  if (r == NULL)
-    {
-      g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                             "device '%s' is not started", d->name);
-      return;
-    }
-  res = backend->set_faulty ? backend->set_faulty (r->block_device, index) : -ENOTSUP;
-  if (res == -EBUSY)
-    g_dbus_method_invocation_return_error (
-        inv, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-        "component '%s' holds the last in-sync copy of data of '%s'", source, d->name);
-  else if (res == -ENOTSUP || res == -EOPNOTSUPP)
-    g_dbus_method_invocation_return_error (
-        inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-        "device '%s' (driver '%s') has no redundancy: a component "
-        "cannot be failed",
-        d->name, d->driver);
-  else if (res < 0)
-    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s",
-                                           source, g_strerror (-res));
-  else
-    {
-      vb_objects_sync (daemon);
-      g_dbus_method_invocation_return_value (inv, NULL);
-    }
+  req = vb_request_new (inv, d->name, options);
+  req->source = g_strdup_printf ("%u", index);
+  vb_daemon_submit (daemon, mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,
+                    (GDestroyNotify) vb_request_free);
 }
 
 static gboolean

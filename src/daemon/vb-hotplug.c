@@ -633,43 +633,14 @@ decide (Item *item, GPtrArray *assemblies)
     }
 }
 
-typedef struct {
-  char *block_device;
-  const VbBackend *backend;
-  guint component;
-} Release;
-
-static void
-release_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+static gboolean
+mutate_gone (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+             GError **error)
 {
-  Release *r = data;
-
-  r->backend->release (r->block_device, r->component);
-  g_task_return_boolean (task, TRUE);
-}
-
-static void
-release_free (gpointer data)
-{
-  Release *r = data;
-
-  g_free (r->block_device);
-  g_free (r);
-}
-
-/* The engine lets go of the component's file on a worker (it waits for
- * the writes in flight), so the disk or loop device can go. */
-static void
-release_later (const char *block_device, const VbBackend *backend, guint component)
-{
-  g_autoptr (GTask) task = g_task_new (NULL, NULL, NULL, NULL);
-  Release *r = g_new0 (Release, 1);
-
-  r->block_device = g_strdup (block_device);
-  r->backend = backend;
-  r->component = component;
-  g_task_set_task_data (task, r, release_free);
-  g_task_run_in_thread (task, release_thread);
+  if (daemon->faults == NULL)
+    daemon->faults = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (daemon->faults, g_strdup (user_data));
+  return TRUE;
 }
 
 /* A device node went away: a slot it held in a started device fails. */
@@ -697,9 +668,9 @@ gone (Item *item)
             continue;
           g_message ("vblk: policy: %s: component %s (%s) went away", d->name, c->source,
                      item->action);
-          backend->set_faulty (r->block_device, j);
-          if (backend->release)
-            release_later (r->block_device, backend, j);
+          /* on the op worker: the engine writes the survivors' superblocks */
+          vb_daemon_submit (daemon, mutate_gone, VB_OP_CHANGE, NULL, op_logged,
+                            g_strdup_printf ("%s\n%u\nrelease", d->name, j), g_free);
         }
     }
 }

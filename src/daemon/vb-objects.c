@@ -84,7 +84,12 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
 
   if (running_component_status (daemon, d, index, &faulty, &rebuilding, errors))
     {
-      if (faulty && status && index < 64 && (status->missing & (G_GUINT64_CONSTANT (1) << index)))
+      const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      if (faulty
+          && ((status && index < 64 && (status->missing & (G_GUINT64_CONSTANT (1) << index)))
+              || (backend && backend->component_missing
+                  && backend->component_missing (r->block_device, index))))
         return "missing";
       if (faulty)
         return "faulty";

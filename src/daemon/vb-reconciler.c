@@ -9,6 +9,7 @@
 #include "vb-probe.h"
 #include "vb-testhook.h"
 
+#include <errno.h>
 #include <string.h>
 
 struct _VbOp {
@@ -458,6 +459,61 @@ run_readds (VbOp *op)
   g_clear_pointer (&readds, g_ptr_array_unref);
 }
 
+/* SetFaulty asked for by this op's mutate (the engine writes superblocks). */
+static void
+run_faults (VbOp *op)
+{
+  g_autoptr (GPtrArray) faults = g_steal_pointer (&op->daemon->faults);
+
+  for (guint i = 0; faults && i < faults->len; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (faults->pdata[i], "\n", 3);
+      gboolean release = parts[1] && parts[2] && strcmp (parts[2], "release") == 0;
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      guint index = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      const char *source = d && index < d->components->len
+                               ? ((VbComponentConfig *) d->components->pdata[index])->source
+                               : parts[1];
+      int res;
+      GError *local = NULL;
+
+      if (d == NULL || r == NULL)
+        g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started",
+                     parts[0]);
+      else
+        {
+          res = backend && backend->set_faulty ? backend->set_faulty (r->block_device, index)
+                                               : -ENOTSUP;
+          if (res == -EBUSY)
+            g_set_error (&local, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                         "component '%s' holds the last in-sync copy of data of '%s'", source,
+                         d->name);
+          else if (res == -ENOTSUP || res == -EOPNOTSUPP)
+            g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                         "device '%s' (driver '%s') has no redundancy: a component cannot be "
+                         "failed",
+                         d->name, d->driver);
+          else if (res == -EINVAL)
+            g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                         "component '%s' of '%s' is not one of its slots (a spare or a replaced "
+                         "one)",
+                         source, d->name);
+          else if (res < 0)
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", source,
+                         g_strerror (-res));
+          /* it is going away: the engine lets go of its file */
+          if (release && backend && backend->release)
+            backend->release (r->block_device, index);
+        }
+      if (local && op->error == NULL)
+        op->error = local;
+      else if (local)
+        g_error_free (local);
+    }
+}
+
 /* A started device learns its spares (added, or one taken into a slot). */
 static void
 sync_spares (VbOp *op)
@@ -707,6 +763,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       vb_state_free (op->candidate);
       op->candidate = vb_state_copy (op->previous);
       g_clear_pointer (&op->daemon->readds, g_ptr_array_unref);
+      g_clear_pointer (&op->daemon->faults, g_ptr_array_unref);
       compute_status (op);
       goto out;
     }
@@ -722,6 +779,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   format_new (op);
   execute_plan (op);
   run_readds (op);
+  run_faults (op);
   sync_spares (op);
   sync_exports (op);
   compute_status (op);

@@ -329,6 +329,13 @@ vb_engine_update (VbEngine *e, GHashTable *attributes)
 }
 
 gboolean
+vb_engine_component_missing (VbEngine *e, guint i)
+{
+  g_return_val_if_fail (i < e->n, FALSE);
+  return e->components[i].missing && engine_is_faulty (&e->components[i]);
+}
+
+gboolean
 vb_engine_component_rebuilding (VbEngine *e, guint i)
 {
   g_return_val_if_fail (i < e->n, FALSE);

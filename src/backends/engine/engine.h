@@ -83,6 +83,8 @@ gint64 vb_engine_check (VbEngine *engine, gboolean repair);
 /* -ESRCH when job @id is not running. */
 int vb_engine_cancel_job (VbEngine *engine, guint64 id);
 gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);
+/* Not there when the device started, and not put back since. */
+gboolean vb_engine_component_missing (VbEngine *engine, guint component);
 /* Puts @source back into faulty slot @slot (mdadm --re-add): a component
  * of this device that was in that slot gets only the bitmap's dirty
  * chunks, a blank one every byte (a replacement: it takes @uuid when not
