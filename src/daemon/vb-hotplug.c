@@ -46,6 +46,7 @@ typedef struct {
   dev_t devnum;
   /* filled by the worker */
   gboolean gone;
+  gboolean skip; /* could not be probed: no decision */
   guint64 size;
   const char *metadata; /* vblk, none, unknown */
   gboolean has_sb;
@@ -101,12 +102,20 @@ probe_item (Item *item)
     }
   /* read-only: a close after writing would be a new change event */
   fd = open (item->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 || ioctl (fd, BLKGETSIZE64, &item->size) < 0 || item->size == 0
-      || loop_detaching (item->devnum))
+  if (fd < 0)
+    {
+      /* only a node that is no longer there is gone; any other refusal
+       * (permissions, a device busy elsewhere) says nothing about it */
+      if (errno == ENOENT || errno == ENXIO || errno == ENODEV || errno == ENOMEDIUM)
+        item->gone = TRUE;
+      else
+        item->skip = TRUE;
+      return;
+    }
+  if (ioctl (fd, BLKGETSIZE64, &item->size) < 0 || item->size == 0 || loop_detaching (item->devnum))
     {
       item->gone = TRUE;
-      if (fd >= 0)
-        close (fd);
+      close (fd);
       return;
     }
   item->has_sb = vb_metadata_vblk.probe (fd, item->devnode)
@@ -687,6 +696,8 @@ probed (GObject *source, GAsyncResult *result, gpointer data)
   for (guint i = 0; i < items->len; i++)
     {
       Item *item = items->pdata[i];
+      if (item->skip)
+        continue;
       if (item->gone)
         gone (item);
       else
