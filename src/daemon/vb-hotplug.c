@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include "vb-hotplug.h"
+#include "vb-hotplug-private.h"
 
 #include "metadata.h"
 #include "vb-policy.h"
@@ -152,15 +153,13 @@ device_by_uuid (const VbState *state, const char *uuid)
   return NULL;
 }
 
-static gboolean slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot);
-
 /* Whether a blank disk at @devnode is in use: a component of a device
  * without metadata, or a spare, or a slot that is not failed. A slot of a
  * device with metadata that names it but failed (the disk that was there
  * is gone, and a new one took its number) does not count: its own disk
  * would carry a superblock. */
-static gboolean
-blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
+gboolean
+vb_hotplug_blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
 {
   for (guint i = 0; i < state->devices->len; i++)
     {
@@ -172,15 +171,16 @@ blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
             continue;
           if (vb_driver_data_offset (d->attributes) == 0 || !vb_component_config_is_slot (c))
             return TRUE;
-          if (g_hash_table_contains (daemon->running, d->uuid) && !slot_failed (daemon, d, j))
+          if (g_hash_table_contains (daemon->running, d->uuid)
+              && !vb_hotplug_slot_failed (daemon, d, j))
             return TRUE;
         }
     }
   return FALSE;
 }
 
-static guint
-n_spares (const VbDeviceConfig *d)
+guint
+vb_hotplug_n_spares (const VbDeviceConfig *d)
 {
   guint n = 0;
 
@@ -190,8 +190,8 @@ n_spares (const VbDeviceConfig *d)
 }
 
 /* Slot @slot of a started device is faulty (or missing) in its engine. */
-static gboolean
-slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
+gboolean
+vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
 {
   const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
   const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
@@ -437,78 +437,6 @@ arm_degraded (const char *name, guint64 after_ms)
                            G_PRIORITY_DEFAULT, after_ms, start_degraded, g_strdup (name), g_free)));
 }
 
-typedef struct {
-  char *device;
-  char *source;
-  gboolean replace;  /* a faulty or missing slot, else a spare */
-  char *domain_from; /* spare move: the device it leaves */
-} Addition;
-
-static void
-addition_free (gpointer data)
-{
-  Addition *a = data;
-
-  g_free (a->device);
-  g_free (a->source);
-  g_free (a->domain_from);
-  g_free (a);
-}
-
-/* A blank disk as a spare, or in place of a failed slot (whose component
- * stays listed as "faulty"; its slot is rebuilt onto the new one). */
-static gboolean
-mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
-            GError **error)
-{
-  Addition *a = user_data;
-  VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
-
-  if (d == NULL || blank_taken (daemon, candidate, a->source))
-    return TRUE;
-  if (!a->replace)
-    g_ptr_array_add (d->components, vb_component_config_new (a->source, "spare", NULL));
-  else
-    {
-      guint slot = G_MAXUINT;
-      for (guint j = 0; j < d->components->len && slot == G_MAXUINT; j++)
-        {
-          VbComponentConfig *c = d->components->pdata[j];
-          if (vb_component_config_is_slot (c)
-              && (slot_failed (daemon, d, j) || !g_hash_table_contains (hp.present, c->uuid)))
-            slot = j;
-        }
-      if (slot == G_MAXUINT)
-        return TRUE;
-      VbComponentConfig *old = d->components->pdata[slot];
-      VbComponentConfig *nc = vb_component_config_new (a->source, old->role, NULL);
-      g_free (old->role);
-      old->role = g_strdup ("faulty");
-      d->components->pdata[slot] = nc;
-      g_ptr_array_add (d->components, old);
-      nc->uuid = vb_uuid_new ();
-      if (g_hash_table_contains (daemon->running, d->uuid))
-        {
-          if (daemon->readds == NULL)
-            daemon->readds = g_ptr_array_new_with_free_func (g_free);
-          g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, nc->role));
-        }
-    }
-  if (!a->replace)
-    ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
-  g_ptr_array_add (touched, g_strdup (d->name));
-  return TRUE;
-}
-
-static void
-added (VbDaemon *daemon, const GError *error, gpointer user_data)
-{
-  Addition *a = user_data;
-
-  if (error)
-    g_warning ("vblk: policy: %s: adding %s: %s", a->device, a->source, error->message);
-}
-
 /* Acting on one probed device node. */
 static void
 decide (Item *item, GPtrArray *assemblies)
@@ -569,7 +497,8 @@ decide (Item *item, GPtrArray *assemblies)
             return;
           }
         gboolean running = g_hash_table_contains (daemon->running, d->uuid);
-        gboolean moved = FALSE, readd = slot >= 0 && running && slot_failed (daemon, d, slot);
+        gboolean moved = FALSE,
+                 readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot);
         for (guint j = 0; j < d->components->len; j++)
           {
             const VbComponentConfig *c = d->components->pdata[j];
@@ -592,21 +521,20 @@ decide (Item *item, GPtrArray *assemblies)
       }
     case VB_POLICY_SPARE:
       case VB_POLICY_REPLACE: {
-        Addition *a;
         const VbDeviceConfig *target = NULL;
         if (strcmp (item->metadata, "none") != 0)
           {
             decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
             return;
           }
-        if (blank_taken (daemon, daemon->desired, item->devnode))
+        if (vb_hotplug_blank_taken (daemon, daemon->desired, item->devnode))
           return;
         for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
           {
             const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
             if (t == NULL || vb_driver_data_offset (t->attributes) == 0)
               continue;
-            if (rule->action == VB_POLICY_SPARE && n_spares (t) == 0)
+            if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
               target = t;
             if (rule->action == VB_POLICY_REPLACE)
               for (guint j = 0; j < t->components->len && target == NULL; j++)
@@ -614,7 +542,7 @@ decide (Item *item, GPtrArray *assemblies)
                   const VbComponentConfig *c = t->components->pdata[j];
                   if (vb_component_config_is_slot (c)
                       && g_hash_table_contains (daemon->running, t->uuid)
-                      && (slot_failed (daemon, t, j)
+                      && (vb_hotplug_slot_failed (daemon, t, j)
                           || !g_hash_table_contains (hp.present, c->uuid)))
                     target = t;
                 }
@@ -630,11 +558,8 @@ decide (Item *item, GPtrArray *assemblies)
           }
         decision_event (target->name, item, rule,
                         rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
-        a = g_new0 (Addition, 1);
-        a->device = g_strdup (target->name);
-        a->source = g_strdup (item->devnode);
-        a->replace = rule->action == VB_POLICY_REPLACE;
-        vb_daemon_submit (daemon, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
+        vb_hotplug_take_blank (daemon, target->name, item->devnode,
+                               rule->action == VB_POLICY_REPLACE);
         return;
       }
     case VB_POLICY_IGNORE:
@@ -673,7 +598,7 @@ gone (Item *item)
         {
           const VbComponentConfig *c = d->components->pdata[j];
           if (!vb_component_config_is_slot (c) || strcmp (c->source, item->devnode) != 0
-              || slot_failed (daemon, d, j))
+              || vb_hotplug_slot_failed (daemon, d, j))
             continue;
           g_message ("vblk: policy: %s: component %s (%s) went away", d->name, c->source,
                      item->action);
@@ -815,93 +740,6 @@ vb_hotplug_is_ours (const char *devnode)
   return FALSE;
 }
 
-/* spare domains */
-
-static gboolean
-mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
-                   GError **error)
-{
-  Addition *a = user_data;
-  VbDeviceConfig *to = vb_state_lookup (candidate, a->device);
-  VbDeviceConfig *from = vb_state_lookup (candidate, a->domain_from);
-
-  if (to == NULL || from == NULL)
-    return TRUE;
-  for (guint j = 0; j < from->components->len; j++)
-    {
-      VbComponentConfig *c = from->components->pdata[j];
-      if (g_strcmp0 (c->role, "spare") == 0 && strcmp (c->source, a->source) == 0)
-        {
-          g_ptr_array_add (to->components, vb_component_config_copy (c));
-          g_ptr_array_remove_index (from->components, j);
-          g_ptr_array_add (touched, g_strdup (from->name));
-          g_ptr_array_add (touched, g_strdup (to->name));
-          return TRUE;
-        }
-    }
-  return TRUE;
-}
-
-static void
-spare_moved (VbDaemon *daemon, const GError *error, gpointer user_data)
-{
-  Addition *a = user_data;
-  GVariantBuilder b;
-
-  if (error)
-    {
-      g_warning ("vblk: policy: moving spare %s from %s to %s: %s", a->source, a->domain_from,
-                 a->device, error->message);
-      return;
-    }
-  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
-  g_variant_builder_add (&b, "{sv}", "from", g_variant_new_string (a->domain_from));
-  g_variant_builder_add (&b, "{sv}", "source", g_variant_new_string (a->source));
-  vb_objects_emit_event (daemon, "spare-moved", a->device, g_variant_builder_end (&b));
-}
-
-void
-vb_hotplug_component_failed (const char *device)
-{
-  VbDaemon *daemon = hp.daemon;
-  const VbDeviceConfig *d = daemon->desired ? vb_state_lookup (daemon->desired, device) : NULL;
-  VbPolicy *policy = daemon->policy;
-
-  if (d == NULL || policy == NULL || n_spares (d) > 0)
-    return;
-  /* the rules that put the device in a domain name its partners */
-  for (guint i = 0; i < vb_policy_n_rules (policy); i++)
-    {
-      const VbPolicyRule *rule = vb_policy_rule (policy, i);
-      gboolean member = FALSE;
-      if (rule->domain == NULL || rule->devices == NULL)
-        continue;
-      for (guint k = 0; rule->devices[k]; k++)
-        member |= strcmp (rule->devices[k], device) == 0;
-      for (guint k = 0; member && rule->devices[k]; k++)
-        {
-          const VbDeviceConfig *other = vb_state_lookup (daemon->desired, rule->devices[k]);
-          if (other == NULL || other == d)
-            continue;
-          for (guint j = 0; j < other->components->len; j++)
-            {
-              const VbComponentConfig *c = other->components->pdata[j];
-              if (g_strcmp0 (c->role, "spare") != 0)
-                continue;
-              Addition *a = g_new0 (Addition, 1);
-              a->device = g_strdup (device);
-              a->source = g_strdup (c->source);
-              a->domain_from = g_strdup (other->name);
-              g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
-                         device, c->source, other->name, rule->domain);
-              vb_daemon_submit (daemon, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
-                                addition_free);
-              return;
-            }
-        }
-    }
-}
-
 /* losetup -d of a loop device that vblk holds open only marks it for
  * detach (autoclear) and sends no event: the slot components of started
  * devices that are loop devices are looked at every second. */
@@ -922,8 +760,8 @@ poll_loops (gpointer data)
           const VbComponentConfig *c = d->components->pdata[j];
           struct stat st;
           if (!vb_component_config_is_slot (c) || !g_str_has_prefix (c->source, "/dev/loop")
-              || stat (c->source, &st) < 0 || !S_ISBLK (st.st_mode) || slot_failed (daemon, d, j)
-              || !loop_detaching (st.st_rdev))
+              || stat (c->source, &st) < 0 || !S_ISBLK (st.st_mode)
+              || vb_hotplug_slot_failed (daemon, d, j) || !loop_detaching (st.st_rdev))
             continue;
           Item item = { .devnode = c->source, .action = (char *) "detach" };
           gone (&item);
@@ -940,6 +778,18 @@ vb_hotplug_init (VbDaemon *daemon)
   hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_timeout_add_seconds (1, poll_loops, NULL);
+}
+
+gboolean
+vb_hotplug_seen (const char *component_uuid)
+{
+  return component_uuid && g_hash_table_contains (hp.present, component_uuid);
+}
+
+VbDaemon *
+vb_hotplug_daemon (void)
+{
+  return hp.daemon;
 }
 
 guint64

@@ -1,0 +1,180 @@
+/* Hotplug's disks that join devices: a blank disk as a spare or in place
+ * of a failed slot, and a spare moving to a device of its domain that lost
+ * a component (vb-hotplug.c decides; this does). */
+#include "config.h"
+
+#include "vb-hotplug.h"
+#include "vb-hotplug-private.h"
+#include "vb-policy.h"
+
+#include <string.h>
+
+typedef struct {
+  char *device;
+  char *source;
+  gboolean replace;  /* a faulty or missing slot, else a spare */
+  char *domain_from; /* spare move: the device it leaves */
+} Addition;
+
+static void
+addition_free (gpointer data)
+{
+  Addition *a = data;
+
+  g_free (a->device);
+  g_free (a->source);
+  g_free (a->domain_from);
+  g_free (a);
+}
+
+/* A blank disk as a spare, or in place of a failed slot (whose component
+ * stays listed as "faulty"; its slot is rebuilt onto the new one). */
+static gboolean
+mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+            GError **error)
+{
+  Addition *a = user_data;
+  VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+
+  if (d == NULL || vb_hotplug_blank_taken (daemon, candidate, a->source))
+    return TRUE;
+  if (!a->replace)
+    g_ptr_array_add (d->components, vb_component_config_new (a->source, "spare", NULL));
+  else
+    {
+      guint slot = G_MAXUINT;
+      for (guint j = 0; j < d->components->len && slot == G_MAXUINT; j++)
+        {
+          VbComponentConfig *c = d->components->pdata[j];
+          if (vb_component_config_is_slot (c)
+              && (vb_hotplug_slot_failed (daemon, d, j) || !vb_hotplug_seen (c->uuid)))
+            slot = j;
+        }
+      if (slot == G_MAXUINT)
+        return TRUE;
+      VbComponentConfig *old = d->components->pdata[slot];
+      VbComponentConfig *nc = vb_component_config_new (a->source, old->role, NULL);
+      g_free (old->role);
+      old->role = g_strdup ("faulty");
+      d->components->pdata[slot] = nc;
+      g_ptr_array_add (d->components, old);
+      nc->uuid = vb_uuid_new ();
+      if (g_hash_table_contains (daemon->running, d->uuid))
+        {
+          if (daemon->readds == NULL)
+            daemon->readds = g_ptr_array_new_with_free_func (g_free);
+          g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, nc->role));
+        }
+    }
+  if (!a->replace)
+    ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
+  g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+static void
+added (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  Addition *a = user_data;
+
+  if (error)
+    g_warning ("vblk: policy: %s: adding %s: %s", a->device, a->source, error->message);
+}
+
+void
+vb_hotplug_take_blank (VbDaemon *daemon, const char *device, const char *devnode, gboolean replace)
+{
+  Addition *a = g_new0 (Addition, 1);
+
+  a->device = g_strdup (device);
+  a->source = g_strdup (devnode);
+  a->replace = replace;
+  vb_daemon_submit (daemon, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
+}
+
+/* spare domains */
+
+static gboolean
+mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                   GError **error)
+{
+  Addition *a = user_data;
+  VbDeviceConfig *to = vb_state_lookup (candidate, a->device);
+  VbDeviceConfig *from = vb_state_lookup (candidate, a->domain_from);
+
+  if (to == NULL || from == NULL)
+    return TRUE;
+  for (guint j = 0; j < from->components->len; j++)
+    {
+      VbComponentConfig *c = from->components->pdata[j];
+      if (g_strcmp0 (c->role, "spare") == 0 && strcmp (c->source, a->source) == 0)
+        {
+          g_ptr_array_add (to->components, vb_component_config_copy (c));
+          g_ptr_array_remove_index (from->components, j);
+          g_ptr_array_add (touched, g_strdup (from->name));
+          g_ptr_array_add (touched, g_strdup (to->name));
+          return TRUE;
+        }
+    }
+  return TRUE;
+}
+
+static void
+spare_moved (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  Addition *a = user_data;
+  GVariantBuilder b;
+
+  if (error)
+    {
+      g_warning ("vblk: policy: moving spare %s from %s to %s: %s", a->source, a->domain_from,
+                 a->device, error->message);
+      return;
+    }
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "from", g_variant_new_string (a->domain_from));
+  g_variant_builder_add (&b, "{sv}", "source", g_variant_new_string (a->source));
+  vb_objects_emit_event (daemon, "spare-moved", a->device, g_variant_builder_end (&b));
+}
+
+void
+vb_hotplug_component_failed (const char *device)
+{
+  VbDaemon *daemon = vb_hotplug_daemon ();
+  const VbDeviceConfig *d = daemon->desired ? vb_state_lookup (daemon->desired, device) : NULL;
+  VbPolicy *policy = daemon->policy;
+
+  if (d == NULL || policy == NULL || vb_hotplug_n_spares (d) > 0)
+    return;
+  /* the rules that put the device in a domain name its partners */
+  for (guint i = 0; i < vb_policy_n_rules (policy); i++)
+    {
+      const VbPolicyRule *rule = vb_policy_rule (policy, i);
+      gboolean member = FALSE;
+      if (rule->domain == NULL || rule->devices == NULL)
+        continue;
+      for (guint k = 0; rule->devices[k]; k++)
+        member |= strcmp (rule->devices[k], device) == 0;
+      for (guint k = 0; member && rule->devices[k]; k++)
+        {
+          const VbDeviceConfig *other = vb_state_lookup (daemon->desired, rule->devices[k]);
+          if (other == NULL || other == d)
+            continue;
+          for (guint j = 0; j < other->components->len; j++)
+            {
+              const VbComponentConfig *c = other->components->pdata[j];
+              if (g_strcmp0 (c->role, "spare") != 0)
+                continue;
+              Addition *a = g_new0 (Addition, 1);
+              a->device = g_strdup (device);
+              a->source = g_strdup (c->source);
+              a->domain_from = g_strdup (other->name);
+              g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
+                         device, c->source, other->name, rule->domain);
+              vb_daemon_submit (daemon, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
+                                addition_free);
+              return;
+            }
+        }
+    }
+}

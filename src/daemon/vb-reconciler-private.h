@@ -1,0 +1,39 @@
+/* The reconciler's insides shared by vb-reconciler.c (the op queue, the
+ * plan) and vb-reconciler-steps.c (the worker steps beyond the plan:
+ * superblocks at creation, re-adds, faults, spares). Worker thread only. */
+#pragma once
+
+#include "vb-daemon.h"
+
+G_BEGIN_DECLS
+
+struct _VbOp {
+  VbDaemon *daemon;
+  VbState *previous;  /* desired when the op began */
+  VbState *candidate; /* becomes the desired state */
+  VbMutateFunc mutate;
+  GPtrArray *touched; /* names the request changes: checked, rolled back on failure */
+  VbOpMode mode;
+  gboolean applied;
+  gboolean export_rolled_back; /* passed the checks and was saved */
+  char *hook_after_persist;
+  GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
+  GHashTable *status;  /* name -> VbDeviceStatus*, computed by the worker */
+  GPtrArray *events;   /* "kind\nname" */
+  GError *error;
+  VbOpDone done;
+  gpointer user_data;
+  GDestroyNotify destroy;
+};
+
+/* device name -> block node of every started device */
+GHashTable *vb_op_block_devices_of (const VbState *state, GHashTable *running);
+/* each slot's component UUID, in slot order, NULL-terminated (borrowed strings) */
+GPtrArray *vb_op_slot_uuids (const VbDeviceConfig *config);
+
+void vb_op_format_new (VbOp *op);
+void vb_op_run_readds (VbOp *op);
+void vb_op_run_faults (VbOp *op);
+void vb_op_sync_spares (VbOp *op);
+
+G_END_DECLS

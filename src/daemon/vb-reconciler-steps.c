@@ -1,0 +1,195 @@
+/* The worker steps of an op beyond its plan: superblocks for a device just
+ * created, re-adds and SetFaulty its mutate asked for, and the spares a
+ * started device is told about. */
+#include "config.h"
+
+#include "vb-probe.h"
+#include "vb-reconciler-private.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A device just created with on-component metadata gets its superblocks
+ * now (every copy marked for the initial resync), so that its components
+ * say whose they are before it ever starts. A failure here is no failure
+ * of the request: the first start writes them as well. */
+void
+vb_op_format_new (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+
+  for (guint i = 0; i < op->touched->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbDriver *driver = d ? vb_driver_lookup (d->driver) : NULL;
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GArray) infos = NULL;
+      g_autoptr (GPtrArray) uuids = NULL;
+      g_autoptr (GError) local = NULL;
+      const VbBackend *backend;
+      VbProbe probe;
+      gboolean ok;
+
+      if (d == NULL || vb_state_lookup (op->previous, d->name) || driver == NULL
+          || vb_driver_data_offset (d->attributes) == 0
+          || vb_device_config_n_slots (d) < driver->min_components)
+        continue;
+      backend = vb_backend_choose (d->backend, driver, &local);
+      if (backend == NULL || backend->format == NULL)
+        continue;
+      vb_probe_init (&probe, op->candidate, block_devices);
+      ok = vb_probe_components (&probe, d, &paths, &infos, &local);
+      vb_probe_clear (&probe);
+      for (guint j = 0; ok && j < paths->len; j++)
+        ok = paths->pdata[j] != NULL; /* a component device not started: at first start */
+      if (!ok)
+        continue;
+      g_ptr_array_add (paths, NULL);
+      uuids = vb_op_slot_uuids (d);
+      VbBackendRequest request = {
+        .name = d->name,
+        .instance = op->daemon->instance,
+        .uuid = d->uuid,
+        .driver = driver,
+        .attributes = d->attributes,
+        .n_components = infos->len,
+        .paths = (const char *const *) paths->pdata,
+        .components = (const VbComponentInfo *) infos->data,
+        .component_uuids = (const char *const *) uuids->pdata,
+      };
+      if (!backend->format (&request, &local))
+        g_warning ("vblk: %s: writing superblocks at creation: %s", d->name, local->message);
+    }
+}
+
+/* Re-adds asked for by this op's mutate: the engine takes the slot's
+ * component back (only what it missed, through the bitmap). */
+void
+vb_op_run_readds (VbOp *op)
+{
+  GPtrArray *readds = op->daemon->readds;
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+
+  op->daemon->readds = NULL;
+  for (guint i = 0; readds && i < readds->len; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (readds->pdata[i], "\n", 2);
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      guint slot = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GArray) infos = NULL;
+      g_autoptr (GError) local = NULL;
+      VbProbe probe;
+      gboolean ok;
+
+      if (backend == NULL || backend->readd == NULL)
+        {
+          g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "device '%s' is not started on a backend that re-adds components", parts[0]);
+        }
+      else
+        {
+          vb_probe_init (&probe, op->candidate, block_devices);
+          ok = vb_probe_components (&probe, d, &paths, &infos, &local);
+          vb_probe_clear (&probe);
+          if (ok && (slot >= paths->len || paths->pdata[slot] == NULL))
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
+                         d->name, slot);
+          else if (ok)
+            backend->readd (r->block_device, slot, paths->pdata[slot],
+                            ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local);
+        }
+      if (local && op->error == NULL)
+        op->error = g_error_copy (local);
+    }
+  g_clear_pointer (&readds, g_ptr_array_unref);
+}
+
+/* SetFaulty asked for by this op's mutate (the engine writes superblocks). */
+void
+vb_op_run_faults (VbOp *op)
+{
+  g_autoptr (GPtrArray) faults = g_steal_pointer (&op->daemon->faults);
+
+  for (guint i = 0; faults && i < faults->len; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (faults->pdata[i], "\n", 3);
+      gboolean release = parts[1] && parts[2] && strcmp (parts[2], "release") == 0;
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      guint index = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      const char *source = d && index < d->components->len
+                               ? ((VbComponentConfig *) d->components->pdata[index])->source
+                               : parts[1];
+      int res;
+      GError *local = NULL;
+
+      if (d == NULL || r == NULL)
+        g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started",
+                     parts[0]);
+      else
+        {
+          res = backend && backend->set_faulty ? backend->set_faulty (r->block_device, index)
+                                               : -ENOTSUP;
+          if (res == -EBUSY)
+            g_set_error (&local, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                         "component '%s' holds the last in-sync copy of data of '%s'", source,
+                         d->name);
+          else if (res == -ENOTSUP || res == -EOPNOTSUPP)
+            g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                         "device '%s' (driver '%s') has no redundancy: a component cannot be "
+                         "failed",
+                         d->name, d->driver);
+          else if (res == -EINVAL)
+            g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                         "component '%s' of '%s' is not one of its slots (a spare or a replaced "
+                         "one)",
+                         source, d->name);
+          else if (res < 0)
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", source,
+                         g_strerror (-res));
+          /* it is going away: the engine lets go of its file */
+          if (release && backend && backend->release)
+            backend->release (r->block_device, index);
+        }
+      if (local && op->error == NULL)
+        op->error = local;
+      else if (local)
+        g_error_free (local);
+    }
+}
+
+/* A started device learns its spares (added, or one taken into a slot). */
+void
+vb_op_sync_spares (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+
+  for (guint i = 0; i < op->touched->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      g_autoptr (GPtrArray) paths = NULL;
+      g_autoptr (GPtrArray) uuids = NULL;
+      g_autoptr (GError) local = NULL;
+      VbProbe probe;
+      gboolean ok;
+
+      if (backend == NULL || backend->set_spares == NULL)
+        continue;
+      vb_probe_init (&probe, op->candidate, block_devices);
+      ok = vb_probe_spares (&probe, d, &paths, &uuids, &local);
+      vb_probe_clear (&probe);
+      if (!ok)
+        {
+          g_warning ("vblk: %s: %s", d->name, local->message);
+          continue;
+        }
+      backend->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
+                           (const char *const *) uuids->pdata);
+    }
+}
