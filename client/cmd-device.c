@@ -226,3 +226,82 @@ vb_cmd_delete (int argc, char **argv)
                                _ ("Delete a device (it is stopped first when started)."),
                                N_ ("First delete the devices built on it"));
 }
+
+int
+vb_cmd_reconfigure (int argc, char **argv)
+{
+  g_autofree char *driver = NULL;
+  g_autofree char *backend = NULL;
+  g_auto (GStrv) attrs = NULL;
+  g_auto (GStrv) add = NULL;
+  g_auto (GStrv) remove = NULL;
+  gint timeout = 0;
+  const GOptionEntry entries[]
+      = { { "driver", 0, 0, G_OPTION_ARG_STRING, &driver,
+            N_ ("The driver the device turns into (default: the one it has)"), N_ ("DRIVER") },
+          { "attr", 0, 0, G_OPTION_ARG_STRING_ARRAY, &attrs,
+            N_ ("Set an attribute of the new driver (repeatable)"), N_ ("KEY=VALUE") },
+          { "add", 0, 0, G_OPTION_ARG_STRING_ARRAY, &add,
+            N_ ("Add a component (a new leg, or one appended; repeatable)"), N_ ("COMPONENT") },
+          { "remove", 0, 0, G_OPTION_ARG_STRING_ARRAY, &remove,
+            N_ ("Remove a component (repeatable)"), N_ ("COMPONENT") },
+          { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+            N_ ("Move the device to another backend (a stopped device only)"), N_ ("BACKEND") },
+          { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout,
+            N_ ("Give up when the requests in flight take longer to drain (default 10000)"),
+            N_ ("MILLISECONDS") },
+          G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
+  g_autoptr (GVariant) attributes = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
+  const char *name;
+
+  if (!vb_mgr_parse_options ("reconfigure", "NAME",
+                             _ ("Change the driver or the components of a device; a started "
+                                "device stays in use (its block node stays)."),
+                             entries, &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc < 2)
+    return vb_mgr_usage_error ("reconfigure", _ ("missing device name"));
+  if (argc > 2)
+    return vb_mgr_usage_error ("reconfigure", _ ("unexpected argument '%s'"), argv[2]);
+  if (timeout < 0)
+    return vb_mgr_usage_error ("reconfigure", _ ("--timeout: must not be negative"));
+  name = argv[1];
+  attributes = vb_mgr_parse_assignments ("reconfigure", (const char *const *) attrs);
+  if (attributes == NULL)
+    return VB_EXIT_USAGE;
+  if (add)
+    {
+      g_auto (GStrv) abs = vb_mgr_absolute_sources (add, (int) g_strv_length (add));
+      g_variant_builder_add (&options, "{sv}", "add",
+                             g_variant_new_strv ((const char *const *) abs, -1));
+    }
+  if (remove)
+    {
+      g_auto (GStrv) abs = vb_mgr_absolute_sources (remove, (int) g_strv_length (remove));
+      g_variant_builder_add (&options, "{sv}", "remove",
+                             g_variant_new_strv ((const char *const *) abs, -1));
+    }
+  if (backend)
+    g_variant_builder_add (&options, "{sv}", "backend", g_variant_new_string (backend));
+  if (timeout > 0)
+    g_variant_builder_add (&options, "{sv}", "timeout", g_variant_new_uint32 ((guint32) timeout));
+
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  device = vb_mgr_lookup_device (manager, "reconfigure", name);
+  if (device == NULL)
+    return VB_EXIT_FAILED;
+  reply = vb_mgr_call (device, "Reconfigure",
+                       g_variant_new ("(s@a{ss}@a{sv})", driver ? driver : "", attributes,
+                                      g_variant_builder_end (&options)),
+                       &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("reconfigure", name, error);
+  return VB_EXIT_OK;
+}

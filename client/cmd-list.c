@@ -136,6 +136,9 @@ vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbDBus
   json_builder_add_int_value (builder, (gint64) vb_dbus_device_get_size (device));
   json_builder_set_member_name (builder, "autostart");
   json_builder_add_boolean_value (builder, vb_dbus_device_get_autostart (device));
+  json_builder_set_member_name (builder, "previous_configuration");
+  json_builder_add_string_value (builder,
+                                 vb_mgr_str (vb_dbus_device_get_previous_configuration (device)));
   json_builder_set_member_name (builder, "exports");
   json_builder_begin_array (builder);
   for (const char *const *x = vb_dbus_device_get_exports (device); x && *x; x++)
@@ -295,6 +298,11 @@ vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
   g_print ("%s: %s\n", _ ("Name"), vb_mgr_or_dash (vb_dbus_device_get_name (device)));
   g_print ("%s: %s\n", _ ("UUID"), vb_mgr_or_dash (vb_dbus_device_get_uuid (device)));
   g_print ("%s: %s\n", _ ("Driver"), vb_mgr_or_dash (vb_dbus_device_get_driver (device)));
+  /* both configurations while the rebuild a reconfiguration began runs */
+  if (vb_mgr_str (vb_dbus_device_get_previous_configuration (device))[0])
+    g_print ("%s: %s -> %s (%s)\n", _ ("Reconfigured"),
+             vb_dbus_device_get_previous_configuration (device),
+             vb_mgr_or_dash (vb_dbus_device_get_driver (device)), _ ("rebuild running"));
   g_print ("%s: %s\n", _ ("Backend"), vb_mgr_or_dash (vb_dbus_device_get_backend (device)));
   g_print ("%s: %s\n", _ ("State"), vb_mgr_or_dash (vb_dbus_device_get_state (device)));
   g_print ("%s: %s\n", _ ("Block device"),

@@ -26,6 +26,10 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "start", "NAME [--recursive]", N_ ("Start a device"), vb_cmd_start },
   { "stop", "NAME [--recursive]", N_ ("Stop a device"), vb_cmd_stop },
   { "delete", "NAME [--recursive]", N_ ("Delete a device"), vb_cmd_delete },
+  { "reconfigure",
+    "NAME [--driver D] [--attr K=V]... [--add COMPONENT]... [--remove COMPONENT]... "
+    "[--backend B] [--timeout MS]",
+    N_ ("Change the driver or components of a device, online"), vb_cmd_reconfigure },
   { "graph", "[--dot] [--json]", N_ ("Show which devices are built on which"), vb_cmd_graph },
   { "fail", "NAME COMPONENT", N_ ("Mark a component of a redundant device faulty"), vb_cmd_fail },
   { "remove", "NAME COMPONENT", N_ ("Remove a spare, or a component a spare replaced"),

@@ -34,6 +34,7 @@ int vb_cmd_add (int argc, char **argv);
 int vb_cmd_start (int argc, char **argv);
 int vb_cmd_stop (int argc, char **argv);
 int vb_cmd_delete (int argc, char **argv);
+int vb_cmd_reconfigure (int argc, char **argv);
 /* cmd-graph.c */
 int vb_cmd_graph (int argc, char **argv);
 int vb_cmd_fail (int argc, char **argv);

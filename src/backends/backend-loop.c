@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "backend.h"
+#include "engine/engine-switch.h"
 #include "engine/engine.h"
 #include "engine/fuse-server.h"
 #include "vb-error.h"
@@ -65,7 +66,7 @@ loop_supports (const VbDriver *driver, char **reason)
 typedef struct {
   char *uuid;
   char *block_device;
-  VbEngine *engine;
+  VbEngineSwitch *sw; /* the engine, behind the switch that swaps it */
   VbFuseServer *fuse;
 } EngineRuntime;
 
@@ -77,7 +78,7 @@ engine_runtime_free (EngineRuntime *rt)
 {
   /* the loop device is detached before: nothing holds the FUSE file */
   vb_fuse_server_free (rt->fuse);
-  vb_engine_free (rt->engine);
+  vb_engine_switch_free (rt->sw);
   g_free (rt->uuid);
   g_free (rt->block_device);
   g_free (rt);
@@ -92,6 +93,39 @@ runtime_lookup (const char *block_device)
   rt = runtimes ? g_hash_table_lookup (runtimes, block_device) : NULL;
   g_mutex_unlock (&runtimes_lock);
   return rt;
+}
+
+/* The engine of @block_device held against a swap (NULL: not an engine
+ * device of this process); engine_put lets it go. */
+static VbEngine *
+engine_get (const char *block_device, EngineRuntime **out)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+
+  *out = rt;
+  if (rt == NULL)
+    return NULL;
+  vb_engine_switch_lock (rt->sw);
+  return vb_engine_switch_engine (rt->sw);
+}
+
+static void
+engine_put (EngineRuntime *rt)
+{
+  if (rt)
+    vb_engine_switch_unlock (rt->sw);
+}
+
+/* What a device stacked on @path calls: the switch of an engine device of
+ * this process (in place, no kernel round trip), or nothing. */
+static void
+source_for (const char *path, VbEngineSource *source)
+{
+  EngineRuntime *dep = path ? runtime_lookup (path) : NULL;
+
+  source->path = path;
+  source->ops = dep ? &vb_engine_switch_ops : NULL;
+  source->handle = dep ? dep->sw : NULL;
 }
 
 static void
@@ -284,6 +318,15 @@ attach (int backing_fd, const struct loop_config *base, const char *instance, co
   return block_device;
 }
 
+/* A driver with one extent runs on a kernel loop device directly, unless
+ * its attribute engine asks for the engine (which can be reconfigured). */
+static gboolean
+uses_engine (const VbBackendRequest *request)
+{
+  return request->driver->extent == NULL
+         || g_strcmp0 (g_hash_table_lookup (request->attributes, "engine"), "true") == 0;
+}
+
 static char *
 start_extent (const VbBackendRequest *request, GError **error)
 {
@@ -324,37 +367,32 @@ start_engine (const VbBackendRequest *request, GError **error)
   g_autofree char *mountpoint = NULL;
   struct loop_config config = { 0 };
   EngineRuntime *rt;
+  VbEngine *engine;
   char *block_device;
   int fd;
 
   for (guint i = 0; i < request->n_components; i++)
-    {
-      EngineRuntime *dep = request->paths[i] ? runtime_lookup (request->paths[i]) : NULL;
-      sources[i].path = request->paths[i];
-      if (dep)
-        {
-          sources[i].ops = &vb_engine_ops;
-          sources[i].handle = dep->engine;
-        }
-    }
+    source_for (request->paths[i], &sources[i]);
   VbEngineIdentity identity = {
     .uuid = request->uuid,
     .component_uuids = request->component_uuids,
     .n_spares = request->n_spares,
     .spare_paths = request->spare_paths,
     .spare_uuids = request->spare_uuids,
+    .out_of_sync = request->out_of_sync,
   };
   rt = g_new0 (EngineRuntime, 1);
   rt->uuid = g_strdup (request->uuid);
-  rt->engine
-      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
-                       sources, request->components, &identity, read_only, error);
-  if (rt->engine == NULL)
+  engine = vb_engine_new (request->name, request->driver, request->attributes,
+                          request->n_components, sources, request->components, &identity,
+                          read_only, error);
+  if (engine == NULL)
     goto fail;
-  vb_engine_set_failure_func (rt->engine, on_engine_failure, rt->uuid);
-  vb_engine_set_job_func (rt->engine, on_engine_job, rt->uuid);
+  rt->sw = vb_engine_switch_new (engine);
+  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
+  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
   mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
-  rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_ops, rt->engine, error);
+  rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_switch_ops, rt->sw, error);
   if (rt->fuse == NULL)
     goto fail;
   fd = open (vb_fuse_server_path (rt->fuse),
@@ -366,7 +404,7 @@ start_engine (const VbBackendRequest *request, GError **error)
                    g_strerror (e));
       goto fail;
     }
-  config.block_size = vb_engine_ops.block_size (rt->engine);
+  config.block_size = vb_engine_ops.block_size (engine);
   config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
   block_device = attach (fd, &config, request->instance, request->uuid, TRUE,
                          vb_fuse_server_path (rt->fuse), error);
@@ -380,16 +418,20 @@ start_engine (const VbBackendRequest *request, GError **error)
   g_hash_table_insert (runtimes, rt->block_device, rt);
   g_mutex_unlock (&runtimes_lock);
   /* resync or rebuild, if assembly found one necessary */
-  vb_engine_activate (rt->engine);
+  vb_engine_activate (engine);
   return block_device;
 
 fail:
+  if (rt->sw == NULL)
+    vb_engine_free (engine);
   engine_runtime_free (rt);
   return NULL;
 }
 
 /* Superblocks and an all-dirty bitmap on the components of a new device:
- * the engine's own assembly of a fresh device, without starting it. */
+ * the engine's own assembly of a fresh device, without starting it. For a
+ * reconfiguration of a stopped device, the new role table (closed clean:
+ * the next start rebuilds the slots that are new). */
 static gboolean
 loop_format (const VbBackendRequest *request, GError **error)
 {
@@ -397,32 +439,28 @@ loop_format (const VbBackendRequest *request, GError **error)
   VbEngineIdentity identity = {
     .uuid = request->uuid,
     .component_uuids = request->component_uuids,
+    .reconfigure = request->reconfigure,
   };
   VbEngine *engine;
 
   for (guint i = 0; i < request->n_components; i++)
-    {
-      EngineRuntime *dep = runtime_lookup (request->paths[i]);
-      sources[i].path = request->paths[i];
-      if (dep)
-        {
-          sources[i].ops = &vb_engine_ops;
-          sources[i].handle = dep->engine;
-        }
-    }
+    source_for (request->paths[i], &sources[i]);
   engine
       = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
                        sources, request->components, &identity, FALSE, error);
   if (engine == NULL)
     return FALSE;
-  vb_engine_free_unclean (engine);
+  if (request->reconfigure)
+    vb_engine_free (engine);
+  else
+    vb_engine_free_unclean (engine);
   return TRUE;
 }
 
 static char *
 loop_start (const VbBackendRequest *request, GError **error)
 {
-  return request->driver->extent ? start_extent (request, error) : start_engine (request, error);
+  return uses_engine (request) ? start_engine (request, error) : start_extent (request, error);
 }
 
 static gboolean
@@ -459,54 +497,68 @@ static gboolean
 loop_component_status (const char *block_device, guint component, gboolean *faulty,
                        gboolean *rebuilding, guint64 *errors)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean ok = e && component < vb_engine_n_components (e);
 
-  if (rt == NULL || component >= vb_engine_n_components (rt->engine))
-    return FALSE;
-  *faulty = vb_engine_component_faulty (rt->engine, component);
-  *rebuilding = vb_engine_component_rebuilding (rt->engine, component);
-  *errors = vb_engine_component_errors (rt->engine, component);
-  return TRUE;
+  if (ok)
+    {
+      *faulty = vb_engine_component_faulty (e, component);
+      *rebuilding = vb_engine_component_rebuilding (e, component);
+      *errors = vb_engine_component_errors (e, component);
+    }
+  engine_put (rt);
+  return ok;
 }
 
 static void
 loop_release (const char *block_device, guint component)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
 
-  if (rt && component < vb_engine_n_components (rt->engine))
-    vb_engine_release_component (rt->engine, component);
+  if (e && component < vb_engine_n_components (e))
+    vb_engine_release_component (e, component);
+  engine_put (rt);
 }
 
 static gboolean
 loop_component_missing (const char *block_device, guint component)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean r = e && component < vb_engine_n_components (e)
+               && vb_engine_component_missing (e, component);
 
-  return rt && component < vb_engine_n_components (rt->engine)
-         && vb_engine_component_missing (rt->engine, component);
+  engine_put (rt);
+  return r;
 }
 
 static gboolean
 loop_lost_data (const char *block_device)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean r = e && vb_engine_lost_data (e);
 
-  return rt && vb_engine_lost_data (rt->engine);
+  engine_put (rt);
+  return r;
 }
 
 static int
 loop_set_faulty (const char *block_device, guint component)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  int r = e == NULL                                  ? -ENOTSUP
+          : component >= vb_engine_n_components (e) ? -EINVAL
+                                                     : vb_engine_set_faulty (e, component);
 
-  if (rt == NULL)
-    return -ENOTSUP;
-  if (component >= vb_engine_n_components (rt->engine))
-    return -EINVAL;
-  return vb_engine_set_faulty (rt->engine, component);
+  engine_put (rt);
+  return r;
 }
 
+/* The switch, so that a reconfiguration reaches every user of the device. */
 static gboolean
 loop_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
 {
@@ -514,64 +566,65 @@ loop_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
 
   if (rt == NULL)
     return FALSE;
-  *ops = &vb_engine_ops;
-  *handle = rt->engine;
+  *ops = &vb_engine_switch_ops;
+  *handle = rt->sw;
   return TRUE;
 }
 
 static gint64
 loop_check (const char *block_device, gboolean repair)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gint64 r = e ? vb_engine_check (e, repair) : -ENOTSUP;
 
-  return rt ? vb_engine_check (rt->engine, repair) : -ENOTSUP;
+  engine_put (rt);
+  return r;
 }
 
 static int
 loop_cancel_job (const char *block_device, guint64 job)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  int r = e ? vb_engine_cancel_job (e, job) : -ESRCH;
 
-  return rt ? vb_engine_cancel_job (rt->engine, job) : -ESRCH;
+  engine_put (rt);
+  return r;
 }
 
 static gboolean
 loop_readd (const char *block_device, guint slot, const char *path, const char *uuid,
             GError **error)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
-  EngineRuntime *dep = runtime_lookup (path);
-  VbEngineSource source = { path, NULL, NULL };
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  VbEngineSource source;
+  gboolean ok = FALSE;
 
-  if (rt == NULL)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s: not an engine device of this vblkd", block_device);
-      return FALSE;
-    }
-  if (slot >= vb_engine_n_components (rt->engine))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device,
-                   slot);
-      return FALSE;
-    }
   /* an engine device of this process is called in place, as at start */
-  if (dep)
-    {
-      source.ops = &vb_engine_ops;
-      source.handle = dep->engine;
-    }
-  return vb_engine_readd (rt->engine, slot, &source, uuid, error) == 0;
+  source_for (path, &source);
+  if (e == NULL)
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
+                 block_device);
+  else if (slot >= vb_engine_n_components (e))
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device, slot);
+  else
+    ok = vb_engine_readd (e, slot, &source, uuid, error) == 0;
+  engine_put (rt);
+  return ok;
 }
 
 static void
 loop_set_spares (const char *block_device, guint n, const char *const *paths,
                  const char *const *uuids)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
+  EngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
 
-  if (rt)
-    vb_engine_set_spares (rt->engine, n, paths, uuids);
+  if (e)
+    vb_engine_set_spares (e, n, paths, uuids);
+  engine_put (rt);
 }
 
 static gboolean
@@ -582,17 +635,19 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
   int fd, e = 0;
   const char *step = NULL;
 
-  if (request->driver->extent == NULL)
+  if (uses_engine (request))
     {
       /* an engine device: the engine takes its online attributes itself */
-      EngineRuntime *rt = runtime_lookup (block_device);
-      if (rt == NULL)
+      EngineRuntime *rt;
+      VbEngine *engine = engine_get (block_device, &rt);
+      if (engine == NULL)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: not an engine device of this vblkd",
                        block_device);
           return FALSE;
         }
-      vb_engine_update (rt->engine, request->attributes);
+      vb_engine_update (engine, request->attributes);
+      engine_put (rt);
       return TRUE;
     }
   request->driver->extent (request->attributes, request->components, request->n_components,
@@ -636,6 +691,137 @@ fail:
   g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED, "%s: %s: %s",
                block_device, step, g_strerror (e));
   return FALSE;
+}
+
+/* The loop device over the FUSE file reads the file's new size. */
+static gboolean
+announce_size (EngineRuntime *rt, GError **error)
+{
+  int fd, r;
+
+  r = vb_fuse_server_size_changed (rt->fuse);
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: the FUSE file's size: %s",
+                   rt->block_device, g_strerror (-r));
+      return FALSE;
+    }
+  fd = open (rt->block_device, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ioctl (fd, LOOP_SET_CAPACITY, 0) < 0)
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s",
+                   rt->block_device, g_strerror (e));
+      return FALSE;
+    }
+  close (fd);
+  return TRUE;
+}
+
+static gboolean
+loop_reconfigure (const char *block_device, const VbBackendRequest *request, guint timeout_ms,
+                  VbReconfigureReport *report, GError **error)
+{
+  EngineRuntime *rt = runtime_lookup (block_device);
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
+  gboolean read_only
+      = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+  g_autoptr (GError) local = NULL;
+  VbEngine *old, *engine;
+  int r;
+
+  memset (report, 0, sizeof *report);
+  if (rt == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s runs on a kernel loop device directly on its component, which cannot "
+                   "change under a writable device (LOOP_CHANGE_FD is for read-only ones); "
+                   "start it with attribute engine=true to reconfigure it online",
+                   block_device);
+      return FALSE;
+    }
+  if (!uses_engine (request))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s is served by the engine; its new driver '%s' must be too (attribute "
+                   "engine=true)",
+                   block_device, request->driver->name);
+      return FALSE;
+    }
+  old = vb_engine_switch_engine (rt->sw);
+  report->old_size = vb_engine_ops.size (old);
+  /* metadata=none: a slot is behind unless it is an in-sync component of
+   * the running engine (the superblocks say it where there are some) */
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      behind[i] = TRUE;
+      for (guint j = 0; j < vb_engine_n_components (old); j++)
+        if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
+          behind[i] = !vb_engine_component_in_sync (old, j);
+      source_for (request->paths[i], &sources[i]);
+    }
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+    .n_spares = request->n_spares,
+    .spare_paths = request->spare_paths,
+    .spare_uuids = request->spare_uuids,
+    .reconfigure = TRUE,
+    .out_of_sync = behind,
+  };
+
+  /* nothing but requests touches the components from here on */
+  vb_engine_quiesce (old);
+  r = vb_engine_switch_suspend (rt->sw, timeout_ms);
+  if (r < 0)
+    {
+      vb_engine_resume (old);
+      if (r == -ETIMEDOUT)
+        g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                     "%s: the requests in flight did not finish within %u ms; the "
+                     "reconfiguration was abandoned and the device goes on as it was",
+                     block_device, timeout_ms);
+      else
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     "%s: flushing before the swap: %s; the device goes on as it was",
+                     block_device, g_strerror (-r));
+      return FALSE;
+    }
+  vb_test_hook ("reconfigure:suspended");
+  engine = vb_engine_new (request->name, request->driver, request->attributes,
+                          request->n_components, sources, request->components, &identity,
+                          read_only, &local);
+  if (engine == NULL)
+    {
+      report->held_us = vb_engine_switch_resume (rt->sw);
+      vb_engine_resume (old);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "the new configuration did not assemble: %s; the device goes on as it was",
+                   local->message);
+      return FALSE;
+    }
+  vb_test_hook ("reconfigure:assembled");
+  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
+  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
+  vb_engine_switch_replace (rt->sw, engine);
+  report->held_us = vb_engine_switch_resume (rt->sw);
+  report->new_size = vb_engine_ops.size (engine);
+  g_message ("%s: reconfigured to %s with %u components; requests held %" G_GINT64_FORMAT " us",
+             request->name, request->driver->name, request->n_components, report->held_us);
+  /* the old engine's superblock writes are over: the new one's count */
+  vb_engine_free_unclean (old);
+  vb_engine_activate (engine);
+  vb_test_hook ("reconfigure:swapped");
+  if (report->new_size != report->old_size)
+    {
+      report->size_changed = announce_size (rt, &local);
+      if (!report->size_changed)
+        g_warning ("%s: announcing the new size: %s", request->name, local->message);
+    }
+  return TRUE;
 }
 
 static GPtrArray *
@@ -727,5 +913,6 @@ const VbBackend vb_backend_loop = {
   .cancel_job = loop_cancel_job,
   .set_spares = loop_set_spares,
   .readd = loop_readd,
+  .reconfigure = loop_reconfigure,
   .scan = loop_scan,
 };

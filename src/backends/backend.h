@@ -26,7 +26,19 @@ typedef struct {
   guint n_spares;                     /* spares a failed slot is rebuilt onto */
   const char *const *spare_paths;
   const char *const *spare_uuids;
+  /* metadata=none: the slots the desired state has behind (NULL: none) */
+  const gboolean *out_of_sync;
+  /* format: the role table of a reconfigured stopped device */
+  gboolean reconfigure;
 } VbBackendRequest;
+
+/* What a reconfiguration did. */
+typedef struct {
+  gint64 held_us;        /* how long requests were held */
+  guint64 old_size;      /* bytes */
+  guint64 new_size;
+  gboolean size_changed; /* announced to the kernel */
+} VbReconfigureReport;
 
 /* A block node found running for vblk (by scan). */
 #define VB_INSTANCE_ID_LEN 8 /* hex digits */
@@ -80,6 +92,14 @@ typedef struct {
   /* The spares a failed slot is rebuilt onto, replacing the list. */
   void (*set_spares) (const char *block_device, guint n, const char *const *paths,
                       const char *const *uuids);
+  /* Online reconfiguration of a started engine device: new requests are
+   * held, those in flight drain (at most @timeout_ms), the device's engine
+   * is replaced by one of @request (its role table remapped by component
+   * UUID), and the held requests go on against it; a new size is
+   * announced to the kernel. On any failure the old engine goes on and
+   * nothing changed. Blocks. */
+  gboolean (*reconfigure) (const char *block_device, const VbBackendRequest *request,
+                           guint timeout_ms, VbReconfigureReport *report, GError **error);
   /* Every block node this backend runs for @instance (VbBackendInstance*);
    * nodes of other vblkd instances on the host are left alone. */
   GPtrArray *(*scan) (const char *instance, GError **error);

@@ -371,6 +371,7 @@ main (int argc, char **argv)
 
   daemon.running
       = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  daemon.reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) vb_device_status_free);
   daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);

@@ -56,6 +56,9 @@ struct _VbDaemon {
   GQueue ops;          /* VbOp*, one runs at a time */
   GPtrArray *readds;   /* "NAME\nSLOT": re-adds a mutate asked for, done by its op's worker */
   GPtrArray *faults;   /* "NAME\nINDEX": SetFaulty, likewise */
+  char *reconfigure;   /* "NAME\nTIMEOUT_MS": the Reconfigure a mutate asked for */
+  GHashTable *reconfigured; /* name -> the configuration before a reconfiguration whose
+                               rebuild still runs (for show) */
   gboolean op_running;
   gboolean quit_pending; /* SIGTERM arrived while an op ran */
   int exit_status;
@@ -90,6 +93,8 @@ typedef enum {
   VB_OP_SHUTDOWN, /* vblkd exits: stop exports and the nodes it serves itself */
   VB_OP_POLICY,   /* as CHANGE, for the policy engine: component paths found by their
                      superblocks (another device naming the same path is stale) */
+  VB_OP_RECONFIGURE, /* as CHANGE, but the desired state is saved only once the device's
+                        engine was swapped (vb-reconfig-run.c) */
 } VbOpMode;
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   GPtrArray *touched, GError **error);
@@ -117,6 +122,10 @@ void vb_udev_coldplug (void);
 void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);
 /* vb-engine-jobs.c: an engine job started, progressed or ended (any thread). */
 void vb_daemon_engine_job (const char *uuid, const VbEngineJob *job, gpointer user_data);
+/* vb-engine-jobs.c: a redundant device without on-component metadata has
+ * its legs' state (behind or in sync) saved in the desired state, after a
+ * failure or a rebuild. */
+void vb_daemon_record_behind (VbDaemon *daemon, const char *name);
 /* Main thread: the Job object of engine job @id of @d, made now (for
  * Check, which returns its path before the job's first report). */
 const char *vb_engine_jobs_register (VbDaemon *daemon, const VbDeviceConfig *d, guint64 id,

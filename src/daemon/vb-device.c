@@ -3,6 +3,7 @@
  * reconciler, then the invocation completed exactly once. */
 #include "config.h"
 
+#include "vb-reconfig.h"
 #include "vb-request.h"
 #include "vb-exports.h"
 
@@ -405,6 +406,93 @@ mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
   return TRUE;
 }
 
+/* Reconfigure */
+
+#define RECONFIGURE_TIMEOUT_MS 10000
+
+static gboolean
+mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+                    GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autofree const char **add = NULL;
+  g_autofree const char **remove = NULL;
+  const char *backend = NULL;
+  guint32 timeout = RECONFIGURE_TIMEOUT_MS;
+  const VbRunning *r;
+  VbDeviceConfig *nd;
+  g_autoptr (VbGraph) graph = NULL;
+  gint at;
+
+  if (d == NULL)
+    return FALSE;
+  r = g_hash_table_lookup (daemon->running, d->uuid);
+  g_variant_lookup (req->options, "add", "^a&s", &add);
+  g_variant_lookup (req->options, "remove", "^a&s", &remove);
+  g_variant_lookup (req->options, "backend", "&s", &backend);
+  g_variant_lookup (req->options, "timeout", "u", &timeout);
+  if (timeout == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'timeout': must be at least 1 (milliseconds)");
+      return FALSE;
+    }
+  if (backend && strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'backend': '%s' is not known (known: %s)", backend, known);
+      return FALSE;
+    }
+  if (backend && r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
+    {
+      /* every engine backend makes its own kind of node: /dev/loopN is not
+       * /dev/nbdN, so a move would take the node away from its users */
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' is started on backend %s (%s); backend %s would give it another "
+                   "block node, which a started device cannot change: stop it, reconfigure, "
+                   "start it",
+                   d->name, r->backend, r->block_device, backend);
+      return FALSE;
+    }
+  if (backend && (req->driver == NULL || req->driver[0] == '\0'
+                  || strcmp (req->driver, d->driver) == 0)
+      && add == NULL && remove == NULL
+      && (req->attributes == NULL || g_hash_table_size (req->attributes) == 0))
+    {
+      /* only the backend, of a stopped device (or the same one) */
+      g_free (d->backend);
+      d->backend = g_strdup (backend);
+      g_ptr_array_add (touched, g_strdup (d->name));
+      return TRUE;
+    }
+  VbReconfigRequest request = {
+    .driver = req->driver,
+    .attributes = req->attributes,
+    .add = add,
+    .remove = remove,
+  };
+  nd = vb_reconfig_plan (d, &request, error);
+  if (nd == NULL)
+    return FALSE;
+  if (backend)
+    {
+      g_free (nd->backend);
+      nd->backend = g_strdup (backend);
+    }
+  at = vb_state_index_of (candidate, d->name);
+  vb_device_config_free (candidate->devices->pdata[at]);
+  candidate->devices->pdata[at] = nd;
+  graph = vb_graph_new (candidate);
+  if (!vb_graph_check (graph, error))
+    return FALSE;
+  g_free (daemon->reconfigure);
+  daemon->reconfigure = g_strdup_printf ("%s\n%u", nd->name, timeout);
+  g_ptr_array_add (touched, g_strdup (nd->name));
+  return TRUE;
+}
+
 /* the common shape: authorize, check options, submit */
 
 typedef struct {
@@ -412,6 +500,7 @@ typedef struct {
   const char *const *options;
   VbMutateFunc mutate;
   const char *hook;
+  VbOpMode mode;
 } Method;
 
 static const Method method_start
@@ -431,6 +520,10 @@ static const Method method_export_tcp
     = { "org.vblk.export", export_options, mutate_export, "export:after-persist" };
 static const Method method_add
     = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
+static const char *const reconfigure_options[]
+    = { "add:as", "remove:as", "backend:s", "timeout:u", NULL };
+static const Method method_reconfigure = { "org.vblk.manage", reconfigure_options,
+                                           mutate_reconfigure, NULL, VB_OP_RECONFIGURE };
 
 typedef struct {
   const Method *method;
@@ -456,7 +549,7 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       pending_free (p);
       return;
     }
-  vb_daemon_submit (daemon, p->method->mutate, VB_OP_CHANGE, p->method->hook, vb_request_done,
+  vb_daemon_submit (daemon, p->method->mutate, p->method->mode, p->method->hook, vb_request_done,
                     g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
   g_free (p);
 }
@@ -514,19 +607,18 @@ handle_add_component (VbDBusDevice *iface, GDBusMethodInvocation *inv, const cha
 }
 
 static gboolean
-handle_not_supported (GDBusMethodInvocation *inv, const char *what)
-{
-  g_dbus_method_invocation_return_error (
-      inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-      _ ("%s needs the engine drivers, which this version lacks"), what);
-  return TRUE;
-}
-
-static gboolean
 handle_reconfigure (VbDBusDevice *iface, GDBusMethodInvocation *inv, const char *driver,
                     GVariant *attributes, GVariant *options, VbDaemon *daemon)
 {
-  return handle_not_supported (inv, "Reconfigure");
+  Pending *p = g_new0 (Pending, 1);
+
+  p->method = &method_reconfigure;
+  p->req = vb_request_new (inv, vb_dbus_device_get_name (iface), options);
+  p->req->attributes = vb_attributes_from_variant (attributes);
+  p->req->driver = g_strdup (driver);
+  vb_auth_check (daemon, inv, method_reconfigure.action, p->req->name, authorized, p,
+                 (GDestroyNotify) pending_free);
+  return TRUE;
 }
 
 static gboolean

@@ -156,6 +156,56 @@ maybe_move_spare (VbDaemon *daemon, const VbDeviceConfig *d, const JobNote *note
                     spare_move_free);
 }
 
+/* metadata=none: which legs are behind is the desired state's to say. */
+static gboolean
+mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+               GError **error)
+{
+  VbDeviceConfig *d = vb_state_lookup (candidate, user_data);
+  const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+  const VbDriver *driver = d ? vb_driver_lookup (d->driver) : NULL;
+  gboolean changed = FALSE;
+
+  if (backend == NULL || backend->component_status == NULL || driver == NULL
+      || vb_driver_data_offset (d->attributes) > 0 || vb_driver_attr_spec (driver, "metadata") == NULL)
+    return TRUE;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      gboolean faulty, rebuilding;
+      guint64 errors;
+      if (!vb_component_config_is_slot (c)
+          || !backend->component_status (r->block_device,
+                                         (guint) g_ascii_strtoull (c->role, NULL, 10), &faulty,
+                                         &rebuilding, &errors))
+        continue;
+      if (!c->behind != !(faulty || rebuilding))
+        {
+          c->behind = faulty || rebuilding;
+          changed = TRUE;
+        }
+    }
+  if (changed)
+    g_ptr_array_add (touched, g_strdup (d->name));
+  return TRUE;
+}
+
+static void
+behind_recorded (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  if (error)
+    g_warning ("vblk: %s: recording which legs are behind: %s", (const char *) user_data,
+               error->message);
+}
+
+void
+vb_daemon_record_behind (VbDaemon *daemon, const char *name)
+{
+  vb_daemon_submit (daemon, mutate_behind, VB_OP_CHANGE, NULL, behind_recorded, g_strdup (name),
+                    g_free);
+}
+
 static GVariant *
 job_details (const JobNote *note, Link *link)
 {
@@ -257,6 +307,11 @@ publish_job (gpointer data)
                          note->message ? note->message : summary);
           vb_objects_emit_event (daemon, "rebuild-finished", note->device,
                                  job_details (note, link));
+          /* a reconfiguration's rebuild is over */
+          if (d && note->job.state != VB_ENGINE_JOB_CANCELLED)
+            g_hash_table_remove (daemon->reconfigured, d->name);
+          if (d && note->job.state == VB_ENGINE_JOB_FINISHED)
+            vb_daemon_record_behind (daemon, d->name);
           if (d)
             vb_objects_sync (daemon);
           g_hash_table_remove (links, key);

@@ -198,6 +198,8 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   vb_dbus_device_set_components (iface, (const char *const *) components->pdata);
   vb_dbus_device_set_dependents (iface, (const char *const *) dependents->pdata);
   vb_dbus_device_set_autostart (iface, d->autostart);
+  const char *was = g_hash_table_lookup (daemon->reconfigured, d->name);
+  vb_dbus_device_set_previous_configuration (iface, was ? was : "");
   g_ptr_array_add (d->exports, NULL);
   vb_dbus_device_set_exports (iface, (const char *const *) d->exports->pdata);
   g_ptr_array_remove_index (d->exports, d->exports->len - 1);
@@ -266,6 +268,7 @@ publish_failure (gpointer data)
       if (strcmp (vb_daemon_device_state (daemon, d), "degraded") == 0)
         vb_objects_emit_event (daemon, "degraded", d->name, NULL);
       vb_hotplug_component_failed (d->name);
+      vb_daemon_record_behind (daemon, d->name);
     }
   g_free (note->uuid);
   g_free (note);

@@ -19,7 +19,8 @@ struct _VbOp {
   char *hook_after_persist;
   GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
   GHashTable *status;  /* name -> VbDeviceStatus*, computed by the worker */
-  GPtrArray *events;   /* "kind\nname" */
+  GPtrArray *events;   /* "kind\nname[\ndetails as GVariant text]" */
+  char *reconfigured_from; /* "NAME\nOLD CONFIGURATION": a reconfiguration's rebuild runs */
   GError *error;
   VbOpDone done;
   gpointer user_data;
@@ -31,7 +32,15 @@ GHashTable *vb_op_block_devices_of (const VbState *state, GHashTable *running);
 /* each slot's component UUID, in slot order, NULL-terminated (borrowed strings) */
 GPtrArray *vb_op_slot_uuids (const VbDeviceConfig *config);
 
+void vb_op_add_event (VbOp *op, const char *kind, const char *name, GVariant *details);
+
 void vb_op_format_new (VbOp *op);
+/* vb-reconfig-run.c */
+void vb_op_reconfigure (VbOp *op);
+/* At start-up, before anything starts: a reconfiguration that a killed
+ * vblkd left half done becomes the old or the new configuration of
+ * @state (saved), as the components' metadata says. TRUE: the new. */
+gboolean vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state);
 void vb_op_run_readds (VbOp *op);
 void vb_op_run_faults (VbOp *op);
 void vb_op_sync_spares (VbOp *op);

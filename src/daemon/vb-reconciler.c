@@ -30,6 +30,7 @@ op_free (VbOp *op)
   g_clear_pointer (&op->running, g_hash_table_unref);
   g_clear_pointer (&op->status, g_hash_table_unref);
   g_clear_pointer (&op->events, g_ptr_array_unref);
+  g_free (op->reconfigured_from);
   g_clear_error (&op->error);
   if (op->destroy)
     op->destroy (op->user_data);
@@ -93,6 +94,15 @@ add_event (VbOp *op, const char *kind, const char *name)
     g_ptr_array_add (op->events, g_strdup_printf ("%s\n%s", kind, name));
 }
 
+void
+vb_op_add_event (VbOp *op, const char *kind, const char *name, GVariant *details)
+{
+  g_autofree char *text = g_variant_print (g_variant_ref_sink (details), TRUE);
+
+  g_ptr_array_add (op->events, g_strdup_printf ("%s\n%s\n%s", kind, name, text));
+  g_variant_unref (details);
+}
+
 /* Each slot's component UUID, in slot order. */
 GPtrArray *
 vb_op_slot_uuids (const VbDeviceConfig *config)
@@ -151,6 +161,13 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   vb_probe_clear (&probe);
   if (!ok)
     return NULL;
+  g_autofree gboolean *behind = g_new0 (gboolean, infos->len + 1);
+  for (guint i = 0, slot = 0; i < config->components->len; i++)
+    {
+      const VbComponentConfig *c = config->components->pdata[i];
+      if (vb_component_config_is_slot (c) && slot < infos->len)
+        behind[slot++] = c->behind;
+    }
   VbBackendRequest request = {
     .name = config->name,
     .instance = op->daemon->instance,
@@ -161,6 +178,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
     .paths = (const char *const *) paths->pdata,
     .components = (const VbComponentInfo *) infos->data,
     .component_uuids = (const char *const *) component_uuids->pdata,
+    .out_of_sync = behind,
     .n_spares = spare_paths->len,
     .spare_paths = (const char *const *) spare_paths->pdata,
     .spare_uuids = (const char *const *) spare_uuids->pdata,
@@ -517,7 +535,10 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
       goto out;
     }
-  if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_POLICY && op->mode != VB_OP_SHUTDOWN)
+  if (op->mode == VB_OP_STARTUP)
+    vb_reconfig_resolve_intent (op->daemon, op->candidate);
+  if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_POLICY && op->mode != VB_OP_SHUTDOWN
+      && op->mode != VB_OP_RECONFIGURE)
     scan_running (op);
   if (op->mode == VB_OP_OBSERVE)
     {
@@ -561,7 +582,20 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       op->candidate = vb_state_copy (op->previous);
       g_clear_pointer (&op->daemon->readds, g_ptr_array_unref);
       g_clear_pointer (&op->daemon->faults, g_ptr_array_unref);
+      g_clear_pointer (&op->daemon->reconfigure, g_free);
       compute_status (op);
+      goto out;
+    }
+
+  if (op->mode == VB_OP_RECONFIGURE)
+    {
+      /* saved by the reconfiguration itself, once the swap is done; no
+       * plan: the node stays */
+      op->applied = TRUE;
+      vb_op_reconfigure (op);
+      sync_exports (op);
+      compute_status (op);
+      vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
       goto out;
     }
 
@@ -630,8 +664,17 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   vb_objects_sync (daemon);
   for (guint i = 0; i < op->events->len; i++)
     {
-      g_auto (GStrv) parts = g_strsplit (op->events->pdata[i], "\n", 2);
-      vb_objects_emit_event (daemon, parts[0], parts[1], NULL);
+      g_auto (GStrv) parts = g_strsplit (op->events->pdata[i], "\n", 3);
+      GVariant *details = parts[2] ? g_variant_parse (G_VARIANT_TYPE_VARDICT, parts[2], NULL,
+                                                      NULL, NULL)
+                                   : NULL;
+      vb_objects_emit_event (daemon, parts[0], parts[1], details);
+    }
+  if (op->reconfigured_from)
+    {
+      g_auto (GStrv) parts = g_strsplit (op->reconfigured_from, "\n", 2);
+      g_hash_table_replace (daemon->reconfigured, g_strdup (parts[0]), g_strdup (parts[1]));
+      vb_objects_sync (daemon);
     }
   if (op->done)
     op->done (daemon, op->error, op->user_data);

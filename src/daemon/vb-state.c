@@ -50,7 +50,10 @@ vb_component_config_copy (const VbComponentConfig *c)
 {
   g_return_val_if_fail (c != NULL, NULL);
 
-  return vb_component_config_new (c->source, c->role, c->uuid);
+  VbComponentConfig *copy = vb_component_config_new (c->source, c->role, c->uuid);
+
+  copy->behind = c->behind;
+  return copy;
 }
 
 void
@@ -158,7 +161,7 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
       const VbComponentConfig *cb = b->components->pdata[i];
 
       if (g_strcmp0 (ca->source, cb->source) != 0 || g_strcmp0 (ca->role, cb->role) != 0
-          || g_strcmp0 (ca->uuid, cb->uuid) != 0)
+          || g_strcmp0 (ca->uuid, cb->uuid) != 0 || !ca->behind != !cb->behind)
         return FALSE;
     }
   for (guint i = 0; i < a->exports->len; i++)
@@ -397,9 +400,12 @@ role_is_valid (const char *role)
 static VbComponentConfig *
 parse_component (JsonNode *node, const char *origin, const char *path, GError **error)
 {
-  static const char *const known[] = { "source", "role", "uuid", NULL };
+  static const char *const known[] = { "source", "role", "uuid", "in_sync", NULL };
   JsonObject *object;
+  JsonNode *in_sync_node;
   const char *source, *role, *uuid;
+  gboolean in_sync = TRUE;
+  VbComponentConfig *c;
 
   if (!expect_object (node, origin, path, &object, error)
       || !check_known_keys (object, known, origin, path, error)
@@ -416,7 +422,15 @@ parse_component (JsonNode *node, const char *origin, const char *path, GError **
     }
   if (!parse_uuid (object, origin, path, &uuid, error))
     return NULL;
-  return vb_component_config_new (source, role, uuid);
+  if ((in_sync_node = json_object_get_member (object, "in_sync")) != NULL)
+    {
+      g_autofree char *p = path_member (path, "in_sync");
+      if (!expect_boolean (in_sync_node, origin, p, &in_sync, error))
+        return NULL;
+    }
+  c = vb_component_config_new (source, role, uuid);
+  c->behind = !in_sync;
+  return c;
 }
 
 static gboolean
@@ -812,6 +826,11 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d)
       json_builder_add_string_value (b, c->role);
       json_builder_set_member_name (b, "uuid");
       json_builder_add_string_value (b, c->uuid);
+      if (c->behind)
+        {
+          json_builder_set_member_name (b, "in_sync");
+          json_builder_add_boolean_value (b, FALSE);
+        }
       json_builder_end_object (b);
     }
   json_builder_end_array (b);

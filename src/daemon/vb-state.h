@@ -14,6 +14,10 @@ typedef struct {
   char *source; /* path, vblk:NAME, or NBD URI */
   char *role;   /* slot number as decimal text, "spare", or "faulty" (replaced by a spare) */
   char *uuid;   /* component UUID */
+  /* a slot of a redundant device without on-component metadata whose copy
+   * is behind (a leg being rebuilt, or one that failed): JSON "in_sync":
+   * false. With metadata=vblk the superblocks say it instead. */
+  gboolean behind;
 } VbComponentConfig;
 
 typedef struct {

@@ -10,6 +10,9 @@ static const VbAttrSpec file_attributes[] = {
   { "read_only", VB_ATTR_BOOL, "false", FALSE, 0, NULL,
     "refuse writes (fixed while started: the kernel opens the file once)" },
   { "sector_size", VB_ATTR_UINT, "512", TRUE, 0, sector_sizes, "logical block size in bytes" },
+  { "engine", VB_ATTR_BOOL, "false", FALSE, 0, NULL,
+    "serve it through vblk's engine (a FUSE file under the loop device) instead of a kernel loop "
+    "directly on the component: slower, but it can then be reconfigured online (made a mirror)" },
   { NULL },
 };
 

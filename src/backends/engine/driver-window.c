@@ -13,6 +13,9 @@ static const VbAttrSpec window_attributes[] = {
   { "size", VB_ATTR_SIZE, "0", TRUE, WINDOW_ALIGN, NULL,
     "length of the window in bytes; 0: to the end of the component" },
   { "read_only", VB_ATTR_BOOL, "false", FALSE, 0, NULL, "refuse writes" },
+  { "engine", VB_ATTR_BOOL, "false", FALSE, 0, NULL,
+    "serve it through vblk's engine (a FUSE file under the loop device) instead of a kernel loop "
+    "directly on the component: slower, but it can then be reconfigured online (made a mirror)" },
   { NULL },
 };
 

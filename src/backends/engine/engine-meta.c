@@ -43,7 +43,6 @@ struct _VbEngineMeta {
   GMutex sweep_lock;
   GCond sweep_cond;
   gboolean stopping;
-  guint64 speed_min, speed_max;
   /* spares, by index; a spare that takes a slot leaves the list */
   GPtrArray *spare_paths;
   GPtrArray *spare_uuids;
@@ -79,14 +78,14 @@ engine_meta_bitmap (VbEngine *e)
 void
 engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max)
 {
-  __atomic_store_n (&e->meta->speed_min, min, __ATOMIC_RELAXED);
-  __atomic_store_n (&e->meta->speed_max, max, __ATOMIC_RELAXED);
+  __atomic_store_n (&e->speed_min, min, __ATOMIC_RELAXED);
+  __atomic_store_n (&e->speed_max, max, __ATOMIC_RELAXED);
 }
 
 guint64
 engine_meta_sync_speed (VbEngine *e, gboolean max)
 {
-  return __atomic_load_n (max ? &e->meta->speed_max : &e->meta->speed_min, __ATOMIC_RELAXED);
+  return __atomic_load_n (max ? &e->speed_max : &e->speed_min, __ATOMIC_RELAXED);
 }
 
 static int
@@ -226,6 +225,13 @@ engine_meta_role_in_sync (VbEngine *e, guint i)
 {
   VbEngineMeta *m = e->meta;
 
+  if (m == NULL)
+    {
+      /* metadata=none: the daemon records it (the desired state) */
+      if (!engine_is_faulty (&e->components[i]))
+        g_atomic_int_set (&e->components[i].rebuilding, 0);
+      return;
+    }
   g_mutex_lock (&m->lock);
   if (!engine_is_faulty (&e->components[i]))
     {
@@ -522,6 +528,42 @@ read_bitmap (VbEngine *e, guint i, gsize bytes)
   return buf;
 }
 
+static gint
+role_of (const VbSuperblock *sb, const char *uuid)
+{
+  for (guint j = 0; j < sb->n_roles; j++)
+    if (uuid && strcmp (sb->roles[j].uuid, uuid) == 0)
+      return (gint) j;
+  return -1;
+}
+
+/* A reconfiguration (legs added or removed): the role table follows the
+ * new slots, each component keeping its state under its UUID; a slot new
+ * to the device is rebuilt in full. A component's own superblock names
+ * its old slot, which now counts as the new one. */
+static void
+remap_roles (VbEngine *e, const VbEngineIdentity *id, Found *found)
+{
+  VbEngineMeta *m = e->meta;
+  VbSuperblock old = m->sb;
+
+  g_strlcpy (m->sb.driver, e->driver->name, sizeof m->sb.driver);
+  m->sb.n_roles = e->n;
+  for (guint i = 0; i < VB_SB_MAX_ROLES; i++)
+    memset (&m->sb.roles[i], 0, sizeof m->sb.roles[i]);
+  for (guint i = 0; i < e->n; i++)
+    {
+      gint j = role_of (&old, id->component_uuids[i]);
+      g_strlcpy (m->sb.roles[i].uuid, id->component_uuids[i], sizeof m->sb.roles[i].uuid);
+      m->sb.roles[i].state = j >= 0 ? old.roles[j].state : VB_ROLE_REBUILDING;
+      if (found[i].present && j >= 0 && found[i].sb.role == j
+          && strcmp (found[i].sb.component_uuid, id->component_uuids[i]) == 0)
+        found[i].sb.role = (gint32) i;
+      else if (found[i].present && j < 0)
+        found[i].sb.role = -1; /* an old superblock of another slot: rebuilt */
+    }
+}
+
 gboolean
 engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes,
                       GError **error)
@@ -581,7 +623,7 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
               found[i].sb.events);
           return FALSE;
         }
-  if (best >= 0 && found[best].sb.n_roles != e->n)
+  if (best >= 0 && found[best].sb.n_roles != e->n && !id->reconfigure)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    "component '%s': its superblock says %u slots, the device has %u; refusing to "
@@ -613,6 +655,8 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       /* the name and attributes follow the desired state */
       g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
       attribute_text (attributes, m->sb.attributes, sizeof m->sb.attributes);
+      if (id->reconfigure)
+        remap_roles (e, id, found);
     }
 
   for (guint i = 0; i < e->n; i++)
@@ -773,15 +817,52 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
 }
 
 void
-vb_engine_activate (VbEngine *e)
+engine_meta_start_sweeper (VbEngine *e)
 {
   VbEngineMeta *m = e->meta;
 
-  if (m == NULL)
+  if (m == NULL || m->bitmap == NULL || e->read_only || m->sweeper)
     return;
-  if (m->bitmap && !e->read_only)
-    m->sweeper = g_thread_new ("vblk-sweep", sweeper_thread, e);
-  if (m->need_sync && !e->read_only && e->redundant)
+  m->stopping = FALSE;
+  m->sweeper = g_thread_new ("vblk-sweep", sweeper_thread, e);
+}
+
+void
+engine_meta_stop_sweeper (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m == NULL || m->sweeper == NULL)
+    return;
+  g_mutex_lock (&m->sweep_lock);
+  m->stopping = TRUE;
+  g_cond_signal (&m->sweep_cond);
+  g_mutex_unlock (&m->sweep_lock);
+  g_thread_join (m->sweeper);
+  m->sweeper = NULL;
+}
+
+gboolean
+engine_meta_needs_sync (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding) && !engine_is_faulty (&e->components[i]))
+      return TRUE;
+  if (m == NULL)
+    return FALSE;
+  return m->sync_incomplete || (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0);
+}
+
+void
+vb_engine_activate (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+  gboolean need = m ? m->need_sync : e->need_rebuild;
+
+  engine_meta_start_sweeper (e);
+  if (need && !e->read_only && e->redundant)
     {
       /* a component behind (new, or re-added through the bitmap) makes it
        * a rebuild; equal copies after an unclean stop a resync */
@@ -797,15 +878,7 @@ engine_meta_close (VbEngine *e)
 {
   VbEngineMeta *m = e->meta;
 
-  if (m->sweeper)
-    {
-      g_mutex_lock (&m->sweep_lock);
-      m->stopping = TRUE;
-      g_cond_signal (&m->sweep_cond);
-      g_mutex_unlock (&m->sweep_lock);
-      g_thread_join (m->sweeper);
-      m->sweeper = NULL;
-    }
+  engine_meta_stop_sweeper (e);
   if (e->read_only || m->closed)
     return;
   m->closed = TRUE;

@@ -62,6 +62,9 @@ struct _VbEngine {
   GMutex sync_lock; /* the job below */
   struct _EngineSync *sync;
   GThread *spare_thread; /* a spare taking a failed slot */
+  gboolean need_rebuild; /* metadata=none: a slot behind at start */
+  gint quiesced;         /* atomic: no spare is taken (a swap is under way) */
+  guint64 speed_min, speed_max; /* atomic: sync_speed_min/max, bytes per second */
 };
 
 gboolean engine_is_faulty (Component *c);
@@ -99,6 +102,11 @@ guint64 engine_meta_sync_speed (VbEngine *e, gboolean max);
 void engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete);
 void engine_meta_set_attributes (VbEngine *e, GHashTable *attributes);
 void engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max);
+/* The sweeper stops (quiesce) and starts again. */
+void engine_meta_stop_sweeper (VbEngine *e);
+void engine_meta_start_sweeper (VbEngine *e);
+/* Whether a job must run: a slot behind, or dirty bits. */
+gboolean engine_meta_needs_sync (VbEngine *e);
 
 /* engine-sync.c */
 /* Starts a job: "resync", "rebuild", "check" or "repair"; returns its id,

@@ -83,8 +83,6 @@ pace (EngineSync *s, guint64 bytes)
   gint64 now = g_get_monotonic_time ();
   guint64 limit;
 
-  if (e->meta == NULL)
-    return;
   if (io != s->io_seen)
     {
       s->io_seen = io;
@@ -690,7 +688,7 @@ engine_sync_take_spare (VbEngine *e, guint i)
   TakeSpare *t;
 
   g_mutex_lock (&spare_lock);
-  if (e->spare_thread == NULL)
+  if (e->spare_thread == NULL && !g_atomic_int_get (&e->quiesced))
     {
       t = g_new0 (TakeSpare, 1);
       t->engine = e;

@@ -237,6 +237,9 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
     e->layout.size -= e->layout.size % align;
 
   e->redundant = e->layout.copies > 1;
+  if (g_hash_table_contains (attributes, "sync_speed_min"))
+    engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                            vb_attr_get_u64 (attributes, "sync_speed_max"));
   if (strcmp (driver->name, "faulty") == 0)
     {
       VbFaultSpec spec;
@@ -250,6 +253,28 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
                    "device '%s': too many components are missing: some data has no copy left",
                    name);
       return NULL;
+    }
+  if (identity && identity->out_of_sync && e->redundant && vb_driver_data_offset (attributes) == 0)
+    {
+      /* metadata=none: the desired state says which copies are behind */
+      guint readable = 0;
+      for (guint i = 0; i < n_components; i++)
+        if (identity->out_of_sync[i] && !e->components[i].missing)
+          {
+            g_atomic_int_set (&e->components[i].rebuilding, 1);
+            e->components[i].full_rebuild = TRUE;
+            e->need_rebuild = TRUE;
+          }
+        else
+          readable += !engine_is_faulty (&e->components[i]);
+      if (readable == 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "device '%s': no component is in sync (the desired state names none "
+                       "that is here); refusing to start",
+                       name);
+          return NULL;
+        }
     }
   if (vb_driver_data_offset (attributes) > 0)
     {
@@ -297,6 +322,36 @@ vb_engine_free_unclean (VbEngine *e)
 }
 
 void
+vb_engine_quiesce (VbEngine *e)
+{
+  g_atomic_int_set (&e->quiesced, 1);
+  engine_sync_join_spare (e);
+  engine_sync_stop (e);
+  engine_meta_stop_sweeper (e);
+}
+
+void
+vb_engine_resume (VbEngine *e)
+{
+  g_atomic_int_set (&e->quiesced, 0);
+  engine_meta_start_sweeper (e);
+  if (!e->read_only && e->redundant && engine_meta_needs_sync (e))
+    {
+      gboolean rebuild = FALSE;
+      for (guint i = 0; i < e->n; i++)
+        rebuild |= g_atomic_int_get (&e->components[i].rebuilding) != 0;
+      engine_sync_start (e, rebuild ? "rebuild" : "resync", FALSE);
+    }
+}
+
+gboolean
+vb_engine_component_in_sync (VbEngine *e, guint i)
+{
+  g_return_val_if_fail (i < e->n, FALSE);
+  return !engine_is_faulty (&e->components[i]) && !g_atomic_int_get (&e->components[i].rebuilding);
+}
+
+void
 vb_engine_set_failure_func (VbEngine *e, VbEngineFailureFunc func, gpointer user_data)
 {
   e->failure_func = func;
@@ -319,13 +374,12 @@ vb_engine_update (VbEngine *e, GHashTable *attributes)
       vb_fault_spec_from_attributes (attributes, &spec);
       vb_fault_set (e->fault, &spec);
     }
+  if (g_hash_table_contains (attributes, "sync_speed_min"))
+    engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                            vb_attr_get_u64 (attributes, "sync_speed_max"));
+  /* the superblocks carry the attribute text */
   if (e->meta)
-    {
-      engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
-                              vb_attr_get_u64 (attributes, "sync_speed_max"));
-      /* the superblocks carry the attribute text */
-      engine_meta_set_attributes (e, attributes);
-    }
+    engine_meta_set_attributes (e, attributes);
 }
 
 gboolean
@@ -382,6 +436,13 @@ const char *
 vb_engine_name (VbEngine *e)
 {
   return e->name;
+}
+
+const char *
+vb_engine_component_path (VbEngine *e, guint i)
+{
+  g_return_val_if_fail (i < e->n, NULL);
+  return e->components[i].path;
 }
 
 guint

@@ -29,6 +29,13 @@ typedef struct {
   guint n_spares;
   const char *const *spare_paths;
   const char *const *spare_uuids;
+  /* A reconfiguration: the role table follows @component_uuids (each
+   * component keeps its state under its UUID; a new one is rebuilt), not
+   * the slot count of the superblocks. */
+  gboolean reconfigure;
+  /* metadata=none: the slots whose copy is behind (rebuilt in full at
+   * activation), as the desired state records them; NULL: none. */
+  const gboolean *out_of_sync;
 } VbEngineIdentity;
 
 /* A job of the engine (resync, rebuild, check, repair) as it goes. */
@@ -74,6 +81,13 @@ void vb_engine_set_failure_func (VbEngine *engine, VbEngineFailureFunc func, gpo
  * assembly found necessary. */
 void vb_engine_set_job_func (VbEngine *engine, VbEngineJobFunc func, gpointer user_data);
 void vb_engine_activate (VbEngine *engine);
+/* Before a swap: the job that runs is cancelled, no spare is taken and
+ * the bitmap is no longer swept, so that nothing but requests touches the
+ * components; vb_engine_resume starts them again (a swap rolled back). */
+void vb_engine_quiesce (VbEngine *engine);
+void vb_engine_resume (VbEngine *engine);
+/* Readable: neither faulty nor behind a rebuild. */
+gboolean vb_engine_component_in_sync (VbEngine *engine, guint component);
 /* Online attributes (sync speeds, injected faults). */
 void vb_engine_update (VbEngine *engine, GHashTable *attributes);
 /* Check (compare every copy; @repair rewrites mismatches from the first
@@ -99,6 +113,7 @@ void vb_engine_set_spares (VbEngine *engine, guint n, const char *const *paths,
                            const char *const *uuids);
 
 const char *vb_engine_name (VbEngine *engine);
+const char *vb_engine_component_path (VbEngine *engine, guint component);
 guint vb_engine_n_components (VbEngine *engine);
 gboolean vb_engine_component_faulty (VbEngine *engine, guint component);
 guint64 vb_engine_component_errors (VbEngine *engine, guint component);

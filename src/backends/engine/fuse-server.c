@@ -255,6 +255,23 @@ vb_fuse_server_free (VbFuseServer *s)
   g_free (s);
 }
 
+int
+vb_fuse_server_size_changed (VbFuseServer *s)
+{
+  g_autofree char *path = g_strconcat ("/", s->file_name, NULL);
+  struct stat st;
+  int r;
+
+  r = fuse_invalidate_path (s->fuse, path);
+  /* -ENOENT: the kernel holds no inode of it (nothing to drop) */
+  if (r < 0 && r != -ENOENT)
+    return r;
+  /* a getattr now sets the inode's size, which loop reads */
+  if (stat (s->path, &st) < 0)
+    return -errno;
+  return (guint64) st.st_size == s->ops->size (s->handle) ? 0 : -EAGAIN;
+}
+
 const char *
 vb_fuse_server_mountpoint (VbFuseServer *s)
 {

@@ -18,6 +18,11 @@ const char *vb_fuse_server_path (VbFuseServer *server);
 /* Unmounts and joins the serving threads. Nothing may hold the file open. */
 void vb_fuse_server_free (VbFuseServer *server);
 
+/* The device's size changed: the kernel's cached attributes of the file
+ * are dropped and read again, so that its size is the new one (for
+ * LOOP_SET_CAPACITY of a loop device on it). 0 or -errno. */
+int vb_fuse_server_size_changed (VbFuseServer *server);
+
 /* Mount point of @server. */
 const char *vb_fuse_server_mountpoint (VbFuseServer *server);
 
