@@ -12,7 +12,7 @@ packages=(
   # run: system bus, polkit, udev, gdbus
   dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
   # tests: loop devices, filesystems, JSON, process control
-  util-linux mount fdisk e2fsprogs kmod jq diffutils coreutils fuse3
+  util-linux mount fdisk e2fsprogs xfsprogs kmod jq diffutils coreutils fuse3
   # tests: real clients nobody here wrote
   fio qemu-utils libnbd-bin python3
 )

@@ -293,13 +293,14 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
       return NULL;
     }
 
+  GHashTable *attributes = resolve_attributes (old, driver, request->attributes, error);
+  if (attributes == NULL)
+    return NULL;
   d = vb_device_config_copy (old);
   g_free (d->driver);
   d->driver = g_strdup (to);
   g_hash_table_unref (d->attributes);
-  d->attributes = resolve_attributes (old, driver, request->attributes, error);
-  if (d->attributes == NULL)
-    return NULL;
+  d->attributes = attributes;
   if (n_add == 0 && n_remove == 0 && strcmp (to, old->driver) == 0)
     {
       /* attributes alone are SetAttributes' */
