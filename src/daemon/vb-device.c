@@ -438,7 +438,9 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
                    "option 'timeout': must be at least 1 (milliseconds)");
       return FALSE;
     }
-  if (backend && strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
+  /* the design's backends; those not built in yet are refused below */
+  static const char *const designed[] = { "auto", "loop", "nbd", "ublk", "kernel", NULL };
+  if (backend && !g_strv_contains (designed, backend) && vb_backend_lookup (backend) == NULL)
     {
       g_autofree char *known = vb_backends_known_names ();
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -454,6 +456,14 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
                    "block node, which a started device cannot change: stop it, reconfigure, "
                    "start it",
                    d->name, r->backend, r->block_device, backend);
+      return FALSE;
+    }
+  if (backend && strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "option 'backend': this vblkd has no backend %s yet (it has: %s)", backend,
+                   known);
       return FALSE;
     }
   if (backend && (req->driver == NULL || req->driver[0] == '\0'

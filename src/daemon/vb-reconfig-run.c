@@ -287,7 +287,7 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
               const char *block_device, GError **error)
 {
   GString *in_sync = g_string_new (NULL);
-  guint n = 0;
+  guint n = 0, known = 0;
 
   if (backend->component_status == NULL)
     return TRUE;
@@ -298,8 +298,10 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
       guint64 errors;
       if (!vb_component_config_is_slot (c)
           || !backend->component_status (block_device, (guint) g_ascii_strtoull (c->role, NULL, 10),
-                                         &faulty, &rebuilding, &errors)
-          || faulty || rebuilding)
+                                         &faulty, &rebuilding, &errors))
+        continue;
+      known++;
+      if (faulty || rebuilding)
         continue;
       for (guint j = 0; j < d->components->len; j++)
         {
@@ -310,7 +312,8 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
         n++;
       g_string_append_printf (in_sync, "%s%s", in_sync->len ? ", " : "", c->source);
     }
-  if (n == 0)
+  /* no status at all: not an engine device (the backend says what it can do) */
+  if (n == 0 && known > 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                    "device '%s': the new configuration keeps no in-sync copy of the data (in "
