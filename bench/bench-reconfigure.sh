@@ -88,14 +88,20 @@ def load(path):
     t0 = out[0][0] if out else 0
     return [x for x in out if x[0] >= t0 + SKIP_MS]
 
+def first_time(path):
+    with open(path) as f:
+        return min(int(line.split(",")[0]) for line in f if "," in line)
+
 def pct(s, q):
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))] if s else float("nan")
 
-def stats(samples):
-    """I/Os, p50, p99, p99.9, max (us), longest completion gap (ms)."""
+def stats(samples, gap=None):
+    """I/Os, p50, p99, p99.9, max (us), longest completion gap (ms): of one
+    stretch of time, or given for samples gathered from several."""
     lat = sorted(l for _, l in samples)
-    times = [t for t, _ in samples]
-    gap = max((b - a for a, b in zip(times, times[1:])), default=0)
+    if gap is None:
+        times = [t for t, _ in samples]
+        gap = max((b - a for a, b in zip(times, times[1:])), default=0)
     return (len(lat), pct(lat, .5), pct(lat, .99), pct(lat, .999),
             lat[-1] if lat else float("nan"), gap)
 
@@ -108,54 +114,69 @@ def ratio(a, b):
 def pause(base_log, swap_log, swaps_file, window):
     base, run = load(base_log), load(swap_log)
     times = [t for t, _ in run]
+    btimes = [t for t, _ in base]
+    # the baseline's clock: the same offset from the start of its run
+    shift = first_time(base_log) - first_time(swap_log)
     swaps = []   # kind, t0, t1 (ms), held (us)
     with open(swaps_file) as f:
         for line in f:
             k, a, b, h = line.split()
             swaps.append((k, int(a), int(b), int(h)))
-    inside = {"all": [], "add": [], "remove": []}
+    inside = {"all": [], "add": [], "remove": [], "base": []}
+    gaps = {"all": 0, "add": 0, "remove": 0, "base": 0}
     seen = set()
     per_swap = []
     for k, a, b, h in swaps:
         lo, hi = bisect.bisect_left(times, a - window), bisect.bisect_right(times, b + window)
-        sel = run[lo:hi]
-        per_swap.append((k, h, b - a, stats(sel)))
-        inside[k].extend(sel)
-        for i in range(lo, hi):
-            if i not in seen:
-                seen.add(i)
-                inside["all"].append(run[i])
-    inside["all"].sort()
+        s = stats(run[lo:hi])
+        per_swap.append((k, h, b - a, s))
+        inside[k].extend(run[lo:hi])
+        gaps[k] = max(gaps[k], s[5])
+        gaps["all"] = max(gaps["all"], s[5])
+        seen.update(range(lo, hi))
+        same = between(base, btimes, a - window + shift, b + window + shift)
+        inside["base"].extend(same)
+        gaps["base"] = max(gaps["base"], stats(same)[5])
+    inside["all"] = [run[i] for i in sorted(seen)]
     outside = [x for i, x in enumerate(run) if i not in seen]
+    out_gap = max((run[i + 1][0] - run[i][0] for i in range(len(run) - 1)
+                   if i not in seen and i + 1 not in seen), default=0)
     b = stats(base)
     print("\nPause around a swap: fio randrw 4k QD4, io_uring, O_DIRECT, on the block node; "
-          "latency in us (ratios: / baseline)")
+          "latency in us, gap: longest time without a completion (ratios: / baseline run)")
     fmt = "%-46s %7s %7s %8s %8s %9s %7s %6s %6s %6s"
     print(fmt % ("I/Os that completed", "I/Os", "p50", "p99", "p99.9", "max", "gap-ms",
                  "p50x", "p99x", "maxx"))
-    rows = [("baseline run, no swap (plain device)", base),
-            ("swap run, outside every window", outside),
-            ("swap run, within %d ms of any swap" % window, inside["all"]),
-            ("  ... of a plain -> raid1 swap (+ rebuild)", inside["add"]),
-            ("  ... of a raid1 -> plain swap", inside["remove"])]
-    for name, sel in rows:
-        s = stats(sel)
+    rows = [("baseline run, no swap (plain device)", base, None),
+            ("baseline run, the swaps' windows' times", inside["base"], gaps["base"]),
+            ("swap run, outside every window", outside, out_gap),
+            ("swap run, within %d ms of any swap" % window, inside["all"], gaps["all"]),
+            ("  ... of a plain -> raid1 swap (+ rebuild)", inside["add"], gaps["add"]),
+            ("  ... of a raid1 -> plain swap", inside["remove"], gaps["remove"])]
+    for name, sel, gap in rows:
+        s = stats(sel, gap)
         print(fmt % (name, s[0], "%.0f" % s[1], "%.0f" % s[2], "%.0f" % s[3], "%.0f" % s[4],
                      s[5], ratio(s[1], b[1]), ratio(s[2], b[2]), ratio(s[4], b[4])))
     print("\nEach swap (held: vblkd's 'requests held' for it; call: vbmgr reconfigure's "
-          "round trip; latency in us of the I/Os in its window)")
-    fmt = "%-4s %-14s %9s %8s %7s %7s %8s %9s %7s"
-    print(fmt % ("#", "swap", "held-us", "call-ms", "I/Os", "p50", "p99", "max", "gap-ms"))
+          "round trip; latency in us of the I/Os in its window; base-max: the baseline run's "
+          "max in the same window)")
+    fmt = "%-4s %-14s %9s %8s %7s %7s %8s %9s %7s %9s"
+    print(fmt % ("#", "swap", "held-us", "call-ms", "I/Os", "p50", "p99", "max", "gap-ms",
+                 "base-max"))
     for i, (k, h, call, s) in enumerate(per_swap, 1):
+        a, c = swaps[i - 1][1], swaps[i - 1][2]
+        bm = stats(between(base, btimes, a - window + shift, c + window + shift))[4]
         print(fmt % (i, "plain -> raid1" if k == "add" else "raid1 -> plain", h, call, s[0],
-                     "%.0f" % s[1], "%.0f" % s[2], "%.0f" % s[4], s[5]))
+                     "%.0f" % s[1], "%.0f" % s[2], "%.0f" % s[4], s[5], "%.0f" % bm))
     for k, name in (("all", "all swaps"), ("add", "plain -> raid1"), ("remove", "raid1 -> plain")):
         held = sorted(h for kk, _, _, h in swaps if k == "all" or kk == k)
+        calls = sorted(c for kk, _, c, _ in per_swap if k == "all" or kk == k)
         mx = sorted(s[4] for kk, _, _, s in per_swap if k == "all" or kk == k)
         if held:
-            print("held (us) over %-15s min %6d  median %6d  max %6d;   window max latency "
-                  "(us) median %7.0f  max %7.0f" % (name + ":", held[0], pct(held, .5), held[-1],
-                                                    pct(mx, .5), mx[-1]))
+            print("%-15s held (us) min %5d median %5d max %5d; call (ms) median %4d; "
+                  "window max latency (us) median %6.0f max %6.0f"
+                  % (name + ":", held[0], pct(held, .5), held[-1], pct(calls, .5),
+                     pct(mx, .5), mx[-1]))
 
 def windows(log, spec):
     """spec: label:start_ms:end_ms,... -> one line per window:
@@ -271,7 +292,7 @@ under_load () {
   local bytes js je
   read -r bytes js je _ <<< "$job"
   rb[$name]="$(mibs "$bytes" "$js" "$je") $((je - js))"
-  rb[$name,err]=$(fio_errors "$T/$name.json")
+  rb[$name,err]=$(fio_errors "$T/$name.json" | tr ' ' /)
   python3 "$T/lat.py" windows "$T/${name}_lat.1.log" \
     "before:$((t_call - 3000)):$((t_call - 100)),during:$js:$je,after:$((je + 200)):$((stop_ms - 200))" \
     > "$T/$name.win"
@@ -311,4 +332,7 @@ for name in unthrottled throttled; do
     "$(field "$name" before 6)" "$(field "$name" during 6)"
 done
 echo "fio errors: unthrottled ${rb[unthrottled,err]}, throttled ${rb[throttled,err]} (error code/I/O errors)"
+grep -E "WARNING|CRITICAL|ERROR" "$VB_LOG" > "$T/warnings" || true
+echo "vblkd log: $(wc -l < "$T/warnings") warnings or errors"
+head -n 10 "$T/warnings"
 echo "(pre: the 3 s before the reconfiguration, plain device; post: after the rebuild, mirror in sync)"

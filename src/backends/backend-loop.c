@@ -383,9 +383,9 @@ start_engine (const VbBackendRequest *request, GError **error)
   };
   rt = g_new0 (EngineRuntime, 1);
   rt->uuid = g_strdup (request->uuid);
-  engine = vb_engine_new (request->name, request->driver, request->attributes,
-                          request->n_components, sources, request->components, &identity,
-                          read_only, error);
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, read_only, error);
   if (engine == NULL)
     goto fail;
   rt->sw = vb_engine_switch_new (engine);
@@ -527,8 +527,8 @@ loop_component_missing (const char *block_device, guint component)
 {
   EngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
-  gboolean r = e && component < vb_engine_n_components (e)
-               && vb_engine_component_missing (e, component);
+  gboolean r
+      = e && component < vb_engine_n_components (e) && vb_engine_component_missing (e, component);
 
   engine_put (rt);
   return r;
@@ -550,9 +550,9 @@ loop_set_faulty (const char *block_device, guint component)
 {
   EngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
-  int r = e == NULL                                  ? -ENOTSUP
+  int r = e == NULL                                 ? -ENOTSUP
           : component >= vb_engine_n_components (e) ? -EINVAL
-                                                     : vb_engine_set_faulty (e, component);
+                                                    : vb_engine_set_faulty (e, component);
 
   engine_put (rt);
   return r;
@@ -712,8 +712,8 @@ announce_size (EngineRuntime *rt, GError **error)
       int e = errno;
       if (fd >= 0)
         close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s",
-                   rt->block_device, g_strerror (e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s", rt->block_device,
+                   g_strerror (e));
       return FALSE;
     }
   close (fd);
@@ -786,14 +786,14 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
                      block_device, timeout_ms);
       else
         g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "%s: flushing before the swap: %s; the device goes on as it was",
-                     block_device, g_strerror (-r));
+                     "%s: flushing before the swap: %s; the device goes on as it was", block_device,
+                     g_strerror (-r));
       return FALSE;
     }
   vb_test_hook ("reconfigure:suspended");
-  engine = vb_engine_new (request->name, request->driver, request->attributes,
-                          request->n_components, sources, request->components, &identity,
-                          read_only, &local);
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, read_only, &local);
   if (engine == NULL)
     {
       report->held_us = vb_engine_switch_resume (rt->sw);

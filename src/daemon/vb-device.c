@@ -466,8 +466,8 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
                    known);
       return FALSE;
     }
-  if (backend && (req->driver == NULL || req->driver[0] == '\0'
-                  || strcmp (req->driver, d->driver) == 0)
+  if (backend
+      && (req->driver == NULL || req->driver[0] == '\0' || strcmp (req->driver, d->driver) == 0)
       && add == NULL && remove == NULL
       && (req->attributes == NULL || g_hash_table_size (req->attributes) == 0))
     {
@@ -532,8 +532,8 @@ static const Method method_add
     = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
 static const char *const reconfigure_options[]
     = { "add:as", "remove:as", "backend:s", "timeout:u", NULL };
-static const Method method_reconfigure = { "org.vblk.manage", reconfigure_options,
-                                           mutate_reconfigure, NULL, VB_OP_RECONFIGURE };
+static const Method method_reconfigure
+    = { "org.vblk.manage", reconfigure_options, mutate_reconfigure, NULL, VB_OP_RECONFIGURE };
 
 typedef struct {
   const Method *method;

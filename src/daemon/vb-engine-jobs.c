@@ -168,7 +168,8 @@ mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
   gboolean changed = FALSE;
 
   if (backend == NULL || backend->component_status == NULL || driver == NULL
-      || vb_driver_data_offset (d->attributes) > 0 || vb_driver_attr_spec (driver, "metadata") == NULL)
+      || vb_driver_data_offset (d->attributes) > 0
+      || vb_driver_attr_spec (driver, "metadata") == NULL)
     return TRUE;
   for (guint i = 0; i < d->components->len; i++)
     {

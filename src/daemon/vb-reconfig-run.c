@@ -189,7 +189,9 @@ vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
   g_message ("vblk: %s: a reconfiguration to %s was under way when vblkd stopped; the "
              "components say %s: it comes up as %s",
              want->name, want->driver, adopt ? "the new configuration" : "the old one",
-             adopt ? want->driver : had ? had->driver : "nothing");
+             adopt ? want->driver
+             : had ? had->driver
+                   : "nothing");
   if (adopt)
     {
       VbDeviceConfig *d = vb_device_config_copy (want);
@@ -243,8 +245,8 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   for (guint i = 0; i < r->paths->len; i++)
     if (r->paths->pdata[i] == NULL)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "component '%s': that device is not started", slot_path (d, i));
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
+                     slot_path (d, i));
         return FALSE;
       }
   g_ptr_array_add (r->paths, NULL);
@@ -384,10 +386,10 @@ vb_op_reconfigure (VbOp *op)
   if (new_size < old_size)
     {
       fail (op, g_error_new (VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                                  "device '%s': the new configuration holds %" G_GUINT64_FORMAT
-                                  " bytes, the device %" G_GUINT64_FORMAT
-                                  ": the end of the data would be cut off; nothing changed",
-                                  d->name, new_size, old_size));
+                             "device '%s': the new configuration holds %" G_GUINT64_FORMAT
+                             " bytes, the device %" G_GUINT64_FORMAT
+                             ": the end of the data would be cut off; nothing changed",
+                             d->name, new_size, old_size));
       return;
     }
   if (r && !keeps_a_copy (old, d, backend, r->block_device, &local))
@@ -399,18 +401,18 @@ vb_op_reconfigure (VbOp *op)
     {
       request_clear (&req);
       {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
+        fail (op, g_steal_pointer (&local));
+        return;
+      }
     }
 
   if (!save_intent (daemon, d, &local))
     {
       request_clear (&req);
       {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
+        fail (op, g_steal_pointer (&local));
+        return;
+      }
     }
   vb_test_hook ("reconfigure:intent-saved");
   if (r)
@@ -431,9 +433,9 @@ vb_op_reconfigure (VbOp *op)
     {
       remove_intent (daemon);
       {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
+        fail (op, g_steal_pointer (&local));
+        return;
+      }
     }
 
   /* superblocks that no longer describe the device go: this is the point

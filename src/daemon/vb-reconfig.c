@@ -117,8 +117,13 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
       while (g_hash_table_iter_next (&iter, &k, &v))
         {
           const VbAttrSpec *spec = vb_driver_attr_spec (driver, k);
-          if (same && spec && !spec->online
-              && g_strcmp0 (g_hash_table_lookup (old->attributes, k), v) != 0)
+          g_autofree char *canon = NULL;
+          if (!same || spec == NULL || spec->online)
+            continue;
+          canon = vb_attr_canonicalize (spec, v, error);
+          if (canon == NULL)
+            return NULL;
+          if (g_strcmp0 (g_hash_table_lookup (old->attributes, k), canon) != 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                            "attribute '%s' cannot change in a reconfiguration of %s (it is "
@@ -160,10 +165,10 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
                        old->name);
           return NULL;
         }
-      if (offset)
+      if (offset && strcmp (driver->name, "window") == 0)
         {
-          g_autofree char *canon = vb_attr_canonicalize (vb_driver_attr_spec (driver, "offset"),
-                                                         offset, error);
+          g_autofree char *canon
+              = vb_attr_canonicalize (vb_driver_attr_spec (driver, "offset"), offset, error);
           if (canon == NULL)
             return NULL;
           asked = g_ascii_strtoull (canon, NULL, 10);
@@ -171,14 +176,22 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                            "device '%s': its data starts at byte %" G_GUINT64_FORMAT
-                           " of the component; a window at %" G_GUINT64_FORMAT
-                           " would move it",
+                           " of the component; a window at %" G_GUINT64_FORMAT " would move it",
                            old->name, want, asked);
               return NULL;
             }
         }
+      if (given && g_hash_table_contains (given, "engine") && !vb_attr_get_bool (given, "engine"))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "device '%s': a mirror runs on the engine, and what it becomes stays "
+                       "there (attribute engine=false needs a stop and a start)",
+                       old->name);
+          return NULL;
+        }
       if (strcmp (driver->name, "window") == 0)
-        g_hash_table_replace (base, g_strdup ("offset"), g_strdup_printf ("%" G_GUINT64_FORMAT, want));
+        g_hash_table_replace (base, g_strdup ("offset"),
+                              g_strdup_printf ("%" G_GUINT64_FORMAT, want));
       /* it runs on the engine already; it stays there */
       g_hash_table_replace (base, g_strdup ("engine"), g_strdup ("true"));
     }
@@ -218,8 +231,8 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
       for (guint j = 0; j < i; j++)
         if (strcmp (request->add[j], src) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "component '%s': added twice", src);
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': added twice",
+                         src);
             return NULL;
           }
       if (in_list (request->remove, src))
@@ -252,10 +265,16 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
       if (!found)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s' is not a component of '%s'", request->remove[i],
-                       old->name);
+                       "component '%s' is not a component of '%s'", request->remove[i], old->name);
           return NULL;
         }
+      for (guint j = 0; j < i; j++)
+        if (strcmp (request->remove[j], request->remove[i]) == 0)
+          {
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         "component '%s': removed twice", request->remove[i]);
+            return NULL;
+          }
       n_remove++;
     }
 
@@ -272,8 +291,33 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                    "device '%s': removing every component leaves nothing", old->name);
       return NULL;
     }
+  if (n_add == 0 && n_remove == 0 && strcmp (to, old->driver) == 0)
+    {
+      /* attributes alone are SetAttributes' */
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "device '%s': nothing to reconfigure (the same driver and components; "
+                   "attributes change with SetAttributes)",
+                   old->name);
+      return NULL;
+    }
   if (!conversion_allowed (old, to, n_add, n_remove, slots->len + n_add, error))
     return NULL;
+  if (single (old->driver) && strcmp (to, old->driver) != 0)
+    {
+      /* the new driver shows the whole component, writable */
+      const char *why = NULL;
+      if (vb_attr_get_bool (old->attributes, "read_only"))
+        why = "it is read-only, and a mirror or concatenation is not";
+      else if (strcmp (old->driver, "window") == 0
+               && vb_attr_get_u64 (old->attributes, "size") != 0)
+        why = "it is a window of part of its component; the new driver would take all of it";
+      if (why)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "device '%s': reconfiguring %s to %s: %s", old->name, old->driver, to, why);
+          return NULL;
+        }
+    }
   if (strcmp (old->driver, "window") == 0 && vb_attr_get_u64 (old->attributes, "offset") != 0
       && strcmp (to, "window") != 0)
     {
@@ -301,15 +345,6 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
   d->driver = g_strdup (to);
   g_hash_table_unref (d->attributes);
   d->attributes = attributes;
-  if (n_add == 0 && n_remove == 0 && strcmp (to, old->driver) == 0)
-    {
-      /* attributes alone are SetAttributes' */
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "device '%s': nothing to reconfigure (the same driver and components; "
-                   "attributes change with SetAttributes)",
-                   old->name);
-      return NULL;
-    }
 
   /* slots first, renumbered; added legs are behind until rebuilt where
    * no superblock says so */
@@ -333,7 +368,7 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
     }
   for (guint i = 0; i < others->len; i++)
     g_ptr_array_add (d->components, vb_component_config_copy (others->pdata[i]));
-  if (d->components->len > driver->max_components || slots->len + n_add < driver->min_components)
+  if (slots->len + n_add > driver->max_components || slots->len + n_add < driver->min_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "driver %s takes %u to %u components, not %u", to, driver->min_components,

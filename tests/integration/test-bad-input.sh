@@ -37,7 +37,7 @@ vb_log "drivers, attributes, values, components"
 refuse InvalidArgument vbmgr create b --driver foo "$T/b.img"
 vb_assert_contains "$VB_ERR" "driver 'foo': unknown (known: file, window, linear, raid0, raid1, raid10, faulty)" "unknown driver message"
 refuse InvalidArgument vbmgr create b --driver file --attr foo=1 "$T/b.img"
-vb_assert_contains "$VB_ERR" "attribute 'foo': not an attribute of driver 'file' (allowed: read_only, sector_size)" \
+vb_assert_contains "$VB_ERR" "attribute 'foo': not an attribute of driver 'file' (allowed: read_only, sector_size, engine)" \
   "unknown attribute message"
 refuse InvalidArgument vbmgr create b --driver file --attr sector_size=1000 "$T/b.img"
 vb_assert_contains "$VB_ERR" "attribute 'sector_size'" "sector_size message"

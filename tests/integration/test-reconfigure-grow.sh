@@ -22,6 +22,11 @@ vbmgr create l --driver linear --start "$T/a.img"
 bd=$(vb_blockdev_of l)
 vb_assert_eq $((96 << 20)) "$(blockdev --getsize64 "$bd")" "size before"
 mkfs.ext4 -q -F "$bd"
+# an NBD export and a device stacked on it go through the same swap
+vbmgr export l --nbd --listen "unix:$T/l.sock"
+vb_assert_eq $((96 << 20)) "$(nbdinfo --size "nbd+unix:///?socket=$T/l.sock")" "NBD export size before"
+vbmgr create top --driver linear --start vblk:l
+top=$(vb_blockdev_of top)
 mount "$bd" "$T/mnt"
 head -c 24M /dev/urandom > "$T/before.bin"
 cp "$T/before.bin" "$T/mnt/before.bin"
@@ -30,6 +35,7 @@ blocks_before=$(df --output=size -B1 "$T/mnt" | tail -1)
 
 vb_log "linear grown by b.img while mounted"
 vbmgr reconfigure l --add "$T/b.img"
+vb_assert_eq $((160 << 20)) "$(nbdinfo --size "nbd+unix:///?socket=$T/l.sock")" "NBD export size after"
 vb_assert_eq "$bd" "$(vb_blockdev_of l)" "block node"
 vb_assert_eq $((160 << 20)) "$(blockdev --getsize64 "$bd")" "size the kernel sees after the grow"
 vb_assert_eq $((160 << 20)) "$(vb_json l .size)" "size vblkd shows"
@@ -56,6 +62,10 @@ cmp "$T/before.bin" "$T/mnt/before.bin" || vb_fail "data written before the grow
 cmp "$T/after.bin" "$T/mnt/after.bin" || vb_fail "data written after the grow differs"
 umount "$T/mnt"
 fsck.ext4 -n -f "$bd" > "$T/fsck.log" 2>&1 || vb_fail "fsck: $(cat "$T/fsck.log")"
+# (compared once nothing writes: a mounted ext4 initialises inode tables lazily)
+cmp -n $((96 << 20)) "$top" "$bd" || vb_fail "the device stacked on l does not read l's bytes after the swap"
+vbmgr stop top
+vbmgr delete top
 
 vb_log "restart of the grown device: same data"
 vbmgr stop l

@@ -27,7 +27,10 @@ VB_BG_PIDS+=("$fio_pid")
 sleep 3
 
 vb_log "file -> raid1 with a new leg while mounted and in use"
-events_before=$(wc -l < "$VB_LOG")
+vbmgr monitor --json > "$T/events.json" &
+monitor_pid=$!
+VB_BG_PIDS+=("$monitor_pid")
+sleep 0.5
 vbmgr reconfigure d --driver raid1 --add "$T/b.img" --attr sync_speed_min=4M --attr sync_speed_max=8M
 vb_assert_eq "$bd" "$(vb_blockdev_of d)" "block node after the reconfiguration"
 vb_assert_eq raid1 "$(vb_json d .driver)" "driver"
@@ -39,7 +42,12 @@ grep -q "^Reconfigured: file of $T/a.img -> raid1 (rebuild running)" <<< "$show"
 vb_assert_eq "file of $T/a.img" "$(vb_json d .previous_configuration)" "previous configuration"
 jq -e '.devices[0].components[1].in_sync == false' "$VB_STATE_DIR/state.json" > /dev/null ||
   vb_fail "the new leg is not recorded as behind: $(cat "$VB_STATE_DIR/state.json")"
-tail -n +"$events_before" "$VB_LOG" | grep -q "d: reconfigured" || vb_fail "no 'reconfigured' event"
+vb_wait_until 5 grep -q '"reconfigured"' "$T/events.json" || vb_fail "no 'reconfigured' event"
+event=$(jq -c 'select(.kind == "reconfigured")' "$T/events.json")
+vb_assert_eq "d|file of $T/a.img|raid1 of $T/a.img, $T/b.img|true" \
+  "$(jq -r '[.device, .details.old, .details.new, .details.started] | join("|")' <<< "$event")" \
+  "the reconfigured event's old and new configuration"
+kill "$monitor_pid"
 held=$(grep -o "requests held [0-9]* us" "$VB_LOG" | tail -1)
 [ -n "$held" ] || vb_fail "the swap did not report how long it held requests"
 vb_log "swap: $held"

@@ -104,9 +104,10 @@ test_resolve (void)
 
   resolved = vb_driver_resolve_attributes (file, NULL, given, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (g_hash_table_size (resolved), ==, 2);
+  g_assert_cmpuint (g_hash_table_size (resolved), ==, 3);
   g_assert_cmpstr (g_hash_table_lookup (resolved, "read_only"), ==, "true");
   g_assert_cmpstr (g_hash_table_lookup (resolved, "sector_size"), ==, "512");
+  g_assert_cmpstr (g_hash_table_lookup (resolved, "engine"), ==, "false");
 
   /* a change overlays the current set and keeps the rest */
   again = vb_driver_resolve_attributes (file, resolved, change, &error);
@@ -119,7 +120,7 @@ test_resolve (void)
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
   g_assert_cmpstr (
       error->message, ==,
-      "attribute 'bogus': not an attribute of driver 'file' (allowed: read_only, sector_size)");
+      "attribute 'bogus': not an attribute of driver 'file' (allowed: read_only, sector_size, engine)");
 }
 
 static void
