@@ -116,6 +116,21 @@ engine_put (EngineRuntime *rt)
     vb_engine_switch_unlock (rt->sw);
 }
 
+/* Who the device of @request and its components are, for the engine. */
+static VbEngineIdentity
+identity_of (const VbBackendRequest *request)
+{
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+    .n_spares = request->n_spares,
+    .spare_paths = request->spare_paths,
+    .spare_uuids = request->spare_uuids,
+    .out_of_sync = request->out_of_sync,
+  };
+  return identity;
+}
+
 /* What a device stacked on @path calls: the switch of an engine device of
  * this process (in place, no kernel round trip), or nothing. */
 static void
@@ -373,14 +388,7 @@ start_engine (const VbBackendRequest *request, GError **error)
 
   for (guint i = 0; i < request->n_components; i++)
     source_for (request->paths[i], &sources[i]);
-  VbEngineIdentity identity = {
-    .uuid = request->uuid,
-    .component_uuids = request->component_uuids,
-    .n_spares = request->n_spares,
-    .spare_paths = request->spare_paths,
-    .spare_uuids = request->spare_uuids,
-    .out_of_sync = request->out_of_sync,
-  };
+  VbEngineIdentity identity = identity_of (request);
   rt = g_new0 (EngineRuntime, 1);
   rt->uuid = g_strdup (request->uuid);
   engine
@@ -763,15 +771,9 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
           behind[i] = !vb_engine_component_in_sync (old, j);
       source_for (request->paths[i], &sources[i]);
     }
-  VbEngineIdentity identity = {
-    .uuid = request->uuid,
-    .component_uuids = request->component_uuids,
-    .n_spares = request->n_spares,
-    .spare_paths = request->spare_paths,
-    .spare_uuids = request->spare_uuids,
-    .reconfigure = TRUE,
-    .out_of_sync = behind,
-  };
+  VbEngineIdentity identity = identity_of (request);
+  identity.reconfigure = TRUE;
+  identity.out_of_sync = behind;
 
   /* nothing but requests touches the components from here on */
   vb_engine_quiesce (old);
