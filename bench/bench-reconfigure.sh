@@ -23,12 +23,18 @@
 #     during the rebuild and after it (mirror in sync). The rebuild's time
 #     is its job's own start and end (`vbmgr jobs --json`: start_time and,
 #     once ended, expected_end_time).
-# Prints tables; asserts nothing about timing. Takes about two minutes.
+# Prints tables; asserts nothing about timing. Takes about a minute and a half.
+# Where the images share a filesystem with vblkd's state directory (the
+# default), the pause also holds the journal commit that vblkd's fsync of
+# the reconfiguration's intent, just before the swap, forces on that
+# filesystem: the images' O_DIRECT writes wait for it, outside what vblkd
+# reports as held. BENCH_IMG_DIR=/dev/shm (tmpfs) takes the images off it.
 # Usage: bash bench/bench-reconfigure.sh [SWAPS] [WINDOW_MS]   (as root; builds first)
 # Environment: BENCH_BUILD_DIR (default build/ in the checkout),
 #   BENCH_PAUSE_MB (64: size of the device swapped), BENCH_REBUILD_MB (256),
-#   BENCH_SYNC_MIN_MB (32), BENCH_SWAP_INTERVAL_MS (2500); VBLKD and VBMGR
-#   override the binaries.
+#   BENCH_SYNC_MIN_MB (32), BENCH_SWAP_INTERVAL_MS (2500), BENCH_IMG_DIR
+#   (where the image files go; default: vblkd's temporary directory);
+#   VBLKD and VBMGR override the binaries.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,8 +58,16 @@ source "$repo/tests/integration/lib.sh"
 vb_setup
 vb_start_daemon
 
-img_dir=$T/img   # on the real disk, not tmpfs
-mkdir -p "$img_dir"
+# the images: on the real disk with vblkd's state directory by default, not
+# tmpfs; BENCH_IMG_DIR puts them on another filesystem (a directory made in it)
+if [ -n "${BENCH_IMG_DIR:-}" ]; then
+  img_dir=$(mktemp -d "$BENCH_IMG_DIR/vblk-bench.XXXXXXXX")
+  # shellcheck disable=SC2154 # bench_rc is set when the trap runs
+  trap 'bench_rc=$?; set +e; rm -rf "$img_dir"; (exit "$bench_rc"); vb_cleanup' EXIT
+else
+  img_dir=$T/img
+  mkdir -p "$img_dir"
+fi
 now_ms () { echo $(($(date +%s%N) / 1000000)); }
 # sleep_until MS — until the wall clock reaches MS (ms since the epoch)
 sleep_until () {
@@ -256,12 +270,14 @@ last_rebuild () {
   vbmgr jobs --json | jq -r '[.[] | select(.device == "r" and .operation == "rebuild")] | last
     | "\(.bytes) \(.start_time / 1000 | floor) \(.expected_end_time / 1000 | floor) \(.state)"'
 }
-# rebuild LEG MIN_BYTES — plain -> raid1 with LEG, wait for its rebuild, back
-# to plain; sets t_call (ms), job (bytes start end state)
+# rebuild LEG MIN_BYTES — plain -> raid1 with LEG (sync_speed_min=MIN_BYTES,
+# no sync_speed_max) and wait for its rebuild; sets t_call (ms, the
+# reconfigure call) and job ("bytes start_ms end_ms state" of the rebuild)
 rebuild () {
   t_call=$(now_ms)
   vbmgr reconfigure r --driver raid1 --add "$1" --attr sync_speed_min="$2" --attr sync_speed_max=0
   vbmgr wait r --timeout 600 > /dev/null
+  # shellcheck disable=SC2016 # expanded by eval, each time
   vb_wait_until 10 eval '[ "$(last_rebuild | cut -d" " -f4)" != running ]' ||
     vb_fail "the rebuild onto $1 still shows running"
   job=$(last_rebuild)
@@ -272,7 +288,7 @@ mibs () { awk -v b="$1" -v a="$2" -v e="$3" 'BEGIN { printf "%.1f", b / 1048576 
 
 rebuild "$img_dir/rb.img" 0
 read -r bytes js je _ <<< "$job"
-rb[idle]="$(mibs "$bytes" "$js" "$je") $(((je - js)))"
+rb[idle]="$(mibs "$bytes" "$js" "$je") $((je - js))"
 vbmgr reconfigure r --driver file --remove "$img_dir/rb.img"
 
 # under_load NAME LEG MIN_BYTES
@@ -308,6 +324,8 @@ vb_stop_daemon
 echo
 echo "Online reconfiguration ($(nproc) cores, kernel $(uname -r)); $swaps swaps every" \
   "${interval_ms} ms in a ${runtime} fio run, window +-${window_ms} ms, ${pause_mb} MiB device"
+fs_of () { df --output=fstype,target "$1" | awk 'END { print $1 " at " $2 }'; }
+echo "images on $(fs_of "$img_dir"), vblkd's state directory on $(fs_of "$VB_STATE_DIR")"
 [ "$late" = 0 ] || echo "note: $late swaps started late (the previous rebuild outlasted the interval)"
 python3 "$T/lat.py" pause "$T/base_lat.1.log" "$T/swap_lat.1.log" "$T/swaps.held" "$window_ms"
 echo "fio errors: baseline run $base_err/$base_ioerr, swap run $swap_err/$swap_ioerr (error code/I/O errors)"
@@ -315,24 +333,24 @@ echo "fio errors: baseline run $base_err/$base_ioerr, swap run $swap_err/$swap_i
 field () { awk -v w="$2" -v c="$3" '$1 == w { print $c }' "$T/$1.win"; }
 echo
 echo "Rebuild of a new ${rebuild_mb} MiB leg (plain file -> raid1), the same fio workload (IOPS, p99 us)"
-fmt='%-34s %9s %8s %7s %9s %9s %9s %7s %8s %8s\n'
-printf "$fmt" rebuild MiB/s time-ms ratio IOPS-pre IOPS-dur IOPS-post dur/pre p99-pre p99-dur
+row () { printf '%-34s %9s %8s %7s %9s %9s %9s %7s %8s %8s\n' "$@"; }
+row rebuild MiB/s time-ms ratio IOPS-pre IOPS-dur IOPS-post dur/pre p99-pre p99-dur
 idle_mibs=${rb[idle]% *}
-printf "$fmt" "idle, no limit" "$idle_mibs" "${rb[idle]#* }" 1.00 - - - - - -
+row "idle, sync_speed_min/max=0/0" "$idle_mibs" "${rb[idle]#* }" 1.00 - - - - - -
 for name in unthrottled throttled; do
   case $name in
-    unthrottled) label="under fio, no limit" ;;
-    throttled) label="under fio, sync_speed_min=${sync_min_mb}M" ;;
+    unthrottled) label="under fio, sync_speed_min/max=0/0" ;;
+    throttled) label="under fio, sync_speed_min/max=${sync_min_mb}M/0" ;;
   esac
   m=${rb[$name]% *}
-  printf "$fmt" "$label" "$m" "${rb[$name]#* }" \
+  row "$label" "$m" "${rb[$name]#* }" \
     "$(awk -v a="$m" -v b="$idle_mibs" 'BEGIN { printf "%.2f", a / b }')" \
     "$(field "$name" before 4)" "$(field "$name" during 4)" "$(field "$name" after 4)" \
     "$(awk -v a="$(field "$name" during 4)" -v b="$(field "$name" before 4)" 'BEGIN { printf "%.2f", a / b }')" \
     "$(field "$name" before 6)" "$(field "$name" during 6)"
 done
+echo "(pre: the 3 s before the reconfiguration, plain device; post: after the rebuild, mirror in sync)"
 echo "fio errors: unthrottled ${rb[unthrottled,err]}, throttled ${rb[throttled,err]} (error code/I/O errors)"
 grep -E "WARNING|CRITICAL|ERROR" "$VB_LOG" > "$T/warnings" || true
 echo "vblkd log: $(wc -l < "$T/warnings") warnings or errors"
 head -n 10 "$T/warnings"
-echo "(pre: the 3 s before the reconfiguration, plain device; post: after the rebuild, mirror in sync)"

@@ -392,6 +392,24 @@ vb_op_reconfigure (VbOp *op)
                              d->name, new_size, old_size));
       return;
     }
+  if (r == NULL && !vb_reconfig_has_metadata (d))
+    {
+      /* stopped, no superblocks: the desired state says which legs are behind */
+      gboolean any = FALSE;
+      for (guint i = 0; i < d->components->len; i++)
+        {
+          const VbComponentConfig *c = d->components->pdata[i];
+          any |= vb_component_config_is_slot (c) && !c->behind;
+        }
+      if (!any)
+        {
+          fail (op, g_error_new (VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                                 "device '%s': the new configuration keeps no in-sync copy of "
+                                 "the data; nothing changed",
+                                 d->name));
+          return;
+        }
+    }
   if (r && !keeps_a_copy (old, d, backend, r->block_device, &local))
     {
       fail (op, g_steal_pointer (&local));

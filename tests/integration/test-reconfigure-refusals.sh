@@ -22,7 +22,7 @@ refused () {
   vb_log "refused ($code): $*"
 }
 
-for f in a b c d m0 m1 m2 m3 m4 small; do vb_mkimg "$T/$f.img" 64M; done
+for f in a b c d m0 m1 m2 m3 m4 s0 s1 small; do vb_mkimg "$T/$f.img" 64M; done
 truncate -s 32M "$T/small.img"
 
 vb_log "reshapes and conversions without meaning"
@@ -100,6 +100,19 @@ refused NotSupported "no backend nbd yet" r --backend nbd
 vbmgr reconfigure r --backend loop
 vb_assert_eq loop "$(jq -r '.devices[0].backend' "$VB_STATE_FILE")" "backend of the stopped device"
 vbmgr delete r
+
+vb_log "a stopped device: the desired state changes, the new leg is rebuilt at start"
+head -c 16M /dev/urandom > "$T/s.bin"
+dd if="$T/s.bin" of="$T/s0.img" bs=1M conv=notrunc status=none
+vbmgr create sp --driver file "$T/s0.img"
+vbmgr reconfigure sp --driver raid1 --add "$T/s1.img"
+vb_assert_eq "raid1 false" "$(jq -r '.devices[] | select(.name == "sp") | "\(.driver) \(.components[1].in_sync)"' "$VB_STATE_FILE")" "stopped file -> raid1"
+refused WouldLoseData "no in-sync copy" sp --remove "$T/s0.img"
+vbmgr start sp
+vbmgr wait sp > /dev/null || vb_fail "rebuild at the start of sp"
+vbmgr stop sp
+cmp "$T/s0.img" "$T/s1.img" || vb_fail "sp's legs differ after the rebuild at start"
+vbmgr delete sp
 
 vb_log "a drain that does not finish in time: abandoned, nothing changes"
 vbmgr create slow --driver faulty --start "$T/d.img"
