@@ -64,7 +64,8 @@ extern const char *const vb_bitmap_choices[];
         TRUE,                                                                                      \
         0,                                                                                         \
         NULL,                                                                                      \
-        "bytes per second a resync, rebuild or check keeps while the device is busy" },            \
+        "bytes per second a resync, rebuild or check keeps while the device is busy (0: only "     \
+        "sync_speed_max limits it)" },                                                             \
   {                                                                                                \
     "sync_speed_max", VB_ATTR_SIZE, "0", TRUE, 0, NULL,                                            \
         "bytes per second a resync, rebuild or check never exceeds (0: no limit)"                  \

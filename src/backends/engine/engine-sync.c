@@ -88,8 +88,12 @@ pace (EngineSync *s, guint64 bytes)
       s->io_seen = io;
       s->busy_until = now + BUSY_WINDOW_US;
     }
-  limit
-      = now < s->busy_until ? engine_meta_sync_speed (e, FALSE) : engine_meta_sync_speed (e, TRUE);
+  /* busy: the minimum, never above the maximum (a minimum of 0: only the
+   * maximum); idle: the maximum. 0 in the end: no limit */
+  limit = engine_meta_sync_speed (e, TRUE);
+  if (now < s->busy_until && engine_meta_sync_speed (e, FALSE) > 0
+      && (limit == 0 || engine_meta_sync_speed (e, FALSE) < limit))
+    limit = engine_meta_sync_speed (e, FALSE);
   s->paced_bytes += bytes;
   if (limit == 0)
     {
@@ -199,8 +203,9 @@ sync_range (EngineSync *s, guint64 offset, guint64 length, gboolean dirty)
       r = sync_piece (s, &p, dirty);
       done += p.length;
     }
-  /* what was written is durable before the bits that covered it go */
-  for (guint i = 0; i < e->n && r == 0; i++)
+  /* what was written is durable before the bits that covered it go
+   * (without a bitmap, once at the end of the job) */
+  for (guint i = 0; i < e->n && r == 0 && engine_meta_bitmap (e); i++)
     {
       Component *c = &e->components[i];
       int f;
@@ -307,6 +312,17 @@ sync_thread (gpointer data)
         }
     }
 
+  if (ok && s->op != OP_CHECK)
+    {
+      /* everything the job wrote is durable before a slot counts as in sync */
+      for (guint i = 0; i < e->n; i++)
+        {
+          Component *c = &e->components[i];
+          int f;
+          if (!engine_is_faulty (c) && (f = engine_component_flush (c)) < 0)
+            engine_component_failed (e, i, f);
+        }
+    }
   if (ok)
     {
       for (guint i = 0; i < e->n; i++)
