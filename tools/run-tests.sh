@@ -19,6 +19,9 @@ summary () {
 
 if [ "$(id -u)" -eq 0 ]; then
   bash "$repo/tools/install-deps.sh"
+  # the VM harness's kernel and initramfs, cached outside the checkout
+  bash "$repo/tests/vm/build-cache.sh" ||
+    echo "run-tests.sh: the VM cache could not be built: the 'vm' suite will skip" >&2
 else
   echo "run-tests.sh: not root: not installing packages, and the 'root' suite will skip" >&2
 fi

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Inside the VM (tests/vm/run): Debian's own kernel with the parts the
+# development machines lack — md (linear, raid0/1/10/456), device-mapper
+# (linear, flakey), nbd — loaded and used for real with mdadm and dmsetup,
+# so that the harness is known to give the backends what they need.
+set -euo pipefail
+fail () { echo "FAIL: $*" >&2; exit 1; }
+log () { echo "# $*"; }
+
+[ "${VB_IN_VM:-}" = 1 ] || fail "run me with tests/vm/run"
+kver=$(uname -r)
+[ -d "/lib/modules/$kver/kernel/drivers/md" ] || fail "no modules for $kver"
+log "kernel $kver"
+for m in md-mod linear raid0 raid1 raid10 raid456 dm-mod dm-flakey nbd loop fuse; do
+  modprobe "$m" || fail "modprobe $m"
+done
+for p in linear raid0 raid1 raid10 raid6 raid5 raid4; do
+  grep -q "\[$p\]" /proc/mdstat || fail "md personality $p missing: $(head -1 /proc/mdstat)"
+done
+[ -e /dev/mapper/control ] || fail "no /dev/mapper/control"
+[ -e /sys/block/nbd0 ] || fail "no nbd devices"
+log "$(head -1 /proc/mdstat)"
+
+work=$(mktemp -d)
+loops=()
+cleanup () {
+  set +e
+  mdadm --stop /dev/md/vmtest 2> /dev/null
+  dmsetup remove vmflakey 2> /dev/null
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for i in 0 1 2; do
+  truncate -s 64M "$work/d$i.img"
+  loops+=("$(losetup --find --show "$work/d$i.img")")
+done
+
+log "md raid1 by mdadm: create, mkfs, fsck, examine"
+mdadm --create /dev/md/vmtest --run --level=1 --raid-devices=2 --metadata=1.2 \
+  --assume-clean "${loops[0]}" "${loops[1]}" > /dev/null 2>&1 || fail "mdadm --create"
+md=$(readlink -f /dev/md/vmtest)
+mkfs.ext4 -q -F "$md" || fail "mkfs on $md"
+fsck.ext4 -n -f "$md" > /dev/null 2>&1 || fail "fsck on $md"
+mdadm --examine "${loops[0]}" | grep -q "Version : 1.2" || fail "mdadm --examine: $(mdadm --examine "${loops[0]}")"
+state=$(cat "/sys/block/${md#/dev/}/md/array_state")
+case $state in clean|active) ;; *) fail "array_state $state" ;; esac
+log "$md: $(cat "/sys/block/${md#/dev/}/md/level") $state, metadata $(cat "/sys/block/${md#/dev/}/md/metadata_version")"
+mdadm --stop /dev/md/vmtest > /dev/null 2>&1 || fail "mdadm --stop"
+
+log "device-mapper: flakey over a loop device fails writes on demand"
+# no udevd in this test: libdevmapper makes the /dev/mapper nodes itself
+export DM_DISABLE_UDEV=1
+size=$(blockdev --getsz "${loops[2]}")
+dmsetup create vmflakey --table "0 $size flakey ${loops[2]} 0 1 0" || fail "dmsetup create"
+dd if=/dev/zero of=/dev/mapper/vmflakey bs=4k count=16 oflag=direct status=none || fail "write through flakey (up)"
+dmsetup suspend vmflakey
+dmsetup load vmflakey --table "0 $size flakey ${loops[2]} 0 0 1 1 error_writes"
+dmsetup resume vmflakey
+if dd if=/dev/zero of=/dev/mapper/vmflakey bs=4k count=1 oflag=direct status=none 2> /dev/null; then
+  fail "a write through flakey with error_writes succeeded"
+fi
+dmsetup remove vmflakey || fail "dmsetup remove"
+log "all kernel parts present and working"
