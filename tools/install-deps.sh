@@ -8,7 +8,7 @@ packages=(
   gcc libc6-dev pkgconf meson ninja-build gettext
   libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
   libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev liburing-dev libfuse3-dev
-  libnbd-dev
+  libnbd-dev libdevmapper-dev
   # run: system bus, polkit, udev, gdbus
   dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
   # tests: loop devices, filesystems, JSON, process control

@@ -15,6 +15,7 @@
 #include "engine/engine-switch.h"
 #include "engine/engine.h"
 #include "engine/fuse-server.h"
+#include "loop-util.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
 
@@ -31,9 +32,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define LOOP_TAG_PREFIX "vblk:"
-#define LOOP_CONFIGURE_TRIES 16
-#define UDEV_WAIT_MS 10000
+#define LOOP_TAG_PREFIX VB_LOOP_TAG_PREFIX
 
 static gboolean
 loop_available (char **reason)
@@ -172,20 +171,16 @@ tag_for (const char *instance, const char *uuid, gboolean engine, char out[LO_NA
 static char *
 loop_read_tag (const char *block_device, const char *instance, gboolean *engine)
 {
-  struct loop_info64 info = { 0 };
   g_autofree char *prefix = g_strdup_printf (LOOP_TAG_PREFIX "%s:", instance);
-  int fd = open (block_device, O_RDONLY | O_CLOEXEC);
+  g_autofree char *name = vb_loop_get_name (block_device);
   char *uuid;
-  int r;
 
-  if (fd < 0)
+  if (name == NULL || !g_str_has_prefix (name, prefix))
     return NULL;
-  r = ioctl (fd, LOOP_GET_STATUS64, &info);
-  close (fd);
-  info.lo_file_name[LO_NAME_SIZE - 1] = 0;
-  if (r < 0 || !g_str_has_prefix ((char *) info.lo_file_name, prefix))
+  /* a component of a device-mapper device of backend kernel: not ours */
+  if (g_str_has_suffix (name, VB_LOOP_TAG_KERNEL_SUFFIX))
     return NULL;
-  uuid = g_strdup ((char *) info.lo_file_name + strlen (prefix));
+  uuid = g_strdup (name + strlen (prefix));
   if (engine)
     *engine = g_str_has_suffix (uuid, ENGINE_TAG_SUFFIX);
   if (g_str_has_suffix (uuid, ENGINE_TAG_SUFFIX))
@@ -193,144 +188,15 @@ loop_read_tag (const char *block_device, const char *instance, gboolean *engine)
   return uuid;
 }
 
-static gboolean
-udevd_running (void)
-{
-  return access ("/run/udev/control", F_OK) == 0;
-}
-
-/* Blocks until udevd has announced an event for @devnum with @action, so
- * the caller returns only once udev rules (and /dev/disk links) are done. */
-static void
-wait_udev_event (struct udev_monitor *monitor, dev_t devnum, const char *action)
-{
-  gint64 deadline = g_get_monotonic_time () + UDEV_WAIT_MS * 1000;
-  struct pollfd pfd = { .fd = udev_monitor_get_fd (monitor), .events = POLLIN };
-
-  for (;;)
-    {
-      gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
-      struct udev_device *dev;
-
-      if (left <= 0)
-        {
-          g_debug ("loop: no udev '%s' event for %u:%u within %d ms", action, major (devnum),
-                   minor (devnum), UDEV_WAIT_MS);
-          return;
-        }
-      if (poll (&pfd, 1, (int) left) <= 0)
-        continue;
-      dev = udev_monitor_receive_device (monitor);
-      if (dev == NULL)
-        continue;
-      gboolean match = udev_device_get_devnum (dev) == devnum
-                       && g_strcmp0 (udev_device_get_action (dev), action) == 0;
-      udev_device_unref (dev);
-      if (match)
-        return;
-    }
-}
-
-static struct udev_monitor *
-monitor_block (struct udev *udev)
-{
-  struct udev_monitor *monitor;
-
-  if (!udevd_running ())
-    return NULL;
-  monitor = udev_monitor_new_from_netlink (udev, "udev");
-  if (monitor == NULL)
-    return NULL;
-  udev_monitor_filter_add_match_subsystem_devtype (monitor, "block", "disk");
-  if (udev_monitor_enable_receiving (monitor) < 0)
-    {
-      udev_monitor_unref (monitor);
-      return NULL;
-    }
-  return monitor;
-}
-
-static int
-loop_configure_free (int backing_fd, const struct loop_config *config, char **block_device)
-{
-  int control = open ("/dev/loop-control", O_RDWR | O_CLOEXEC);
-  int err = 0;
-
-  if (control < 0)
-    return -errno;
-  /* another process can take the free device between GET_FREE and CONFIGURE */
-  for (int tries = 0; tries < LOOP_CONFIGURE_TRIES; tries++)
-    {
-      int n = ioctl (control, LOOP_CTL_GET_FREE);
-      g_autofree char *path = NULL;
-      int fd;
-
-      if (n < 0)
-        {
-          err = -errno;
-          break;
-        }
-      path = g_strdup_printf ("/dev/loop%d", n);
-      /* the kernel makes the loop read-only unless the loop node itself is
-       * opened for writing; udev's change event on close is awaited anyway */
-      fd = open (path,
-                 (config->info.lo_flags & LO_FLAGS_READ_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-      if (fd < 0)
-        {
-          err = -errno;
-          if (err == -ENOENT)
-            continue;
-          break;
-        }
-      err = ioctl (fd, LOOP_CONFIGURE, config) < 0 ? -errno : 0;
-      close (fd);
-      if (err == 0)
-        {
-          *block_device = g_steal_pointer (&path);
-          break;
-        }
-      if (err != -EBUSY)
-        break;
-    }
-  close (control);
-  return err;
-}
-
-/* Makes a tagged loop device over @backing_fd and waits for udev. */
+/* Makes a loop device tagged for @instance, @uuid over @backing_fd. */
 static char *
 attach (int backing_fd, const struct loop_config *base, const char *instance, const char *uuid,
         gboolean engine, const char *what, GError **error)
 {
-  struct loop_config config = *base;
-  struct udev *udev = udev_new ();
-  struct udev_monitor *monitor = udev ? monitor_block (udev) : NULL;
-  char *block_device = NULL;
-  struct stat st;
-  int err;
+  char tag[LO_NAME_SIZE];
 
-  config.fd = backing_fd;
-  tag_for (instance, uuid, engine, (char *) config.info.lo_file_name);
-  err = loop_configure_free (backing_fd, &config, &block_device);
-  if (err == -EINVAL && (config.info.lo_flags & LO_FLAGS_DIRECT_IO))
-    {
-      /* a backing file that cannot do direct I/O: buffered, still correct */
-      config.info.lo_flags &= ~LO_FLAGS_DIRECT_IO;
-      err = loop_configure_free (backing_fd, &config, &block_device);
-    }
-  if (err < 0)
-    g_set_error (error, VB_ERROR, err == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                 "loop device for '%s': %s", what, g_strerror (-err));
-  else
-    {
-      vb_test_hook ("start:after-loop-setup");
-      if (monitor && stat (block_device, &st) == 0)
-        wait_udev_event (monitor, st.st_rdev, "change");
-    }
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
-  return block_device;
+  tag_for (instance, uuid, engine, tag);
+  return vb_loop_attach (backing_fd, base, tag, what, error);
 }
 
 /* A driver with one extent runs on a kernel loop device directly, unless
@@ -471,6 +337,25 @@ loop_start (const VbBackendRequest *request, GError **error)
   return uses_engine (request) ? start_engine (request, error) : start_extent (request, error);
 }
 
+#define DETACH_WAIT_MS 30000
+
+/* Until the loop device has no backing file; FALSE after @timeout_ms. */
+static gboolean
+wait_detached (const char *block_device, guint timeout_ms)
+{
+  g_autofree char *base = g_path_get_basename (block_device);
+  g_autofree char *backing = g_strdup_printf ("/sys/block/%s/loop/backing_file", base);
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  while (g_file_test (backing, G_FILE_TEST_EXISTS))
+    {
+      if (g_get_monotonic_time () > deadline)
+        return FALSE;
+      g_usleep (5000);
+    }
+  return TRUE;
+}
+
 static gboolean
 loop_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
 {
@@ -497,7 +382,18 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
     g_hash_table_remove (runtimes, block_device);
   g_mutex_unlock (&runtimes_lock);
   if (rt)
-    engine_runtime_free (rt);
+    {
+      /* the kernel defers the detach while someone (udev's probe, say)
+       * still has the node open, and that someone may be reading through
+       * it: the engine serves until the loop has let go of its file */
+      if (!wait_detached (block_device, DETACH_WAIT_MS))
+        {
+          g_warning ("%s: still attached %d ms after the detach; ending its FUSE connection",
+                     block_device, DETACH_WAIT_MS);
+          vb_fuse_server_abort (rt->fuse);
+        }
+      engine_runtime_free (rt);
+    }
   return TRUE;
 }
 

@@ -34,8 +34,8 @@ typedef struct {
 
 /* What a reconfiguration did. */
 typedef struct {
-  gint64 held_us;        /* how long requests were held */
-  guint64 old_size;      /* bytes */
+  gint64 held_us;   /* how long requests were held */
+  guint64 old_size; /* bytes */
   guint64 new_size;
   gboolean size_changed; /* announced to the kernel */
 } VbReconfigureReport;
@@ -126,7 +126,8 @@ const VbBackend *const *vb_backends (void);
 const VbBackend *vb_backend_lookup (const char *name);
 /* The backend for @driver: @requested itself (checked), or for "auto" the
  * first available one that supports the driver. */
-const VbBackend *vb_backend_choose (const char *requested, const VbDriver *driver, GError **error);
+const VbBackend *vb_backend_choose (const char *requested, const VbDriver *driver,
+                                    GHashTable *attributes, GError **error);
 /* "auto, loop" */
 char *vb_backends_known_names (void);
 

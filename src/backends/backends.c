@@ -6,9 +6,13 @@
 
 #include <string.h>
 
+extern const VbBackend vb_backend_kernel;
 extern const VbBackend vb_backend_loop;
 
+/* "auto" takes the first that is available and runs the driver: the
+ * kernel's own devices where it has them, then loop (and the engine) */
 static const VbBackend *const all_backends[] = {
+  &vb_backend_kernel,
   &vb_backend_loop,
   NULL,
 };
@@ -86,10 +90,14 @@ vb_backends_known_names (void)
 }
 
 const VbBackend *
-vb_backend_choose (const char *requested, const VbDriver *driver, GError **error)
+vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *attributes,
+                   GError **error)
 {
   const VbBackend *backend;
   g_autofree char *reason = NULL;
+  /* attribute engine=true asks for the engine, which only loop runs */
+  gboolean engine
+      = attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0;
 
   if (strcmp (requested, "auto") == 0)
     {
@@ -97,6 +105,8 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GError **error
       for (guint i = 0; all_backends[i]; i++)
         {
           g_autofree char *why = NULL;
+          if (engine && all_backends[i] != &vb_backend_loop)
+            continue;
           if (!all_backends[i]->available (&why) || !all_backends[i]->supports (driver, &why))
             {
               g_string_append_printf (reasons, "%s%s: %s", reasons->len ? "; " : "",

@@ -34,7 +34,7 @@ vb_op_format_new (VbOp *op)
           || vb_driver_data_offset (d->attributes) == 0
           || vb_device_config_n_slots (d) < driver->min_components)
         continue;
-      backend = vb_backend_choose (d->backend, driver, &local);
+      backend = vb_backend_choose (d->backend, driver, d->attributes, &local);
       if (backend == NULL || backend->format == NULL)
         continue;
       vb_probe_init (&probe, op->candidate, block_devices);

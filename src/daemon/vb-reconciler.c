@@ -150,7 +150,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
-  backend = vb_backend_choose (config->backend, driver, error);
+  backend = vb_backend_choose (config->backend, driver, config->attributes, error);
   if (backend == NULL)
     return NULL;
 

@@ -368,7 +368,8 @@ vb_op_reconfigure (VbOp *op)
   if (old == NULL || d == NULL)
     return;
   r = g_hash_table_lookup (op->running, d->uuid);
-  backend = vb_backend_choose (r ? r->backend : d->backend, vb_driver_lookup (d->driver), &local);
+  backend = vb_backend_choose (r ? r->backend : d->backend, vb_driver_lookup (d->driver),
+                               d->attributes, &local);
   if (backend == NULL)
     {
       fail (op, g_steal_pointer (&local));

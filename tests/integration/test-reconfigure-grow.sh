@@ -2,7 +2,8 @@
 # A linear device grown by appending a component while its ext4 is mounted:
 # the kernel sees the new size at once (same block node), resize2fs grows
 # the mounted filesystem online, and the data written before and after
-# verifies. Online ext4 growth (EXT4_IOC_RESIZE_FS) needs CAP_SYS_RESOURCE;
+# verifies (backend loop: the engine; test-kernel-dm does the same on
+# device-mapper). Online ext4 growth (EXT4_IOC_RESIZE_FS) needs CAP_SYS_RESOURCE;
 # where the test runs without it (a container's bounding set), ext4 is
 # grown by resize2fs unmounted and XFS shows the online growth instead
 # (xfs_growfs on the mounted filesystem needs only CAP_SYS_ADMIN). A mirror with metadata=vblk shrunk to one leg becomes a window
@@ -18,14 +19,14 @@ online_ext4=$(( (cap_eff >> 24) & 1 ))
 vb_mkimg "$T/a.img" 96M
 vb_mkimg "$T/b.img" 64M
 mkdir "$T/mnt"
-vbmgr create l --driver linear --start "$T/a.img"
+vbmgr create l --driver linear --backend loop --start "$T/a.img"
 bd=$(vb_blockdev_of l)
 vb_assert_eq $((96 << 20)) "$(blockdev --getsize64 "$bd")" "size before"
 mkfs.ext4 -q -F "$bd"
 # an NBD export and a device stacked on it go through the same swap
 vbmgr export l --nbd --listen "unix:$T/l.sock"
 vb_assert_eq $((96 << 20)) "$(nbdinfo --size "nbd+unix:///?socket=$T/l.sock")" "NBD export size before"
-vbmgr create top --driver linear --start vblk:l
+vbmgr create top --driver linear --backend loop --start vblk:l
 top=$(vb_blockdev_of top)
 mount "$bd" "$T/mnt"
 head -c 24M /dev/urandom > "$T/before.bin"
@@ -81,7 +82,7 @@ vbmgr delete l
 vb_log "XFS on linear, grown online with xfs_growfs while mounted and written to"
 vb_mkimg "$T/x0.img" 320M
 vb_mkimg "$T/x1.img" 128M
-vbmgr create x --driver linear --start "$T/x0.img"
+vbmgr create x --driver linear --backend loop --start "$T/x0.img"
 bd=$(vb_blockdev_of x)
 mkfs.xfs -q -f "$bd"
 mount "$bd" "$T/mnt"

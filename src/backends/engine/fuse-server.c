@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define FUSE_THREADS 8
@@ -32,6 +33,7 @@ struct _VbFuseServer {
   struct fuse *fuse;
   GThread *thread;
   gboolean mounted;
+  guint connection; /* the kernel's connection number (fusectl), 0: unknown */
 };
 
 static VbFuseServer *
@@ -223,6 +225,12 @@ vb_fuse_server_new (const char *mountpoint, const char *file_name, const VbBlock
     }
   s->mounted = TRUE;
   s->thread = g_thread_new ("vblk-fuse", serve, s);
+  {
+    /* (a stat waits for the kernel's INIT, which the thread answers) */
+    struct stat st;
+    if (stat (mountpoint, &st) == 0 && major (st.st_dev) == 0)
+      s->connection = minor (st.st_dev);
+  }
   return s;
 }
 
@@ -253,6 +261,27 @@ vb_fuse_server_free (VbFuseServer *s)
   g_free (s->file_name);
   g_free (s->path);
   g_free (s);
+}
+
+#define FUSECTL "/sys/fs/fuse/connections"
+
+gboolean
+vb_fuse_server_abort (VbFuseServer *s)
+{
+  g_autofree char *path = NULL;
+  gboolean ok;
+
+  if (s->connection == 0)
+    return FALSE;
+  path = g_strdup_printf (FUSECTL "/%u/abort", s->connection);
+  /* fusectl is mounted at boot on most systems; not always in containers */
+  if (!g_file_test (path, G_FILE_TEST_EXISTS) && g_file_test (FUSECTL, G_FILE_TEST_IS_DIR))
+    mount ("fusectl", FUSECTL, "fusectl", 0, NULL);
+  ok = g_file_set_contents (path, "1", 1, NULL);
+  if (ok)
+    g_warning ("%s: FUSE connection %u aborted (its file was still in use)", s->path,
+               s->connection);
+  return ok;
 }
 
 int

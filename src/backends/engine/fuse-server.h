@@ -23,6 +23,11 @@ void vb_fuse_server_free (VbFuseServer *server);
  * LOOP_SET_CAPACITY of a loop device on it). 0 or -errno. */
 int vb_fuse_server_size_changed (VbFuseServer *server);
 
+/* Ends the kernel's connection (fusectl's abort): whatever still waits
+ * on the file gets an error instead of an answer. For a file that could
+ * not be let go; FALSE when the connection cannot be reached. */
+gboolean vb_fuse_server_abort (VbFuseServer *server);
+
 /* Mount point of @server. */
 const char *vb_fuse_server_mountpoint (VbFuseServer *server);
 

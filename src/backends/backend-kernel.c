@@ -1,0 +1,575 @@
+/* Backend "kernel": the kernel's own virtual block devices, configured by
+ * vblkd. This file holds its device-mapper part: `window` and `linear` as
+ * dm "linear" tables (libdevmapper), each component a block device — a
+ * regular file gets a loop device under the table, tagged
+ * "vblk:INSTANCE:UUID:dm" so that a vblkd killed at any point finds it
+ * again. Online changes (a window's size, a concatenation grown by a
+ * component) are dm's own suspend / load / resume: the kernel drains the
+ * requests in flight, swaps the table and announces the new size. The md
+ * part (raid0, raid1, raid10 with vblk's metadata in user space) is not
+ * built yet: those drivers run on the engine.
+ *
+ * Names: the dm device is "vblk-INSTANCE-UUID" with dm UUID
+ * "VBLK-INSTANCE-UUID"; its block node is /dev/dm-MINOR. Kernel devices
+ * outlive vblkd (as md arrays outlive mdadm) and are found by scan. */
+#include "config.h"
+
+#include "backend.h"
+#include "loop-util.h"
+#include "vb-error.h"
+#include "vb-testhook.h"
+
+#include <blockdev/blockdev.h>
+#include <blockdev/loop.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libdevmapper.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define DM_NAME_PREFIX "vblk-"
+#define DM_UUID_PREFIX "VBLK-"
+#define SECTOR 512
+
+static GMutex dm_lock; /* libdevmapper keeps global state */
+
+static gboolean
+kernel_available (char **reason)
+{
+  if (access ("/dev/mapper/control", F_OK) != 0 || access ("/sys/module/dm_mod", F_OK) != 0)
+    {
+      *reason
+          = g_strdup ("no device-mapper (/dev/mapper/control; kernel module dm-mod not loaded)");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+kernel_supports (const VbDriver *driver, char **reason)
+{
+  if (strcmp (driver->name, "window") == 0 || strcmp (driver->name, "linear") == 0)
+    return TRUE;
+  if (strcmp (driver->name, "raid0") == 0 || strcmp (driver->name, "raid1") == 0
+      || strcmp (driver->name, "raid10") == 0)
+    *reason = g_strdup_printf ("driver '%s' needs the md part of backend kernel, which this "
+                               "vblkd does not have yet (the engine runs it)",
+                               driver->name);
+  else
+    *reason = g_strdup_printf ("driver '%s' has no device-mapper table", driver->name);
+  return FALSE;
+}
+
+static char *
+dm_name (const char *instance, const char *uuid)
+{
+  return g_strdup_printf (DM_NAME_PREFIX "%s-%s", instance, uuid);
+}
+
+static char *
+loop_tag (const char *instance, const char *uuid)
+{
+  return g_strdup_printf (VB_LOOP_TAG_PREFIX "%s:%s" VB_LOOP_TAG_KERNEL_SUFFIX, instance, uuid);
+}
+
+/* libdevmapper's messages go to the debug log, not stderr */
+static void
+dm_log (int level, const char *file, int line, int dm_errno_or_class, const char *f, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+
+  va_start (ap, f);
+  msg = g_strdup_vprintf (f, ap);
+  va_end (ap);
+  g_debug ("libdevmapper: %s", msg);
+}
+
+static void
+dm_setup_once (void)
+{
+  static gsize done;
+
+  if (g_once_init_enter (&done))
+    {
+      dm_log_with_errno_init (dm_log);
+      /* no udev cookies: the nodes are /dev/dm-N (devtmpfs) and udev's
+       * events are awaited like a loop device's */
+      dm_udev_set_sync_support (0);
+      g_once_init_leave (&done, 1);
+    }
+}
+
+/* The block devices under the table: a component's own path, or a loop
+ * device over a regular file (attached here; @attached lists them). */
+static gboolean
+component_nodes (const VbBackendRequest *request, const char *tag, gboolean read_only,
+                 GPtrArray *nodes, GPtrArray *attached, GError **error)
+{
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      const char *path = request->paths[i];
+      struct loop_config config = { 0 };
+      char *loop;
+      int fd;
+
+      if (request->components[i].kind != VB_COMPONENT_KIND_FILE)
+        {
+          g_ptr_array_add (nodes, g_strdup (path));
+          continue;
+        }
+      fd = open (path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+      if (fd < 0)
+        {
+          int e = errno;
+          g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+                       "component '%s': %s", path, g_strerror (e));
+          return FALSE;
+        }
+      config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
+      loop = vb_loop_attach (fd, &config, tag, path, error);
+      close (fd);
+      if (loop == NULL)
+        return FALSE;
+      g_ptr_array_add (nodes, loop);
+      g_ptr_array_add (attached, g_strdup (loop));
+    }
+  return TRUE;
+}
+
+static void
+detach_all (GPtrArray *loops)
+{
+  for (guint i = 0; loops && i < loops->len; i++)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!bd_loop_teardown (loops->pdata[i], &local))
+        g_warning ("kernel: detaching %s: %s", (const char *) loops->pdata[i], local->message);
+    }
+}
+
+/* Every loop device tagged @tag (or, with @tag NULL, every one of
+ * @instance's kernel components whose device is not in @live). */
+static GPtrArray *
+tagged_loops (const char *tag, const char *instance, GHashTable *live)
+{
+  GPtrArray *found = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GDir) dir = g_dir_open ("/sys/block", 0, NULL);
+  g_autofree char *prefix = g_strdup_printf (VB_LOOP_TAG_PREFIX "%s:", instance);
+  const char *entry;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *dev = NULL, *name = NULL;
+      if (!g_str_has_prefix (entry, "loop"))
+        continue;
+      dev = g_strdup_printf ("/dev/%s", entry);
+      name = vb_loop_get_name (dev);
+      if (name == NULL)
+        continue;
+      if (tag ? strcmp (name, tag) == 0
+              : g_str_has_prefix (name, prefix)
+                    && g_str_has_suffix (name, VB_LOOP_TAG_KERNEL_SUFFIX))
+        {
+          if (tag == NULL)
+            {
+              g_autofree char *uuid
+                  = g_strndup (name + strlen (prefix), strlen (name) - strlen (prefix)
+                                                           - strlen (VB_LOOP_TAG_KERNEL_SUFFIX));
+              if (live && g_hash_table_contains (live, uuid))
+                continue;
+            }
+          g_ptr_array_add (found, g_steal_pointer (&dev));
+        }
+    }
+  return found;
+}
+
+/* The table of @request over @nodes, added to @dmt: one linear target per
+ * piece. FALSE with @error when libdevmapper refuses a target. */
+static gboolean
+add_targets (struct dm_task *dmt, const VbBackendRequest *request, GPtrArray *nodes, guint64 *size,
+             GError **error)
+{
+  guint64 start = 0;
+
+  if (strcmp (request->driver->name, "window") == 0)
+    {
+      VbExtent extent;
+      request->driver->extent (request->attributes, request->components, request->n_components,
+                               &extent);
+      g_autofree char *params = g_strdup_printf (
+          "%s %" G_GUINT64_FORMAT, (const char *) nodes->pdata[0], extent.offset / SECTOR);
+      if (!dm_task_add_target (dmt, 0, extent.size / SECTOR, "linear", params))
+        goto refused;
+      start = extent.size / SECTOR;
+    }
+  else
+    for (guint i = 0; i < request->n_components; i++)
+      {
+        guint64 sectors = request->components[i].size / SECTOR;
+        g_autofree char *params = g_strdup_printf ("%s 0", (const char *) nodes->pdata[i]);
+        if (!dm_task_add_target (dmt, start, sectors, "linear", params))
+          goto refused;
+        start += sectors;
+      }
+  *size = start * SECTOR;
+  return TRUE;
+
+refused:
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper refused the table of '%s'",
+               request->name);
+  return FALSE;
+}
+
+static gboolean
+run_task (struct dm_task *dmt, const char *what, const char *name, GError **error)
+{
+  if (dm_task_run (dmt))
+    return TRUE;
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper %s of %s failed: %s", what, name,
+               dm_task_get_errno (dmt) ? g_strerror (dm_task_get_errno (dmt)) : "refused");
+  return FALSE;
+}
+
+static gboolean
+read_only_of (const VbBackendRequest *request)
+{
+  return g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+}
+
+static char *
+kernel_start (const VbBackendRequest *request, GError **error)
+{
+  g_autofree char *name = dm_name (request->instance, request->uuid);
+  g_autofree char *uuid
+      = g_strdup_printf (DM_UUID_PREFIX "%s-%s", request->instance, request->uuid);
+  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+  gboolean read_only = read_only_of (request);
+  struct udev *udev = NULL;
+  struct udev_monitor *monitor = NULL;
+  struct dm_task *dmt = NULL;
+  struct dm_info info = { 0 };
+  char *block_device = NULL;
+  guint64 size;
+
+  dm_setup_once ();
+  if (!component_nodes (request, tag, read_only, nodes, attached, error))
+    goto out;
+  vb_test_hook ("kernel:after-component-loops");
+  udev = udev_new ();
+  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  g_mutex_lock (&dm_lock);
+  dmt = dm_task_create (DM_DEVICE_CREATE);
+  if (dmt == NULL || !dm_task_set_name (dmt, name) || !dm_task_set_uuid (dmt, uuid)
+      || (read_only && !dm_task_set_ro (dmt)))
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper: cannot prepare %s", name);
+  else if (add_targets (dmt, request, nodes, &size, error) && run_task (dmt, "create", name, error)
+           && dm_task_get_info (dmt, &info) && info.exists)
+    block_device = g_strdup_printf ("/dev/dm-%u", info.minor);
+  if (dmt)
+    dm_task_destroy (dmt);
+  g_mutex_unlock (&dm_lock);
+  if (block_device && monitor)
+    vb_udev_wait_event (monitor, makedev (info.major, info.minor), "add");
+
+out:
+  if (block_device == NULL)
+    detach_all (attached);
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  return block_device;
+}
+
+/* The dm device @instance, @uuid, and its minor; FALSE when there is none. */
+static gboolean
+lookup (const char *instance, const char *uuid, guint *minor)
+{
+  g_autofree char *name = dm_name (instance, uuid);
+  struct dm_task *dmt;
+  struct dm_info info = { 0 };
+  gboolean found = FALSE;
+
+  dm_setup_once ();
+  g_mutex_lock (&dm_lock);
+  dmt = dm_task_create (DM_DEVICE_INFO);
+  if (dmt && dm_task_set_name (dmt, name) && dm_task_run (dmt) && dm_task_get_info (dmt, &info)
+      && info.exists)
+    {
+      *minor = info.minor;
+      found = TRUE;
+    }
+  if (dmt)
+    dm_task_destroy (dmt);
+  g_mutex_unlock (&dm_lock);
+  return found;
+}
+
+static gboolean
+kernel_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
+{
+  g_autofree char *name = dm_name (instance, uuid);
+  g_autofree char *tag = loop_tag (instance, uuid);
+  g_autofree char *expect = NULL;
+  g_autoptr (GPtrArray) loops = NULL;
+  guint minor;
+  gboolean ok = TRUE;
+
+  if (lookup (instance, uuid, &minor))
+    {
+      expect = g_strdup_printf ("/dev/dm-%u", minor);
+      if (strcmp (expect, block_device) != 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "%s is not %s (that is %s), not removing it", block_device, name, expect);
+          return FALSE;
+        }
+      g_mutex_lock (&dm_lock);
+      struct dm_task *dmt = dm_task_create (DM_DEVICE_REMOVE);
+      ok = dmt && dm_task_set_name (dmt, name) && dm_task_retry_remove (dmt)
+           && run_task (dmt, "remove", name, error);
+      if (dmt)
+        dm_task_destroy (dmt);
+      g_mutex_unlock (&dm_lock);
+      if (!ok)
+        return FALSE;
+    }
+  /* the loop devices under it go with it */
+  loops = tagged_loops (tag, instance, NULL);
+  detach_all (loops);
+  return TRUE;
+}
+
+/* Suspend, load, resume: the kernel drains what is in flight and
+ * announces the new size itself. */
+static gboolean
+swap_table (const VbBackendRequest *request, GPtrArray *nodes, VbReconfigureReport *report,
+            GError **error)
+{
+  g_autofree char *name = dm_name (request->instance, request->uuid);
+  struct dm_task *dmt;
+  guint64 size = 0;
+  gint64 held;
+  gboolean ok;
+
+  g_mutex_lock (&dm_lock);
+  /* the new table first, inactive: one the kernel refuses changes nothing */
+  dmt = dm_task_create (DM_DEVICE_RELOAD);
+  ok = dmt && dm_task_set_name (dmt, name) && add_targets (dmt, request, nodes, &size, error)
+       && run_task (dmt, "load", name, error);
+  if (dmt)
+    dm_task_destroy (dmt);
+  if (ok)
+    {
+      held = g_get_monotonic_time ();
+      dmt = dm_task_create (DM_DEVICE_SUSPEND);
+      ok = dmt && dm_task_set_name (dmt, name) && run_task (dmt, "suspend", name, error);
+      if (dmt)
+        dm_task_destroy (dmt);
+      vb_test_hook ("reconfigure:suspended");
+      /* resumed in any case: the inactive table becomes live, or (a failed
+       * suspend) the device goes on as it was */
+      dmt = dm_task_create (DM_DEVICE_RESUME);
+      gboolean resumed = dmt && dm_task_set_name (dmt, name)
+                         && run_task (dmt, "resume", name, ok ? error : NULL);
+      if (dmt)
+        dm_task_destroy (dmt);
+      ok = ok && resumed;
+      if (report)
+        {
+          report->held_us = g_get_monotonic_time () - held;
+          report->new_size = size;
+          report->size_changed = ok && size != report->old_size;
+        }
+    }
+  else
+    {
+      /* drop the inactive table a refused load may have left */
+      dmt = dm_task_create (DM_DEVICE_CLEAR);
+      if (dmt && dm_task_set_name (dmt, name))
+        dm_task_run (dmt);
+      if (dmt)
+        dm_task_destroy (dmt);
+    }
+  g_mutex_unlock (&dm_lock);
+  return ok;
+}
+
+static guint64
+node_size (const char *block_device)
+{
+  g_autofree char *base = g_path_get_basename (block_device);
+  g_autofree char *path = g_strdup_printf ("/sys/class/block/%s/size", base);
+  g_autofree char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return 0;
+  return g_ascii_strtoull (text, NULL, 10) * SECTOR;
+}
+
+/* The loop devices the old table used that the new one does not. */
+static void
+detach_unused (const char *tag, const char *instance, GPtrArray *nodes)
+{
+  g_autoptr (GPtrArray) loops = tagged_loops (tag, instance, NULL);
+  g_autoptr (GPtrArray) unused = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = 0; i < loops->len; i++)
+    {
+      gboolean used = FALSE;
+      for (guint j = 0; j < nodes->len; j++)
+        used |= strcmp (loops->pdata[i], nodes->pdata[j]) == 0;
+      if (!used)
+        g_ptr_array_add (unused, g_strdup (loops->pdata[i]));
+    }
+  detach_all (unused);
+}
+
+/* The nodes of @request's components: the loop devices already under the
+ * device for its files (by backing file), new ones for new files. */
+static gboolean
+nodes_for (const VbBackendRequest *request, GPtrArray *nodes, GPtrArray *attached, GError **error)
+{
+  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autoptr (GPtrArray) loops = tagged_loops (tag, request->instance, NULL);
+  g_autoptr (GPtrArray) attach = g_ptr_array_new ();
+
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      const char *reuse = NULL;
+      struct stat want;
+      if (request->components[i].kind == VB_COMPONENT_KIND_FILE
+          && stat (request->paths[i], &want) == 0)
+        for (guint j = 0; j < loops->len && reuse == NULL; j++)
+          {
+            guint64 dev, ino;
+            if (vb_loop_get_backing (loops->pdata[j], &dev, &ino) && ino == want.st_ino
+                && dev == want.st_dev)
+              reuse = loops->pdata[j];
+          }
+      if (reuse || request->components[i].kind != VB_COMPONENT_KIND_FILE)
+        g_ptr_array_add (nodes, g_strdup (reuse ? reuse : request->paths[i]));
+      else
+        {
+          /* one new file: attach it alone */
+          VbBackendRequest one = *request;
+          g_autoptr (GPtrArray) fresh = g_ptr_array_new_with_free_func (g_free);
+          one.n_components = 1;
+          one.paths = &request->paths[i];
+          one.components = &request->components[i];
+          if (!component_nodes (&one, tag, read_only_of (request), fresh, attached, error))
+            return FALSE;
+          g_ptr_array_add (nodes, g_strdup (fresh->pdata[0]));
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+kernel_reconfigure (const char *block_device, const VbBackendRequest *request, guint timeout_ms,
+                    VbReconfigureReport *report, GError **error)
+{
+  g_autofree char *reason = NULL;
+  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+
+  memset (report, 0, sizeof *report);
+  if (!kernel_supports (request->driver, &reason))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s runs on device-mapper (backend kernel): %s", block_device, reason);
+      return FALSE;
+    }
+  report->old_size = node_size (block_device);
+  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, report, error))
+    {
+      detach_all (attached);
+      g_prefix_error (error, "the device goes on as it was: ");
+      return FALSE;
+    }
+  g_message (
+      "%s: reconfigured to %s with %u components (device-mapper); requests held %" G_GINT64_FORMAT
+      " us",
+      request->name, request->driver->name, request->n_components, report->held_us);
+  vb_test_hook ("reconfigure:swapped");
+  detach_unused (tag, request->instance, nodes);
+  return TRUE;
+}
+
+static gboolean
+kernel_update (const char *block_device, const VbBackendRequest *request, GError **error)
+{
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+  VbReconfigureReport report = { .old_size = node_size (block_device) };
+
+  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, &report, error))
+    {
+      detach_all (attached);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static GPtrArray *
+kernel_scan (const char *instance, GError **error)
+{
+  g_autoptr (GPtrArray) found
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
+  g_autoptr (GHashTable) live = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autofree char *prefix = g_strdup_printf (DM_NAME_PREFIX "%s-", instance);
+  g_autoptr (GPtrArray) orphans = NULL;
+  char *why = NULL;
+  struct dm_task *dmt;
+  struct dm_names *names;
+
+  if (!kernel_available (&why))
+    {
+      g_free (why);
+      return g_steal_pointer (&found);
+    }
+  dm_setup_once ();
+  g_mutex_lock (&dm_lock);
+  dmt = dm_task_create (DM_DEVICE_LIST);
+  if (dmt && dm_task_run (dmt) && (names = dm_task_get_names (dmt)) && names->dev)
+    for (;;)
+      {
+        if (g_str_has_prefix (names->name, prefix))
+          {
+            VbBackendInstance *node = g_new0 (VbBackendInstance, 1);
+            node->uuid = g_strdup (names->name + strlen (prefix));
+            node->block_device = g_strdup_printf ("/dev/dm-%u", minor (names->dev));
+            node->backing = g_strdup_printf ("device-mapper %s", names->name);
+            g_hash_table_add (live, g_strdup (node->uuid));
+            g_ptr_array_add (found, node);
+          }
+        if (names->next == 0)
+          break;
+        names = (struct dm_names *) ((char *) names + names->next);
+      }
+  if (dmt)
+    dm_task_destroy (dmt);
+  g_mutex_unlock (&dm_lock);
+  /* loop devices left by a start that never made its table */
+  orphans = tagged_loops (NULL, instance, live);
+  detach_all (orphans);
+  return g_steal_pointer (&found);
+}
+
+const VbBackend vb_backend_kernel = {
+  .name = "kernel",
+  .available = kernel_available,
+  .supports = kernel_supports,
+  .start = kernel_start,
+  .stop = kernel_stop,
+  .update = kernel_update,
+  .reconfigure = kernel_reconfigure,
+  .scan = kernel_scan,
+};
