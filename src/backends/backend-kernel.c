@@ -128,7 +128,9 @@ component_nodes (const VbBackendRequest *request, const char *tag, gboolean read
                        "component '%s': %s", path, g_strerror (e));
           return FALSE;
         }
-      config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
+      /* buffered, as losetup makes them: direct I/O is refused at I/O time
+       * (EIO), not at setup, by files that cannot do it (tmpfs, overlays) */
+      config.info.lo_flags = read_only ? LO_FLAGS_READ_ONLY : 0;
       loop = vb_loop_attach (fd, &config, tag, path, error);
       close (fd);
       if (loop == NULL)

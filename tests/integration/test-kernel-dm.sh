@@ -24,7 +24,7 @@ refmodel () {
   vb_log "$name: $out"
 }
 
-backends=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1 \
+backends=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/Manager \
   --method org.freedesktop.DBus.Properties.Get org.vblk.VBlk1.Manager Backends)
 grep -q "'kernel': (true" <<< "$backends" || vb_fail "Backends does not say kernel is available: $backends"
 
