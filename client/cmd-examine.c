@@ -4,7 +4,9 @@
 #include "config.h"
 
 #include "vbmgr.h"
+#include "metadata.h"
 #include "superblock.h"
+#include "vb-error.h"
 
 #include <glib/gi18n.h>
 
@@ -18,10 +20,11 @@ vb_cmd_examine (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   VbSuperblock sb;
 
-  if (!vb_mgr_parse_options ("examine", "PATH [--json]",
-                             _ ("Print the vblk superblock of a component, read from it directly "
-                                "(no daemon)."),
-                             entries, &argc, &argv))
+  if (!vb_mgr_parse_options (
+          "examine", "PATH [--json]",
+          _ ("Print the superblock of a component (vblk's, or mdadm's 1.x), read "
+             "from it directly (no daemon)."),
+          entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc != 2)
     return vb_mgr_usage_error ("examine", _ ("expected one path"));
@@ -31,7 +34,19 @@ vb_cmd_examine (int argc, char **argv)
   /* Read-only (O_DIRECT where the file system allows): a block device
    * opened for writing would send a change uevent on close. */
   if (!vb_superblock_read (-1, argv[1], &sb, &error))
-    return vb_mgr_fail ("examine", NULL, error);
+    {
+      /* not vblk's: another format a handler reads (mdadm's 1.x) */
+      gboolean read = FALSE;
+      if (g_error_matches (error, VB_ERROR, VB_ERROR_NOT_FOUND))
+        for (const VbMetadataHandler *const *h = vb_metadata_handlers (); *h && !read; h++)
+          if (*h != &vb_metadata_vblk && (*h)->probe (-1, argv[1]))
+            {
+              g_clear_error (&error);
+              read = (*h)->read (-1, argv[1], &sb, &error);
+            }
+      if (!read)
+        return vb_mgr_fail ("examine", NULL, error);
+    }
 
   if (json)
     {

@@ -287,6 +287,13 @@ build_config (VbScanGroup *g)
   GHashTable *resolved;
   guint slots_found = 0;
 
+  if (strcmp (best->format, "md1") == 0)
+    {
+      /* read, not yet written: that comes with the md part of backend kernel */
+      problem (g, "an mdadm array (md 1.x superblocks): vblk lists it, but adopting it needs the "
+                  "md part of backend kernel, which this vblkd does not have yet");
+      return NULL;
+    }
   if (driver == NULL)
     {
       problem (g, "driver '%s': unknown", best->driver);

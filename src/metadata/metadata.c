@@ -6,6 +6,7 @@
 
 static const VbMetadataHandler *const handlers[] = {
   &vb_metadata_vblk,
+  &vb_metadata_md1,
   NULL,
 };
 

@@ -33,5 +33,6 @@ const VbMetadataHandler *vb_metadata_lookup (const char *name);
 const VbMetadataHandler *const *vb_metadata_handlers (void);
 
 extern const VbMetadataHandler vb_metadata_vblk; /* handler-vblk.c */
+extern const VbMetadataHandler vb_metadata_md1;  /* handler-md1.c: mdadm 1.x, read only */
 
 G_END_DECLS

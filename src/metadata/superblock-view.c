@@ -44,6 +44,7 @@ vb_superblock_to_text (const VbSuperblock *sb)
   utime = format_time (sb->utime);
   data_offset = format_bytes (sb->data_offset);
   data_size = format_bytes (sb->data_size);
+  g_string_append_printf (s, "%16s : %s\n", "Format", sb->format[0] ? sb->format : "vblk");
   g_string_append_printf (s, "%16s : %u\n", "Version", sb->version);
   g_string_append_printf (s, "%16s : %s\n", "Features",
                           (sb->features & VB_SB_FEATURE_BITMAP) ? "bitmap" : "none");
@@ -119,6 +120,8 @@ vb_superblock_to_json (const VbSuperblock *sb)
   g_return_val_if_fail (sb != NULL, NULL);
 
   json_builder_begin_object (b);
+  json_builder_set_member_name (b, "format");
+  json_builder_add_string_value (b, sb->format[0] ? sb->format : "vblk");
   add_uint (b, "version", sb->version);
   json_builder_set_member_name (b, "features");
   json_builder_begin_array (b);

@@ -407,6 +407,7 @@ decode_fields (const guint8 *buf, VbSuperblock *sb, GError **error)
 {
   guint8 clean;
 
+  g_strlcpy (sb->format, "vblk", sizeof sb->format);
   sb->version = get_u32 (buf + VB_SB_OFF_VERSION);
   if (sb->version != VB_SB_VERSION)
     return refuse (error, "version: %u is not supported (this build reads %d)", sb->version,

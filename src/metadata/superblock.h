@@ -34,6 +34,7 @@ typedef enum {
 #define VB_SB_ROLE_SPARE (-1)
 
 typedef struct {
+  char format[8];       /* the handler that read it: "vblk", "md1" */
   guint32 version;      /* 1 */
   guint32 features;     /* VB_SB_FEATURE_BITMAP = 1 << 0 */
   char device_uuid[37]; /* canonical text UUID */

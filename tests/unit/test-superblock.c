@@ -1054,7 +1054,8 @@ test_handler (void)
   guint n = 0;
 
   g_assert_true (vb_metadata_lookup ("vblk") == &vb_metadata_vblk);
-  g_assert_null (vb_metadata_lookup ("md1"));
+  g_assert_true (vb_metadata_lookup ("md1") == &vb_metadata_md1);
+  g_assert_null (vb_metadata_lookup ("md0"));
   for (; all[n] != NULL; n++)
     g_assert_nonnull (all[n]->name);
   g_assert_cmpuint (n, >=, 1);

@@ -1,0 +1,308 @@
+/* Metadata handler "md1": mdadm's 1.x superblocks (struct mdp_superblock_1
+ * of linux/raid/md_p.h), read into vblk's VbSuperblock so that arrays made
+ * by `mdadm --create` are examined and listed by Scan like vblk's own.
+ * Version 1.2 keeps it 4 KiB from the start of the member, 1.1 at the
+ * start, 1.0 at least 8 KiB from the end (4 KiB aligned). Reading only:
+ * writing them (events, roles on failure and re-add) comes with the md
+ * part of backend kernel. */
+#include "metadata.h"
+
+#include "vb-error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/raid/md_p.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MD1_BLOCK 4096
+#define MD1_MAX_DEV ((MD1_BLOCK - 256) / 2)
+
+static guint32
+le32 (const guint8 *p)
+{
+  return (guint32) p[0] | (guint32) p[1] << 8 | (guint32) p[2] << 16 | (guint32) p[3] << 24;
+}
+
+static guint64
+le64 (const guint8 *p)
+{
+  return (guint64) le32 (p) | (guint64) le32 (p + 4) << 32;
+}
+
+#define OFF(field) offsetof (struct mdp_superblock_1, field)
+
+/* md's calc_sb_1_csum: the little-endian 32-bit words of the first 256 +
+ * 2 * max_dev bytes with sb_csum taken as 0, folded to 32 bits. */
+static guint32
+md1_csum (const guint8 *b, guint32 max_dev)
+{
+  guint64 sum = 0;
+  guint32 size = 256 + max_dev * 2;
+
+  for (guint32 i = 0; i + 4 <= size; i += 4)
+    sum += i == OFF (sb_csum) ? 0 : le32 (b + i);
+  if (size % 4 == 2)
+    sum += (guint32) b[size - 2] | (guint32) b[size - 1] << 8;
+  return (guint32) ((sum & 0xffffffff) + (sum >> 32));
+}
+
+static void
+uuid_text (const guint8 *u, char out[37])
+{
+  g_snprintf (out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+              u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+              u[14], u[15]);
+}
+
+static const char *
+driver_of (gint32 level)
+{
+  switch (level)
+    {
+    case -1:
+      return "linear";
+    case 0:
+      return "raid0";
+    case 1:
+      return "raid1";
+    case 10:
+      return "raid10";
+    case 4:
+      return "raid4";
+    case 5:
+      return "raid5";
+    case 6:
+      return "raid6";
+    default:
+      return "unknown";
+    }
+}
+
+static gboolean refuse (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+refuse (GError **error, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "md 1.x superblock: %s", msg);
+  return FALSE;
+}
+
+static gboolean
+md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
+{
+  guint32 max_dev, dev_number, raid_disks, chunk, layout;
+  gint32 level;
+  guint64 ctime_raw, utime_raw;
+  GString *attrs;
+
+  if (len < MD1_BLOCK || le32 (b + OFF (magic)) != MD_SB_MAGIC)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no md 1.x superblock");
+      return FALSE;
+    }
+  if (le32 (b + OFF (major_version)) != 1)
+    return refuse (error, "major version %u, not 1", le32 (b + OFF (major_version)));
+  max_dev = le32 (b + OFF (max_dev));
+  if (max_dev > MD1_MAX_DEV)
+    return refuse (error, "max_dev %u does not fit in %d bytes", max_dev, MD1_BLOCK);
+  if (md1_csum (b, max_dev) != le32 (b + OFF (sb_csum)))
+    return refuse (error, "checksum mismatch (stored 0x%08x, computed 0x%08x)",
+                   le32 (b + OFF (sb_csum)), md1_csum (b, max_dev));
+  raid_disks = le32 (b + OFF (raid_disks));
+  dev_number = le32 (b + OFF (dev_number));
+  if (raid_disks == 0 || raid_disks > VB_SB_MAX_ROLES)
+    return refuse (error, "%u raid disks (vblk reads 1 to %d)", raid_disks, VB_SB_MAX_ROLES);
+  if (dev_number >= max_dev)
+    return refuse (error, "device number %u beyond max_dev %u", dev_number, max_dev);
+
+  memset (sb, 0, sizeof *sb);
+  g_strlcpy (sb->format, "md1", sizeof sb->format);
+  sb->version = 1;
+  sb->features = le32 (b + OFF (feature_map)) & MD_FEATURE_BITMAP_OFFSET ? VB_SB_FEATURE_BITMAP : 0;
+  uuid_text (b + OFF (set_uuid), sb->device_uuid);
+  memcpy (sb->device_name, b + OFF (set_name), MIN (32, sizeof sb->device_name - 1));
+  uuid_text (b + OFF (device_uuid), sb->component_uuid);
+  level = (gint32) le32 (b + OFF (level));
+  g_strlcpy (sb->driver, driver_of (level), sizeof sb->driver);
+  chunk = le32 (b + OFF (chunksize)) * 512;
+  layout = le32 (b + OFF (layout));
+  attrs = g_string_new ("metadata=md1\n");
+  if (chunk)
+    g_string_append_printf (attrs, "chunk_size=%u\n", chunk);
+  if (level == 10)
+    g_string_append_printf (attrs, "copies=%u\n", layout & 0xff);
+  g_strlcpy (sb->attributes, attrs->str, sizeof sb->attributes);
+  g_string_free (attrs, TRUE);
+  sb->events = le64 (b + OFF (events));
+  sb->clean = le64 (b + OFF (resync_offset)) == G_MAXUINT64;
+  /* 40 bits of seconds, 24 of microseconds */
+  ctime_raw = le64 (b + OFF (ctime));
+  utime_raw = le64 (b + OFF (utime));
+  sb->ctime = (ctime_raw & 0xffffffffffULL) * G_USEC_PER_SEC + (ctime_raw >> 40);
+  sb->utime = (utime_raw & 0xffffffffffULL) * G_USEC_PER_SEC + (utime_raw >> 40);
+  sb->data_offset = le64 (b + OFF (data_offset)) * 512;
+  sb->data_size = le64 (b + OFF (data_size)) * 512;
+  sb->rebuild_offset = le64 (b + OFF (recovery_offset)) * 512;
+  sb->n_roles = raid_disks;
+
+  /* dev_roles[dev_number] is each member's role; a role nobody holds is
+   * missing */
+  for (guint32 r = 0; r < raid_disks; r++)
+    sb->roles[r].state = VB_ROLE_MISSING;
+  for (guint32 d = 0; d < max_dev; d++)
+    {
+      guint16 role = (guint16) (b[256 + 2 * d] | b[256 + 2 * d + 1] << 8);
+      if (role < raid_disks)
+        sb->roles[role].state = VB_ROLE_IN_SYNC;
+    }
+  {
+    guint16 own = (guint16) (b[256 + 2 * dev_number] | b[256 + 2 * dev_number + 1] << 8);
+    if (own < raid_disks)
+      {
+        sb->role = own;
+        g_strlcpy (sb->roles[own].uuid, sb->component_uuid, sizeof sb->roles[own].uuid);
+        if (le32 (b + OFF (feature_map)) & MD_FEATURE_RECOVERY_OFFSET)
+          sb->roles[own].state = VB_ROLE_REBUILDING;
+      }
+    else if (own == MD_DISK_ROLE_FAULTY)
+      return refuse (error, "this member is marked faulty (role 0x%04x)", own);
+    else
+      sb->role = VB_SB_ROLE_SPARE;
+  }
+  return TRUE;
+}
+
+static guint64
+size_of (int fd)
+{
+  struct stat st;
+  guint64 size = 0;
+
+  if (fstat (fd, &st) != 0)
+    return 0;
+  if (S_ISBLK (st.st_mode))
+    return ioctl (fd, BLKGETSIZE64, &size) == 0 ? size : 0;
+  return (guint64) st.st_size;
+}
+
+/* Tries 1.2 (4 KiB), 1.1 (0) and 1.0 (the end); TRUE when one decodes. */
+static gboolean
+md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
+{
+  guint64 size = size_of (fd);
+  guint64 offsets[3] = { 4096, 0, 0 };
+  guint n = 2;
+  void *buf = NULL;
+  g_autoptr (GError) first = NULL;
+
+  if (size >= 3 * MD1_BLOCK)
+    offsets[n++] = ((size - 8192) & ~(guint64) (MD1_BLOCK - 1));
+  if (posix_memalign (&buf, MD1_BLOCK, MD1_BLOCK) != 0)
+    g_error ("out of memory");
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr (GError) local = NULL;
+      if (pread (fd, buf, MD1_BLOCK, offsets[i]) != MD1_BLOCK)
+        continue;
+      if (md1_decode (buf, MD1_BLOCK, sb, &local))
+        {
+          free (buf);
+          return TRUE;
+        }
+      if (!g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND) && first == NULL)
+        first = g_steal_pointer (&local);
+    }
+  free (buf);
+  if (first)
+    {
+      g_set_error (error, VB_ERROR, first->code, "%s: %s", path, first->message);
+      return FALSE;
+    }
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "%s: no md 1.x superblock", path);
+  return FALSE;
+}
+
+static gboolean
+md1_read (int fd, const char *path, VbSuperblock *sb, GError **error)
+{
+  gboolean ok;
+  int own = -1;
+
+  if (fd < 0)
+    {
+      /* O_DIRECT: md writes its superblocks past the page cache of the
+       * member's node, which would otherwise show an old one */
+      own = open (path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (own < 0 && errno == EINVAL)
+        own = open (path, O_RDONLY | O_CLOEXEC);
+      if (own < 0)
+        {
+          int e = errno;
+          g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+                       "%s: %s", path, g_strerror (e));
+          return FALSE;
+        }
+      fd = own;
+    }
+  ok = md1_read_fd (fd, path, sb, error);
+  if (own >= 0)
+    close (own);
+  return ok;
+}
+
+static gboolean
+md1_probe (int fd, const char *path)
+{
+  VbSuperblock sb;
+  g_autoptr (GError) error = NULL;
+
+  /* a damaged one counts as found: read says what is wrong */
+  return md1_read (fd, path, &sb, &error)
+         || (error && !g_error_matches (error, VB_ERROR, VB_ERROR_NOT_FOUND));
+}
+
+static gboolean
+md1_write (int fd, const char *path, const VbSuperblock *sb, GError **error)
+{
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+               "%s: writing md 1.x superblocks comes with the md part of backend kernel", path);
+  return FALSE;
+}
+
+static void
+md1_update_role (VbSuperblock *sb, guint role, VbRoleState state)
+{
+  g_return_if_fail (role < sb->n_roles && role < VB_SB_MAX_ROLES);
+  sb->roles[role].state = state;
+  sb->events++;
+}
+
+static void
+md1_encode (const VbSuperblock *sb, guint8 *block)
+{
+  /* never called: md1 is not a value of attribute metadata */
+  g_return_if_reached ();
+}
+
+const VbMetadataHandler vb_metadata_md1 = {
+  .name = "md1",
+  .probe = md1_probe,
+  .read = md1_read,
+  .write = md1_write,
+  .update_role = md1_update_role,
+  .block_offset = 4096,
+  .block_size = MD1_BLOCK,
+  .encode = md1_encode,
+  .decode = md1_decode,
+};
