@@ -4,7 +4,8 @@
 # dm is present; the reference-model I/O test and mkfs + fsck on each;
 # a linear grown while its ext4 is mounted and fio verifies in it (dm's
 # suspend / load / resume), then resize2fs online; a window resized
-# online; kernel devices outliving a SIGKILLed vblkd and found again; a
+# online and exported over NBD (nbdcopy equals the node); kernel devices
+# outliving a SIGKILLed vblkd and found again; a
 # stop that leaves no dm device or loop device behind. Needs dm: runs in
 # the VM (tests/vm), skips elsewhere.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -44,6 +45,12 @@ vb_log "window resized online (suspend/load/resume)"
 vbmgr set w size=32M
 vb_assert_eq $((32 << 20)) "$(blockdev --getsize64 "$bd")" "window size after set"
 cmp -n 1M -i 0:$((2 << 20)) "$T/pattern" "$bd" || vb_fail "data after the resize"
+vb_log "a kernel device exported over NBD"
+vbmgr export w --nbd --listen "unix:$T/w.sock"
+vb_assert_eq $((32 << 20)) "$(nbdinfo --size "nbd+unix:///?socket=$T/w.sock")" "NBD size of w"
+nbdcopy "nbd+unix:///?socket=$T/w.sock" "$T/w-export.img"
+cmp "$T/w-export.img" "$bd" || vb_fail "NBD export of w differs from its node"
+vbmgr export w --nbd --listen "unix:$T/w.sock" --stop
 
 vb_log "linear over two files: ext4, fio verify, grown online by a third"
 vbmgr create l --driver linear --start "$T/a.img" "$T/b.img"
