@@ -39,8 +39,9 @@ void vb_op_format_new (VbOp *op);
 void vb_op_reconfigure (VbOp *op);
 /* At start-up, before anything starts: a reconfiguration that a killed
  * vblkd left half done becomes the old or the new configuration of
- * @state (saved), as the components' metadata says. TRUE: the new. */
-gboolean vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state);
+ * @state (saved), as the components' metadata says. Returns the device's
+ * name when there was one (NULL: no intent). */
+char *vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state);
 void vb_op_run_readds (VbOp *op);
 void vb_op_run_faults (VbOp *op);
 void vb_op_sync_spares (VbOp *op);

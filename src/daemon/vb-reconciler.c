@@ -523,6 +523,7 @@ static void
 op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
   VbOp *op = data;
+  g_autofree char *resolved = NULL; /* a reconfiguration's intent found at start-up */
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
   VbProbe probe;
 
@@ -536,10 +537,32 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       goto out;
     }
   if (op->mode == VB_OP_STARTUP)
-    vb_reconfig_resolve_intent (op->daemon, op->candidate);
+    resolved = vb_reconfig_resolve_intent (op->daemon, op->candidate);
   if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_POLICY && op->mode != VB_OP_SHUTDOWN
       && op->mode != VB_OP_RECONFIGURE)
     scan_running (op);
+  if (resolved)
+    {
+      /* a device that outlived the killed vblkd (the kernel's) may run
+       * either table: it is loaded again from the configuration chosen */
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, resolved);
+      const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+      const VbBackend *b = r ? vb_backend_lookup (r->backend) : NULL;
+      if (b && b->reconfigure && b->block_ops == NULL && b->update)
+        {
+          g_autoptr (GError) local = NULL;
+          VbStep step = { .kind = VB_STEP_UPDATE,
+                          .name = d->name,
+                          .uuid = d->uuid,
+                          .block_device = r->block_device,
+                          .backend = r->backend };
+          if (!step_update (op, &step, &local))
+            g_warning ("vblk: %s: loading its configuration again: %s", d->name, local->message);
+          else
+            g_message ("vblk: %s: its table was loaded again from the configuration chosen",
+                       d->name);
+        }
+    }
   if (op->mode == VB_OP_OBSERVE)
     {
       note_vanished (op, before_scan);
@@ -665,9 +688,8 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   for (guint i = 0; i < op->events->len; i++)
     {
       g_auto (GStrv) parts = g_strsplit (op->events->pdata[i], "\n", 3);
-      GVariant *details = parts[2] ? g_variant_parse (G_VARIANT_TYPE_VARDICT, parts[2], NULL,
-                                                      NULL, NULL)
-                                   : NULL;
+      GVariant *details
+          = parts[2] ? g_variant_parse (G_VARIANT_TYPE_VARDICT, parts[2], NULL, NULL, NULL) : NULL;
       vb_objects_emit_event (daemon, parts[0], parts[1], details);
     }
   if (op->reconfigured_from)

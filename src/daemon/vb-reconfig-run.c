@@ -156,7 +156,7 @@ metadata_gone (const VbDeviceConfig *d)
   return TRUE;
 }
 
-gboolean
+char *
 vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
 {
   g_autofree char *path = intent_path (daemon);
@@ -167,14 +167,14 @@ vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
   gint at;
 
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    return FALSE;
+    return NULL;
   intent = vb_state_load (path, &local);
   if (intent == NULL || intent->devices->len != 1)
     {
       g_warning ("vblk: %s: %s; the desired state stays as it is", path,
                  local ? local->message : "not one device");
       remove_intent (daemon);
-      return FALSE;
+      return NULL;
     }
   want = intent->devices->pdata[0];
   at = vb_state_index_of (state, want->name);
@@ -202,11 +202,11 @@ vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
         {
           /* the intent stays: the next start decides again */
           g_warning ("vblk: saving the desired state: %s", local->message);
-          return TRUE;
+          return g_strdup (want->name);
         }
     }
   remove_intent (daemon);
-  return adopt;
+  return g_strdup (want->name);
 }
 
 /* The request for the backend: @d's components as the probe finds them. */

@@ -1,12 +1,14 @@
 #!/bin/bash
 # Backend "kernel", its device-mapper part: window and linear as dm linear
 # tables (file components on tagged loop devices), chosen by "auto" where
-# dm is present; the reference-model I/O test and mkfs + fsck on each;
+# dm is present; the reference-model I/O test on each, ext4 on linear;
 # a linear grown while its ext4 is mounted and fio verifies in it (dm's
 # suspend / load / resume), then resize2fs online; a window resized
 # online and exported over NBD (nbdcopy equals the node); kernel devices
-# outliving a SIGKILLed vblkd and found again; a
-# stop that leaves no dm device or loop device behind. Needs dm: runs in
+# outliving a SIGKILLed vblkd and found again; vblkd killed in the middle
+# of a dm reconfiguration (even with the device suspended): the table is
+# loaded again from the configuration chosen at start-up; a stop that
+# leaves no dm device or loop device behind. Needs dm: runs in
 # the VM (tests/vm), skips elsewhere.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 modprobe dm-mod 2> /dev/null || true
@@ -90,6 +92,30 @@ vb_assert_eq "$lbd" "$(vb_blockdev_of l)" "l's node after the restart"
 vb_assert_eq "$bd" "$(vb_blockdev_of w)" "w's node after the restart"
 vb_assert_eq 2 "$(dm_count)" "dm devices after the restart (no duplicates)"
 fsck.ext4 -n -f "$lbd" > /dev/null 2>&1 || vb_fail "fsck after the restart"
+
+vb_log "SIGKILL in the middle of a dm reconfiguration: the table follows the state chosen"
+for step in suspended swapped committed; do
+  case $step in committed) want=$((48 << 20)) slots=3 ;; *) want=$((32 << 20)) slots=2 ;; esac
+  for f in k0 k1 k2; do rm -f "$T/$f.img"; vb_mkimg "$T/$f.img" 16M; done
+  vbmgr create k --driver linear --start "$T/k0.img" "$T/k1.img"
+  vb_stop_daemon
+  vb_start_daemon VBLK_TEST_STOP_AT="reconfigure:$step"
+  vb_bg vbmgr reconfigure k --add "$T/k2.img"
+  client=$VB_BG_PID
+  vb_wait_stopped "$VBLKD_PID" || vb_fail "vblkd did not stop at $step"
+  vb_kill_daemon
+  wait "$client" 2> /dev/null && vb_fail "the reconfiguration succeeded although vblkd was killed at $step"
+  vb_start_daemon
+  vb_wait_state k active 10 || vb_fail "k after $step"
+  vb_assert_eq "$slots" "$(jq '[.devices[] | select(.name == "k") | .components[]] | length' "$VB_STATE_FILE")" \
+    "k's components in the desired state after $step"
+  vb_assert_eq "$want" "$(blockdev --getsize64 "$(vb_blockdev_of k)")" "k's table after $step"
+  dd if="$(vb_blockdev_of k)" of=/dev/null bs=1M count=1 iflag=direct status=none ||
+    vb_fail "k does not serve I/O after $step"
+  vbmgr stop k
+  vbmgr delete k
+  vb_log "killed at $step: $((want >> 20)) MiB, $slots components"
+done
 
 vb_log "stop and delete: no dm device, no loop device left"
 vbmgr stop l
