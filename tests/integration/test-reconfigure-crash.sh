@@ -9,7 +9,9 @@
 #   file -> raid1 (metadata=none): nothing on the components says it, so
 #     only a committed desired state makes it the new one;
 #   raid1 (metadata=vblk) of one leg -> window over its data area: the
-#     superblock is erased after the swap, and its absence says "new".
+#     superblock is erased after the swap, and its absence says "new";
+#   a leg's rebuild stopped by SIGKILL and then by a swap resumes from the
+#     point the superblocks record, and the legs end up equal.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 
@@ -110,4 +112,35 @@ for step in swapped before-commit; do
   vbmgr stop w
   vbmgr delete w
 done
+vb_log "a rebuild stopped by SIGKILL, then by a swap, resumes where it was recorded"
+for f in ra rb rc; do rm -f "$T/$f.img"; vb_mkimg "$T/$f.img" 256M; done
+vbmgr create rr --driver raid1 --attr bitmap_chunk=16M --start "$T/ra.img" "$T/rb.img"
+vbmgr wait rr > /dev/null
+head -c 64M /dev/urandom > "$T/rr.bin"
+dd if="$T/rr.bin" of="$(vb_blockdev_of rr)" bs=1M oflag=direct status=none
+vbmgr reconfigure rr --add "$T/rc.img" --attr sync_speed_min=24M --attr sync_speed_max=24M
+# wait until the superblocks record a point past 64 MiB
+vb_wait_until 30 eval '[ "$(vbmgr examine --json "$T/ra.img" | jq .rebuild_offset)" -ge $((64 << 20)) ]' ||
+  vb_fail "no rebuild progress recorded: $(vbmgr examine "$T/ra.img")"
+vb_kill_daemon
+point=$(vbmgr examine --json "$T/ra.img" | jq .rebuild_offset)
+vb_start_daemon
+vb_wait_state rr degraded 20 || vb_wait_state rr active 5 || vb_fail "rr after the kill"
+grep -q "resuming its rebuild at $point bytes" "$VB_LOG" || vb_fail "the rebuild did not resume at $point"
+vb_log "resumed at $point bytes after SIGKILL"
+# the same through a swap: the leg b goes while c still rebuilds
+vb_wait_until 30 eval '[ "$(vbmgr examine --json "$T/ra.img" | jq .rebuild_offset)" -gt "$point" ]' ||
+  vb_fail "no further progress recorded"
+vbmgr reconfigure rr --remove "$T/rb.img"
+grep -q "resuming its rebuild at" <(tail -n 20 "$VB_LOG") || vb_fail "the rebuild did not resume after the swap"
+vb_log "$(grep -o 'resuming its rebuild at [0-9]* bytes' "$VB_LOG" | tail -1) after the swap"
+vbmgr set rr sync_speed_min=0 sync_speed_max=0
+vbmgr wait rr > /dev/null || vb_fail "the resumed rebuild"
+job=$(vbmgr jobs --json | jq -c '[.[] | select(.device == "rr" and .operation == "rebuild")] | last')
+vb_assert_eq finished "$(jq -r .state <<< "$job")" "last rebuild of rr"
+[ "$(jq -r .bytes <<< "$job")" -lt $((255 << 20)) ] || vb_fail "the last rebuild copied everything: $job"
+cmp -n 64M "$T/rr.bin" "$(vb_blockdev_of rr)" || vb_fail "rr's data after the resumed rebuilds"
+vbmgr stop rr
+cmp -i 1M:1M "$T/ra.img" "$T/rc.img" || vb_fail "the resumed leg differs from the other"
+vbmgr delete rr
 vb_stop_daemon

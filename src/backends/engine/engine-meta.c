@@ -221,6 +221,23 @@ engine_meta_wait_recorded (VbEngine *e, guint i)
 }
 
 void
+engine_meta_rebuild_progress (VbEngine *e, guint64 offset)
+{
+  VbEngineMeta *m = e->meta;
+
+  /* only where a device offset is a component offset (raid1) */
+  if (m == NULL || e->layout.size > m->sb.data_size || offset > m->sb.data_size)
+    return;
+  g_mutex_lock (&m->lock);
+  if (m->sb.rebuild_offset != offset)
+    {
+      m->sb.rebuild_offset = offset;
+      write_all_locked (e);
+    }
+  g_mutex_unlock (&m->lock);
+}
+
+void
 engine_meta_role_in_sync (VbEngine *e, guint i)
 {
   VbEngineMeta *m = e->meta;
@@ -237,6 +254,8 @@ engine_meta_role_in_sync (VbEngine *e, guint i)
     {
       m->sb.roles[i].state = VB_ROLE_IN_SYNC;
       g_atomic_int_set (&e->components[i].rebuilding, 0);
+      e->components[i].rebuild_from = 0;
+      m->sb.rebuild_offset = 0;
       write_all_locked (e);
     }
   g_mutex_unlock (&m->lock);
@@ -344,6 +363,9 @@ engine_meta_set_role (VbEngine *e, guint i, const char *uuid, VbRoleState state)
   g_mutex_lock (&m->lock);
   g_strlcpy (m->sb.roles[i].uuid, uuid, sizeof m->sb.roles[i].uuid);
   m->sb.roles[i].state = state;
+  /* a slot rebuilt from nothing: no earlier rebuild's point holds for it */
+  if (state == VB_ROLE_REBUILDING)
+    m->sb.rebuild_offset = 0;
   write_all_locked (e);
   g_mutex_unlock (&m->lock);
 }
@@ -708,6 +730,19 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
                      e->name, i, c->path, found[i].sb.events, m->sb.events);
           g_atomic_int_set (&c->rebuilding, 1);
         }
+      else if (member && m->sb.roles[i].state == VB_ROLE_REBUILDING
+               && found[i].sb.events == m->sb.events && m->sb.features & VB_SB_FEATURE_BITMAP
+               && m->sb.rebuild_offset > 0 && e->layout.size <= m->sb.data_size)
+        {
+          /* its rebuild was stopped: it had every superblock write (and
+           * with it every write of the device) since, so it holds the data
+           * below the recorded offset but for the bitmap's dirty chunks */
+          g_message ("%s: component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes",
+                     e->name, i, c->path, m->sb.rebuild_offset);
+          g_atomic_int_set (&c->rebuilding, 1);
+          c->full_rebuild = TRUE;
+          c->rebuild_from = m->sb.rebuild_offset;
+        }
       else
         {
           g_message ("%s: component %u (%s) is %s; rebuilding it", e->name, i, c->path,
@@ -720,6 +755,17 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       g_strlcpy (m->sb.roles[i].uuid, c->uuid, sizeof m->sb.roles[i].uuid);
       m->sb.roles[i].state = VB_ROLE_REBUILDING;
     }
+
+  /* a slot rebuilt from the start makes the whole rebuild start there */
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild
+        && e->components[i].rebuild_from == 0)
+      {
+        m->sb.rebuild_offset = 0;
+        for (guint j = 0; j < e->n; j++)
+          e->components[j].rebuild_from = 0;
+        break;
+      }
 
   /* something must be readable */
   {

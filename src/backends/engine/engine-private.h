@@ -33,6 +33,8 @@ typedef struct {
   gboolean missing;      /* not there at start (no fd, no ops) */
   gboolean released;     /* faulty, fd pointed at /dev/null */
   gboolean full_rebuild; /* new to its slot: every byte is copied, not just dirty chunks */
+  guint64 rebuild_from;  /* full rebuild: below this device offset it already has the data
+                            (a rebuild that was stopped), only dirty chunks are copied */
 } Component;
 
 typedef struct _VbEngineMeta VbEngineMeta;
@@ -102,6 +104,9 @@ guint64 engine_meta_sync_speed (VbEngine *e, gboolean max);
 void engine_meta_sync_incomplete (VbEngine *e, gboolean incomplete);
 void engine_meta_set_attributes (VbEngine *e, GHashTable *attributes);
 void engine_meta_set_speeds (VbEngine *e, guint64 min, guint64 max);
+/* A full rebuild has copied everything below @offset (durably): the
+ * superblocks say so, so that a stopped rebuild resumes there (0: done). */
+void engine_meta_rebuild_progress (VbEngine *e, guint64 offset);
 /* The sweeper stops (quiesce) and starts again. */
 void engine_meta_stop_sweeper (VbEngine *e);
 void engine_meta_start_sweeper (VbEngine *e);

@@ -20,6 +20,7 @@
 #define UNIT (1u << 20)    /* bytes copied or compared under the barrier at once */
 #define REPORT_US (250000) /* progress reports at most this often */
 #define BUSY_WINDOW_US (100000)
+#define RECORD_EVERY (64ULL << 20) /* a full rebuild's progress goes to the superblocks */
 
 typedef enum {
   OP_RESYNC,
@@ -38,6 +39,7 @@ typedef struct _EngineSync {
   gboolean done;  /* the thread has ended */
   gint component; /* the slot rebuilt onto, or -1 */
   gboolean full;  /* every byte, not only the bitmap's dirty chunks */
+  guint64 resume; /* full rebuild: below it only dirty chunks (a stopped rebuild's point) */
   guint64 bytes, progress, mismatches;
   gint64 last_report;
   /* pacing */
@@ -264,14 +266,28 @@ plan_job (EngineSync *s)
         if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild)
           s->full = TRUE;
     }
+  /* a rebuild that was stopped goes on where it was: every full
+   * rebuild's slot must have got that far */
+  s->resume = 0;
+  if (s->full && bm && s->op == OP_REBUILD)
+    {
+      s->resume = G_MAXUINT64;
+      for (guint i = 0; i < e->n; i++)
+        if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild)
+          s->resume = MIN (s->resume, e->components[i].rebuild_from);
+      if (s->resume == G_MAXUINT64 || s->resume % vb_bitmap_chunk_size (bm) != 0)
+        s->resume = 0;
+      s->resume = MIN (s->resume, size);
+    }
   if (s->full)
-    s->bytes = size;
-  else
+    s->bytes = size - s->resume;
+  if (!s->full || s->resume > 0)
     {
       guint64 chunk = vb_bitmap_chunk_size (bm);
       for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64;
            c = vb_bitmap_next_dirty (bm, c + 1))
-        s->bytes += MIN (chunk, size - c * chunk);
+        if (!s->full || c * chunk < s->resume)
+          s->bytes += MIN (chunk, size - c * chunk);
     }
 }
 
@@ -290,14 +306,38 @@ sync_thread (gpointer data)
   if (full)
     {
       guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
+      /* a full rebuild records how far it got, so that a stop (vblkd
+       * killed, a reconfiguration) does not start it over */
+      gboolean record = bm && s->op == OP_REBUILD;
+      guint64 done_to = 0, recorded = s->resume;
+
+      if (s->resume > 0)
+        g_message ("%s: rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
+                   "dirty chunks)",
+                   e->name, s->resume);
       for (guint64 off = 0; off < size && ok; off += step)
         {
           guint64 chunk_no = bm ? off / step : 0;
           gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
+          if (off + step <= s->resume && !dirty)
+            {
+              done_to = off + step;
+              continue;
+            }
           ok = run_region (s, off, MIN (size, off + step), dirty, &err);
           if (ok && bm && dirty && s->op != OP_CHECK && !any_faulty (e))
             vb_bitmap_clear_chunk (bm, chunk_no);
+          if (ok)
+            done_to = MIN (size, off + step);
+          if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY
+              && !any_faulty (e))
+            {
+              engine_meta_rebuild_progress (e, done_to);
+              recorded = done_to;
+            }
         }
+      if (!ok && record && done_to > recorded && !any_faulty (e))
+        engine_meta_rebuild_progress (e, done_to);
     }
   else
     {
@@ -530,6 +570,7 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
    * another file */
   g_atomic_int_set (&c->rebuilding, 1);
   c->full_rebuild = full;
+  c->rebuild_from = 0;
   if (c->fd >= 0 && c->fd != fd)
     {
       /* the number stays taken until the engine ends (a request that read
