@@ -48,8 +48,13 @@ kernel_available (char **reason)
 }
 
 static gboolean
-kernel_supports (const VbDriver *driver, char **reason)
+kernel_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
 {
+  if (attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0)
+    {
+      *reason = g_strdup ("attribute engine=true asks for the engine (backend loop)");
+      return FALSE;
+    }
   if (strcmp (driver->name, "window") == 0 || strcmp (driver->name, "linear") == 0)
     return TRUE;
   if (strcmp (driver->name, "raid0") == 0 || strcmp (driver->name, "raid1") == 0
@@ -473,26 +478,41 @@ nodes_for (const VbBackendRequest *request, GPtrArray *nodes, GPtrArray *attache
   return TRUE;
 }
 
+/* The table of @request, loaded in place of the running one: loop devices
+ * for new files, and those of files it no longer has let go. */
+static gboolean
+reload (const char *block_device, const VbBackendRequest *request, VbReconfigureReport *report,
+        GError **error)
+{
+  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+
+  report->old_size = node_size (block_device);
+  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, report, error))
+    {
+      detach_all (attached);
+      return FALSE;
+    }
+  detach_unused (tag, request->instance, nodes);
+  return TRUE;
+}
+
 static gboolean
 kernel_reconfigure (const char *block_device, const VbBackendRequest *request, guint timeout_ms,
                     VbReconfigureReport *report, GError **error)
 {
   g_autofree char *reason = NULL;
-  g_autofree char *tag = loop_tag (request->instance, request->uuid);
-  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
 
   memset (report, 0, sizeof *report);
-  if (!kernel_supports (request->driver, &reason))
+  if (!kernel_supports (request->driver, request->attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "%s runs on device-mapper (backend kernel): %s", block_device, reason);
       return FALSE;
     }
-  report->old_size = node_size (block_device);
-  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, report, error))
+  if (!reload (block_device, request, report, error))
     {
-      detach_all (attached);
       g_prefix_error (error, "the device goes on as it was: ");
       return FALSE;
     }
@@ -501,23 +521,15 @@ kernel_reconfigure (const char *block_device, const VbBackendRequest *request, g
       " us",
       request->name, request->driver->name, request->n_components, report->held_us);
   vb_test_hook ("reconfigure:swapped");
-  detach_unused (tag, request->instance, nodes);
   return TRUE;
 }
 
 static gboolean
 kernel_update (const char *block_device, const VbBackendRequest *request, GError **error)
 {
-  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
-  VbReconfigureReport report = { .old_size = node_size (block_device) };
+  VbReconfigureReport report = { 0 };
 
-  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, &report, error))
-    {
-      detach_all (attached);
-      return FALSE;
-    }
-  return TRUE;
+  return reload (block_device, request, &report, error);
 }
 
 static GPtrArray *

@@ -46,7 +46,7 @@ loop_available (char **reason)
 }
 
 static gboolean
-loop_supports (const VbDriver *driver, char **reason)
+loop_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
 {
   if (driver->extent == NULL && driver->map == NULL)
     {

@@ -56,7 +56,8 @@ typedef struct {
   const char *name;
   /* Probed at run time; FALSE with a reason for people. */
   gboolean (*available) (char **reason);
-  gboolean (*supports) (const VbDriver *driver, char **reason);
+  /* @attributes (may be NULL): the device's, e.g. engine=true asks for the engine */
+  gboolean (*supports) (const VbDriver *driver, GHashTable *attributes, char **reason);
   /* Writes on-component metadata for a device just created (NULL: none). */
   gboolean (*format) (const VbBackendRequest *request, GError **error);
   /* Makes the block node and returns its path once it exists and udev (if

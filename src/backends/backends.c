@@ -95,9 +95,6 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
 {
   const VbBackend *backend;
   g_autofree char *reason = NULL;
-  /* attribute engine=true asks for the engine, which only loop runs */
-  gboolean engine
-      = attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0;
 
   if (strcmp (requested, "auto") == 0)
     {
@@ -105,9 +102,8 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
       for (guint i = 0; all_backends[i]; i++)
         {
           g_autofree char *why = NULL;
-          if (engine && all_backends[i] != &vb_backend_loop)
-            continue;
-          if (!all_backends[i]->available (&why) || !all_backends[i]->supports (driver, &why))
+          if (!all_backends[i]->available (&why)
+              || !all_backends[i]->supports (driver, attributes, &why))
             {
               g_string_append_printf (reasons, "%s%s: %s", reasons->len ? "; " : "",
                                       all_backends[i]->name, why);
@@ -127,7 +123,7 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
                    requested, known);
       return NULL;
     }
-  if (!backend->supports (driver, &reason))
+  if (!backend->supports (driver, attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "backend '%s': cannot run driver '%s': %s", backend->name, driver->name, reason);

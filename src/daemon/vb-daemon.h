@@ -52,11 +52,11 @@ struct _VbDaemon {
   VbPolicy *policy; /* the rules in force (vb-policy-dbus.c), never NULL once loaded */
   char *policy_dir; /* where they are read from */
 
-  GHashTable *exports; /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
-  GQueue ops;          /* VbOp*, one runs at a time */
-  GPtrArray *readds;   /* "NAME\nSLOT": re-adds a mutate asked for, done by its op's worker */
-  GPtrArray *faults;   /* "NAME\nINDEX": SetFaulty, likewise */
-  char *reconfigure;   /* "NAME\nTIMEOUT_MS": the Reconfigure a mutate asked for */
+  GHashTable *exports;      /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
+  GQueue ops;               /* VbOp*, one runs at a time */
+  GPtrArray *readds;        /* "NAME\nSLOT": re-adds a mutate asked for, done by its op's worker */
+  GPtrArray *faults;        /* "NAME\nINDEX": SetFaulty, likewise */
+  char *reconfigure;        /* "NAME\nTIMEOUT_MS": the Reconfigure a mutate asked for */
   GHashTable *reconfigured; /* name -> the configuration before a reconfiguration whose
                                rebuild still runs (for show) */
   gboolean op_running;
@@ -87,12 +87,12 @@ typedef void (*VbOpDone) (VbDaemon *daemon, const GError *error, gpointer user_d
  * the main thread with the first such error, or NULL. A NULL @mutate
  * re-drives the current desired state. */
 typedef enum {
-  VB_OP_CHANGE,   /* a request: check, save, execute the plan */
-  VB_OP_STARTUP,  /* find the running block nodes again, then as CHANGE */
-  VB_OP_OBSERVE,  /* find them again and publish; no plan, no save */
-  VB_OP_SHUTDOWN, /* vblkd exits: stop exports and the nodes it serves itself */
-  VB_OP_POLICY,   /* as CHANGE, for the policy engine: component paths found by their
-                     superblocks (another device naming the same path is stale) */
+  VB_OP_CHANGE,      /* a request: check, save, execute the plan */
+  VB_OP_STARTUP,     /* find the running block nodes again, then as CHANGE */
+  VB_OP_OBSERVE,     /* find them again and publish; no plan, no save */
+  VB_OP_SHUTDOWN,    /* vblkd exits: stop exports and the nodes it serves itself */
+  VB_OP_POLICY,      /* as CHANGE, for the policy engine: component paths found by their
+                        superblocks (another device naming the same path is stale) */
   VB_OP_RECONFIGURE, /* as CHANGE, but the desired state is saved only once the device's
                         engine was swapped (vb-reconfig-run.c) */
 } VbOpMode;
@@ -126,6 +126,11 @@ void vb_daemon_engine_job (const char *uuid, const VbEngineJob *job, gpointer us
  * its legs' state (behind or in sync) saved in the desired state, after a
  * failure or a rebuild. */
 void vb_daemon_record_behind (VbDaemon *daemon, const char *name);
+/* Sets the behind flag of @d's slots from the running engine (metadata=none
+ * only); *@rebuilding (may be NULL) gets whether some slot is being
+ * rebuilt. TRUE when a flag changed. Cheap: no I/O. */
+gboolean vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend,
+                                const char *block_device, gboolean *rebuilding);
 /* Main thread: the Job object of engine job @id of @d, made now (for
  * Check, which returns its path before the job's first report). */
 const char *vb_engine_jobs_register (VbDaemon *daemon, const VbDeviceConfig *d, guint64 id,

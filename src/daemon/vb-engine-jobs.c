@@ -156,38 +156,47 @@ maybe_move_spare (VbDaemon *daemon, const VbDeviceConfig *d, const JobNote *note
                     spare_move_free);
 }
 
-/* metadata=none: which legs are behind is the desired state's to say. */
+gboolean
+vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *block_device,
+                       gboolean *rebuilding)
+{
+  const VbDriver *driver = vb_driver_lookup (d->driver);
+  /* without superblocks (metadata=none on a redundant driver), the
+   * desired state says which legs are behind */
+  gboolean record = driver && vb_driver_attr_spec (driver, "metadata")
+                    && vb_driver_data_offset (d->attributes) == 0;
+  gboolean changed = FALSE;
+
+  if (backend == NULL || backend->component_status == NULL)
+    return FALSE;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      gboolean faulty, behind;
+      guint64 errors;
+      if (!vb_component_config_is_slot (c)
+          || !backend->component_status (block_device, (guint) g_ascii_strtoull (c->role, NULL, 10),
+                                         &faulty, &behind, &errors))
+        continue;
+      if (rebuilding)
+        *rebuilding |= behind;
+      if (record && !c->behind != !(faulty || behind))
+        {
+          c->behind = faulty || behind;
+          changed = TRUE;
+        }
+    }
+  return changed;
+}
+
 static gboolean
 mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
                GError **error)
 {
   VbDeviceConfig *d = vb_state_lookup (candidate, user_data);
   const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
-  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
-  const VbDriver *driver = d ? vb_driver_lookup (d->driver) : NULL;
-  gboolean changed = FALSE;
 
-  if (backend == NULL || backend->component_status == NULL || driver == NULL
-      || vb_driver_data_offset (d->attributes) > 0
-      || vb_driver_attr_spec (driver, "metadata") == NULL)
-    return TRUE;
-  for (guint i = 0; i < d->components->len; i++)
-    {
-      VbComponentConfig *c = d->components->pdata[i];
-      gboolean faulty, rebuilding;
-      guint64 errors;
-      if (!vb_component_config_is_slot (c)
-          || !backend->component_status (r->block_device,
-                                         (guint) g_ascii_strtoull (c->role, NULL, 10), &faulty,
-                                         &rebuilding, &errors))
-        continue;
-      if (!c->behind != !(faulty || rebuilding))
-        {
-          c->behind = faulty || rebuilding;
-          changed = TRUE;
-        }
-    }
-  if (changed)
+  if (r && vb_device_sync_behind (d, vb_backend_lookup (r->backend), r->block_device, NULL))
     g_ptr_array_add (touched, g_strdup (d->name));
   return TRUE;
 }

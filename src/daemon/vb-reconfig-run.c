@@ -64,15 +64,8 @@ remove_intent (VbDaemon *daemon)
 static gboolean
 read_superblock (const char *path, const char *uuid, VbSuperblock *sb)
 {
-  g_autoptr (GError) local = NULL;
-  gboolean ok;
-  int fd = open (path, O_RDONLY | O_CLOEXEC);
-
-  if (fd < 0)
-    return FALSE;
-  ok = vb_metadata_vblk.read (fd, path, sb, &local) && g_strcmp0 (sb->device_uuid, uuid) == 0;
-  close (fd);
-  return ok;
+  /* the handler opens it itself (read-only, O_DIRECT where it can) */
+  return vb_metadata_vblk.read (-1, path, sb, NULL) && g_strcmp0 (sb->device_uuid, uuid) == 0;
 }
 
 /* Zeroes the superblock of @path if it is device @uuid's. */
@@ -473,19 +466,8 @@ vb_op_reconfigure (VbOp *op)
   /* without superblocks, the desired state says which legs are behind */
   VbDeviceConfig *nd = vb_state_lookup (op->candidate, d->name);
   gboolean rebuilding = FALSE;
-  for (guint i = 0; r && backend->component_status && i < nd->components->len; i++)
-    {
-      VbComponentConfig *c = nd->components->pdata[i];
-      gboolean faulty = FALSE, behind = FALSE;
-      guint64 errors;
-      if (!vb_component_config_is_slot (c))
-        continue;
-      backend->component_status (r->block_device, (guint) g_ascii_strtoull (c->role, NULL, 10),
-                                 &faulty, &behind, &errors);
-      rebuilding |= behind;
-      if (!vb_reconfig_has_metadata (nd) && strcmp (nd->driver, "raid1") == 0)
-        c->behind = faulty || behind;
-    }
+  if (r)
+    vb_device_sync_behind (nd, backend, r->block_device, &rebuilding);
   if (!vb_state_save (op->candidate, daemon->state_path, &local))
     {
       /* the device runs the new configuration: the intent stays, and the

@@ -196,7 +196,8 @@ size_of (int fd)
   return (guint64) st.st_size;
 }
 
-/* Tries 1.2 (4 KiB), 1.1 (0) and 1.0 (the end); TRUE when one decodes. */
+/* Tries 1.2 (4 KiB), 1.1 (0) and 1.0 (the end); TRUE when one decodes
+ * (with @sb NULL: when one carries md's magic, damaged or not). */
 static gboolean
 md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
 {
@@ -215,6 +216,13 @@ md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
       g_autoptr (GError) local = NULL;
       if (pread (fd, buf, MD1_BLOCK, offsets[i]) != MD1_BLOCK)
         continue;
+      if (sb == NULL)
+        {
+          if (le32 (buf) != MD_SB_MAGIC)
+            continue;
+          free (buf);
+          return TRUE;
+        }
       if (md1_decode (buf, MD1_BLOCK, sb, &local))
         {
           free (buf);
@@ -224,6 +232,8 @@ md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
         first = g_steal_pointer (&local);
     }
   free (buf);
+  if (sb == NULL)
+    return FALSE;
   if (first)
     {
       g_set_error (error, VB_ERROR, first->code, "%s: %s", path, first->message);
@@ -233,6 +243,7 @@ md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
   return FALSE;
 }
 
+/* With @sb NULL: a probe (the magic only). */
 static gboolean
 md1_read (int fd, const char *path, VbSuperblock *sb, GError **error)
 {
@@ -264,12 +275,8 @@ md1_read (int fd, const char *path, VbSuperblock *sb, GError **error)
 static gboolean
 md1_probe (int fd, const char *path)
 {
-  VbSuperblock sb;
-  g_autoptr (GError) error = NULL;
-
   /* a damaged one counts as found: read says what is wrong */
-  return md1_read (fd, path, &sb, &error)
-         || (error && !g_error_matches (error, VB_ERROR, VB_ERROR_NOT_FOUND));
+  return md1_read (fd, path, NULL, NULL);
 }
 
 static gboolean

@@ -13,7 +13,15 @@ for tool in "${need[@]}"; do
   command -v "$tool" > /dev/null || { echo "build-cache: missing $tool (tools/install-deps.sh)" >&2; exit 1; }
 done
 
-kpkg=$(apt-cache depends linux-image-amd64 2> /dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+kernel_package () {
+  apt-cache depends linux-image-amd64 2> /dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+kpkg=$(kernel_package)
+if [ -z "$kpkg" ]; then
+  # a new machine whose package lists were never fetched
+  apt-get update -q > /dev/null 2>&1 || true
+  kpkg=$(kernel_package)
+fi
 [ -n "$kpkg" ] || { echo "build-cache: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
 kver=${kpkg#linux-image-}
 if [ -s "$CACHE/initrd-$kver.img" ] && [ -e "$CACHE/kernel/boot/vmlinuz-$kver" ]; then

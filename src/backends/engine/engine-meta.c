@@ -905,18 +905,8 @@ void
 vb_engine_activate (VbEngine *e)
 {
   VbEngineMeta *m = e->meta;
-  gboolean need = m ? m->need_sync : e->need_rebuild;
 
-  engine_meta_start_sweeper (e);
-  if (need && !e->read_only && e->redundant)
-    {
-      /* a component behind (new, or re-added through the bitmap) makes it
-       * a rebuild; equal copies after an unclean stop a resync */
-      gboolean rebuild = FALSE;
-      for (guint i = 0; i < e->n; i++)
-        rebuild |= g_atomic_int_get (&e->components[i].rebuilding) != 0;
-      engine_sync_start (e, rebuild ? "rebuild" : "resync", FALSE);
-    }
+  engine_sync_start_needed (e, m ? m->need_sync : e->need_rebuild);
 }
 
 void

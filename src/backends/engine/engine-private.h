@@ -126,4 +126,7 @@ gboolean engine_meta_pop_spare (VbEngine *e, char **path, char **uuid);
 void engine_meta_keep_fd (VbEngine *e, int fd);
 void engine_meta_set_role (VbEngine *e, guint i, const char *uuid, VbRoleState state);
 void engine_sync_stop (VbEngine *e);
+/* The bitmap's sweeper, and when @need the job that makes the copies
+ * equal: a rebuild where a slot is behind, else a resync. */
+void engine_sync_start_needed (VbEngine *e, gboolean need);
 gboolean engine_sync_running (VbEngine *e);

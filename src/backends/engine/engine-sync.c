@@ -466,6 +466,21 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
   return id;
 }
 
+void
+engine_sync_start_needed (VbEngine *e, gboolean need)
+{
+  gboolean rebuild = FALSE;
+
+  engine_meta_start_sweeper (e);
+  if (!need || e->read_only || !e->redundant)
+    return;
+  /* a component behind (new, or re-added through the bitmap) makes it a
+   * rebuild; equal copies after an unclean stop a resync */
+  for (guint i = 0; i < e->n; i++)
+    rebuild |= g_atomic_int_get (&e->components[i].rebuilding) != 0;
+  engine_sync_start (e, rebuild ? "rebuild" : "resync", FALSE);
+}
+
 /* Stops the running job (if any) and waits for its thread. */
 void
 engine_sync_stop (VbEngine *e)

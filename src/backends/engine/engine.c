@@ -334,14 +334,7 @@ void
 vb_engine_resume (VbEngine *e)
 {
   g_atomic_int_set (&e->quiesced, 0);
-  engine_meta_start_sweeper (e);
-  if (!e->read_only && e->redundant && engine_meta_needs_sync (e))
-    {
-      gboolean rebuild = FALSE;
-      for (guint i = 0; i < e->n; i++)
-        rebuild |= g_atomic_int_get (&e->components[i].rebuilding) != 0;
-      engine_sync_start (e, rebuild ? "rebuild" : "resync", FALSE);
-    }
+  engine_sync_start_needed (e, engine_meta_needs_sync (e));
 }
 
 gboolean
