@@ -772,13 +772,16 @@ engine_rw (VbEngine *e, gboolean write, guint8 *buf, guint64 length, guint64 off
       thread_state_release ();
       return -EIO;
     }
-  if (write && e->meta)
+  /* every write of a redundant device holds the barrier, with metadata or
+   * without: a rebuild's copy of a unit must not race with it */
+  if (write && (e->meta || e->redundant))
     {
       g_rw_lock_reader_lock (&e->barrier);
-      if ((r = engine_meta_write_begin (e, offset, length)) == 0)
+      if (e->meta == NULL || (r = engine_meta_write_begin (e, offset, length)) == 0)
         {
           r = engine_rw_in (e, ts, write, buf, length, offset, fua);
-          engine_meta_write_end (e, offset, length);
+          if (e->meta)
+            engine_meta_write_end (e, offset, length);
         }
       g_rw_lock_reader_unlock (&e->barrier);
     }
@@ -976,13 +979,14 @@ engine_trim (VbEngine *e, guint64 length, guint64 offset, gboolean zero, gboolea
       thread_state_release ();
       return r;
     }
-  if (e->meta)
+  if (e->meta || e->redundant)
     {
       g_rw_lock_reader_lock (&e->barrier);
-      if ((r = engine_meta_write_begin (e, offset, length)) == 0)
+      if (e->meta == NULL || (r = engine_meta_write_begin (e, offset, length)) == 0)
         {
           r = engine_trim_in (e, ts, length, offset, zero);
-          engine_meta_write_end (e, offset, length);
+          if (e->meta)
+            engine_meta_write_end (e, offset, length);
         }
       g_rw_lock_reader_unlock (&e->barrier);
     }
