@@ -6,14 +6,15 @@
  * again. Online changes (a window's size, a concatenation grown by a
  * component) are dm's own suspend / load / resume: the kernel drains the
  * requests in flight, swaps the table and announces the new size. The md
- * part (raid0, raid1, raid10 with vblk's metadata in user space) is not
- * built yet: those drivers run on the engine.
+ * part (raid0, raid1, raid10 with vblk's metadata in user space) is in
+ * backend-kernel-md.c; this file sends each call to its part.
  *
  * Names: the dm device is "vblk-INSTANCE-UUID" with dm UUID
  * "VBLK-INSTANCE-UUID"; its block node is /dev/dm-MINOR. Kernel devices
  * outlive vblkd (as md arrays outlive mdadm) and are found by scan. */
 #include "config.h"
 
+#include "backend-kernel-private.h"
 #include "backend.h"
 #include "loop-util.h"
 #include "vb-error.h"
@@ -36,7 +37,7 @@
 static GMutex dm_lock; /* libdevmapper keeps global state */
 
 static gboolean
-kernel_available (char **reason)
+dm_available (char **reason)
 {
   if (access ("/dev/mapper/control", F_OK) != 0 || access ("/sys/module/dm_mod", F_OK) != 0)
     {
@@ -48,6 +49,25 @@ kernel_available (char **reason)
 }
 
 static gboolean
+is_md_driver (const VbDriver *driver)
+{
+  return strcmp (driver->name, "raid0") == 0 || strcmp (driver->name, "raid1") == 0
+         || strcmp (driver->name, "raid10") == 0;
+}
+
+/* Either part will do; supports() says which driver needs which. */
+static gboolean
+kernel_available (char **reason)
+{
+  g_autofree char *no_dm = NULL, *no_md = NULL;
+
+  if (dm_available (&no_dm) || vb_kernel_md_available (&no_md))
+    return TRUE;
+  *reason = g_strdup_printf ("%s; %s", no_dm, no_md);
+  return FALSE;
+}
+
+static gboolean
 kernel_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
 {
   if (attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0)
@@ -56,15 +76,26 @@ kernel_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
       return FALSE;
     }
   if (strcmp (driver->name, "window") == 0 || strcmp (driver->name, "linear") == 0)
-    return TRUE;
-  if (strcmp (driver->name, "raid0") == 0 || strcmp (driver->name, "raid1") == 0
-      || strcmp (driver->name, "raid10") == 0)
-    *reason = g_strdup_printf ("driver '%s' needs the md part of backend kernel, which this "
-                               "vblkd does not have yet (the engine runs it)",
-                               driver->name);
-  else
-    *reason = g_strdup_printf ("driver '%s' has no device-mapper table", driver->name);
-  return FALSE;
+    return dm_available (reason);
+  if (!is_md_driver (driver))
+    {
+      *reason
+          = g_strdup_printf ("driver '%s' has no device-mapper table or md level", driver->name);
+      return FALSE;
+    }
+  if (!vb_kernel_md_available (reason))
+    return FALSE;
+  /* md keeps no superblock of its own here: without vblk's, which copy is
+   * current could not be told after a failure */
+  if (strcmp (driver->name, "raid0") != 0 && attributes
+      && g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "vblk") != 0)
+    {
+      *reason = g_strdup_printf ("driver '%s' on md needs metadata=vblk (the engine keeps which "
+                                 "copy is behind in the desired state instead)",
+                                 driver->name);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 static char *
@@ -73,8 +104,8 @@ dm_name (const char *instance, const char *uuid)
   return g_strdup_printf (DM_NAME_PREFIX "%s-%s", instance, uuid);
 }
 
-static char *
-loop_tag (const char *instance, const char *uuid)
+char *
+vb_kernel_loop_tag (const char *instance, const char *uuid)
 {
   return g_strdup_printf (VB_LOOP_TAG_PREFIX "%s:%s" VB_LOOP_TAG_KERNEL_SUFFIX, instance, uuid);
 }
@@ -107,11 +138,9 @@ dm_setup_once (void)
     }
 }
 
-/* The block devices under the table: a component's own path, or a loop
- * device over a regular file (attached here; @attached lists them). */
-static gboolean
-component_nodes (const VbBackendRequest *request, const char *tag, gboolean read_only,
-                 GPtrArray *nodes, GPtrArray *attached, GError **error)
+gboolean
+vb_kernel_component_nodes (const VbBackendRequest *request, const char *tag, gboolean read_only,
+                           GPtrArray *nodes, GPtrArray *attached, GError **error)
 {
   for (guint i = 0; i < request->n_components; i++)
     {
@@ -120,6 +149,11 @@ component_nodes (const VbBackendRequest *request, const char *tag, gboolean read
       char *loop;
       int fd;
 
+      if (request->components[i].missing)
+        {
+          g_ptr_array_add (nodes, NULL);
+          continue;
+        }
       if (request->components[i].kind != VB_COMPONENT_KIND_FILE)
         {
           g_ptr_array_add (nodes, g_strdup (path));
@@ -146,8 +180,8 @@ component_nodes (const VbBackendRequest *request, const char *tag, gboolean read
   return TRUE;
 }
 
-static void
-detach_all (GPtrArray *loops)
+void
+vb_kernel_detach_all (GPtrArray *loops)
 {
   for (guint i = 0; loops && i < loops->len; i++)
     {
@@ -192,6 +226,12 @@ tagged_loops (const char *tag, const char *instance, GHashTable *live)
         }
     }
   return found;
+}
+
+GPtrArray *
+vb_kernel_tagged_loops (const char *tag, const char *instance)
+{
+  return tagged_loops (tag, instance, NULL);
 }
 
 /* The table of @request over @nodes, added to @dmt: one linear target per
@@ -248,12 +288,12 @@ read_only_of (const VbBackendRequest *request)
 }
 
 static char *
-kernel_start (const VbBackendRequest *request, GError **error)
+dm_start (const VbBackendRequest *request, GError **error)
 {
   g_autofree char *name = dm_name (request->instance, request->uuid);
   g_autofree char *uuid
       = g_strdup_printf (DM_UUID_PREFIX "%s-%s", request->instance, request->uuid);
-  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autofree char *tag = vb_kernel_loop_tag (request->instance, request->uuid);
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
   gboolean read_only = read_only_of (request);
@@ -265,7 +305,7 @@ kernel_start (const VbBackendRequest *request, GError **error)
   guint64 size;
 
   dm_setup_once ();
-  if (!component_nodes (request, tag, read_only, nodes, attached, error))
+  if (!vb_kernel_component_nodes (request, tag, read_only, nodes, attached, error))
     goto out;
   vb_test_hook ("kernel:after-component-loops");
   udev = udev_new ();
@@ -286,7 +326,7 @@ kernel_start (const VbBackendRequest *request, GError **error)
 
 out:
   if (block_device == NULL)
-    detach_all (attached);
+    vb_kernel_detach_all (attached);
   if (monitor)
     udev_monitor_unref (monitor);
   if (udev)
@@ -319,10 +359,10 @@ lookup (const char *instance, const char *uuid, guint *minor)
 }
 
 static gboolean
-kernel_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
+dm_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
 {
   g_autofree char *name = dm_name (instance, uuid);
-  g_autofree char *tag = loop_tag (instance, uuid);
+  g_autofree char *tag = vb_kernel_loop_tag (instance, uuid);
   g_autofree char *expect = NULL;
   g_autoptr (GPtrArray) loops = NULL;
   guint minor;
@@ -349,7 +389,7 @@ kernel_stop (const char *block_device, const char *instance, const char *uuid, G
     }
   /* the loop devices under it go with it */
   loops = tagged_loops (tag, instance, NULL);
-  detach_all (loops);
+  vb_kernel_detach_all (loops);
   return TRUE;
 }
 
@@ -435,7 +475,7 @@ detach_unused (const char *tag, const char *instance, GPtrArray *nodes)
       if (!used)
         g_ptr_array_add (unused, g_strdup (loops->pdata[i]));
     }
-  detach_all (unused);
+  vb_kernel_detach_all (unused);
 }
 
 /* The nodes of @request's components: the loop devices already under the
@@ -443,7 +483,7 @@ detach_unused (const char *tag, const char *instance, GPtrArray *nodes)
 static gboolean
 nodes_for (const VbBackendRequest *request, GPtrArray *nodes, GPtrArray *attached, GError **error)
 {
-  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autofree char *tag = vb_kernel_loop_tag (request->instance, request->uuid);
   g_autoptr (GPtrArray) loops = tagged_loops (tag, request->instance, NULL);
   g_autoptr (GPtrArray) attach = g_ptr_array_new ();
 
@@ -470,7 +510,8 @@ nodes_for (const VbBackendRequest *request, GPtrArray *nodes, GPtrArray *attache
           one.n_components = 1;
           one.paths = &request->paths[i];
           one.components = &request->components[i];
-          if (!component_nodes (&one, tag, read_only_of (request), fresh, attached, error))
+          if (!vb_kernel_component_nodes (&one, tag, read_only_of (request), fresh, attached,
+                                          error))
             return FALSE;
           g_ptr_array_add (nodes, g_strdup (fresh->pdata[0]));
         }
@@ -484,14 +525,14 @@ static gboolean
 reload (const char *block_device, const VbBackendRequest *request, VbReconfigureReport *report,
         GError **error)
 {
-  g_autofree char *tag = loop_tag (request->instance, request->uuid);
+  g_autofree char *tag = vb_kernel_loop_tag (request->instance, request->uuid);
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
 
   report->old_size = node_size (block_device);
   if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, report, error))
     {
-      detach_all (attached);
+      vb_kernel_detach_all (attached);
       return FALSE;
     }
   detach_unused (tag, request->instance, nodes);
@@ -505,6 +546,14 @@ kernel_reconfigure (const char *block_device, const VbBackendRequest *request, g
   g_autofree char *reason = NULL;
 
   memset (report, 0, sizeof *report);
+  if (vb_kernel_md_is_node (block_device))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s is an md array (backend kernel): its online reconfiguration is not built "
+                   "yet; stop it, or run it on the engine (backend loop)",
+                   block_device);
+      return FALSE;
+    }
   if (!kernel_supports (request->driver, request->attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
@@ -529,7 +578,37 @@ kernel_update (const char *block_device, const VbBackendRequest *request, GError
 {
   VbReconfigureReport report = { 0 };
 
+  if (vb_kernel_md_is_node (block_device))
+    return vb_kernel_md_update (block_device, request, error);
   return reload (block_device, request, &report, error);
+}
+
+static char *
+kernel_start (const VbBackendRequest *request, GError **error)
+{
+  if (is_md_driver (request->driver))
+    return vb_kernel_md_start (request, error);
+  return dm_start (request, error);
+}
+
+static gboolean
+kernel_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
+{
+  if (vb_kernel_md_is_node (block_device))
+    return vb_kernel_md_stop (block_device, instance, uuid, error);
+  return dm_stop (block_device, instance, uuid, error);
+}
+
+/* Superblocks for a new raid1 or raid10: the engine's, so that the device
+ * can move between backends. */
+static gboolean
+kernel_format (const VbBackendRequest *request, GError **error)
+{
+  extern const VbBackend vb_backend_loop;
+
+  if (!is_md_driver (request->driver) || vb_driver_data_offset (request->attributes) == 0)
+    return TRUE;
+  return vb_backend_loop.format (request, error);
 }
 
 static GPtrArray *
@@ -544,7 +623,13 @@ kernel_scan (const char *instance, GError **error)
   struct dm_task *dmt;
   struct dm_names *names;
 
-  if (!kernel_available (&why))
+  if (vb_kernel_md_available (&why))
+    vb_kernel_md_scan (instance, found);
+  g_clear_pointer (&why, g_free);
+  /* md's components are not orphans */
+  for (guint i = 0; i < found->len; i++)
+    g_hash_table_add (live, g_strdup (((VbBackendInstance *) found->pdata[i])->uuid));
+  if (!dm_available (&why))
     {
       g_free (why);
       return g_steal_pointer (&found);
@@ -573,17 +658,92 @@ kernel_scan (const char *instance, GError **error)
   g_mutex_unlock (&dm_lock);
   /* loop devices left by a start that never made its table */
   orphans = tagged_loops (NULL, instance, live);
-  detach_all (orphans);
+  vb_kernel_detach_all (orphans);
   return g_steal_pointer (&found);
+}
+
+static gboolean
+kernel_component_status (const char *block_device, guint component, gboolean *faulty,
+                         gboolean *rebuilding, guint64 *errors)
+{
+  return vb_kernel_md_is_node (block_device)
+         && vb_kernel_md_component_status (block_device, component, faulty, rebuilding, errors);
+}
+
+static gboolean
+kernel_component_missing (const char *block_device, guint component)
+{
+  return vb_kernel_md_is_node (block_device)
+         && vb_kernel_md_component_missing (block_device, component);
+}
+
+static gboolean
+kernel_lost_data (const char *block_device)
+{
+  return vb_kernel_md_is_node (block_device) && vb_kernel_md_lost_data (block_device);
+}
+
+static int
+kernel_set_faulty (const char *block_device, guint component)
+{
+  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_set_faulty (block_device, component)
+                                             : -ENOTSUP;
+}
+
+static void
+kernel_release (const char *block_device, guint component)
+{
+  if (vb_kernel_md_is_node (block_device))
+    vb_kernel_md_release (block_device, component);
+}
+
+static gint64
+kernel_check (const char *block_device, gboolean repair)
+{
+  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_check (block_device, repair) : -ENOTSUP;
+}
+
+static int
+kernel_cancel_job (const char *block_device, guint64 job)
+{
+  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_cancel_job (block_device, job) : -ESRCH;
+}
+
+static gboolean
+kernel_readd (const char *block_device, guint slot, const char *path, const char *uuid,
+              GError **error)
+{
+  if (vb_kernel_md_is_node (block_device))
+    return vb_kernel_md_readd (block_device, slot, path, uuid, error);
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s has no redundancy", block_device);
+  return FALSE;
+}
+
+static void
+kernel_set_spares (const char *block_device, guint n, const char *const *paths,
+                   const char *const *uuids)
+{
+  if (vb_kernel_md_is_node (block_device))
+    vb_kernel_md_set_spares (block_device, n, paths, uuids);
 }
 
 const VbBackend vb_backend_kernel = {
   .name = "kernel",
   .available = kernel_available,
   .supports = kernel_supports,
+  .format = kernel_format,
   .start = kernel_start,
   .stop = kernel_stop,
   .update = kernel_update,
+  .component_status = kernel_component_status,
+  .component_missing = kernel_component_missing,
+  .lost_data = kernel_lost_data,
+  .set_faulty = kernel_set_faulty,
+  .release = kernel_release,
+  .check = kernel_check,
+  .cancel_job = kernel_cancel_job,
+  .readd = kernel_readd,
+  .set_spares = kernel_set_spares,
   .reconfigure = kernel_reconfigure,
   .scan = kernel_scan,
 };

@@ -701,3 +701,25 @@ vb_role_state_to_string (VbRoleState s)
     }
   return "unknown";
 }
+
+static int
+compare_keys (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+void
+vb_superblock_set_attributes (VbSuperblock *sb, GHashTable *attributes)
+{
+  guint n = 0;
+  g_autofree const char **keys = (const char **) g_hash_table_get_keys_as_array (attributes, &n);
+  g_autoptr (GString) s = g_string_new (NULL);
+
+  qsort (keys, n, sizeof *keys, compare_keys);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (s, "%s=%s\n", keys[i],
+                            (char *) g_hash_table_lookup (attributes, keys[i]));
+  if (s->len >= sizeof sb->attributes)
+    g_string_truncate (s, sizeof sb->attributes - 1);
+  memcpy (sb->attributes, s->str, s->len + 1);
+}

@@ -109,6 +109,10 @@ gboolean vb_superblock_decode (const guint8 *buf, gsize len, VbSuperblock *sb, G
 gboolean vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error);
 gboolean vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **error);
 
+/* The attributes as the superblock keeps them: "key=value\n" lines, sorted
+ * by key (cut at VB_SB_ATTR_MAX). */
+void vb_superblock_set_attributes (VbSuperblock *sb, GHashTable *attributes);
+
 /* "in-sync","faulty","rebuilding","missing","empty" ("unknown" otherwise) */
 const char *vb_role_state_to_string (VbRoleState s);
 char *vb_superblock_to_text (const VbSuperblock *sb); /* mdadm --examine-like */

@@ -38,7 +38,7 @@ examine () { vbmgr examine --json "$1"; }
 
 vb_mkimg "$T/a.img" 32M
 vb_mkimg "$T/b.img" 32M
-vbmgr create m --driver raid1 --attr bitmap_chunk=1M --start "$T/a.img" "$T/b.img"
+vbmgr create m --driver raid1 --backend loop --attr bitmap_chunk=1M --start "$T/a.img" "$T/b.img"
 vbmgr wait m > /dev/null || vb_fail "initial resync of m"
 uuid=$(vb_json m .uuid)
 
@@ -94,7 +94,7 @@ cp "$T/b.good" "$T/b.img"
 vb_log "a component of another device is refused"
 vb_mkimg "$T/x0.img" 32M
 vb_mkimg "$T/x1.img" 32M
-vbmgr create other --driver raid1 "$T/x0.img" "$T/x1.img"
+vbmgr create other --driver raid1 --backend loop "$T/x0.img" "$T/x1.img"
 # superblocks at creation, before any start: every copy marked for the
 # initial resync
 vb_assert_eq "other 0 false" "$(examine "$T/x0.img" | jq -r '"\(.device_name) \(.role) \(.clean)"')" "x0 at creation"

@@ -116,7 +116,7 @@ vbmgr delete x
 vb_log "raid1 with metadata=vblk -> one leg -> window over its data area"
 vb_mkimg "$T/m0.img" 64M
 vb_mkimg "$T/m1.img" 64M
-vbmgr create m --driver raid1 --start "$T/m0.img" "$T/m1.img"
+vbmgr create m --driver raid1 --backend loop --start "$T/m0.img" "$T/m1.img"
 vbmgr wait m > /dev/null
 bd=$(vb_blockdev_of m)
 size=$(vb_json m .size)

@@ -88,29 +88,6 @@ engine_meta_sync_speed (VbEngine *e, gboolean max)
   return __atomic_load_n (max ? &e->speed_max : &e->speed_min, __ATOMIC_RELAXED);
 }
 
-static int
-compare_keys (const void *a, const void *b)
-{
-  return strcmp (*(const char *const *) a, *(const char *const *) b);
-}
-
-/* "key=value\n" lines of the attributes, sorted, as the superblock keeps them */
-static void
-attribute_text (GHashTable *attributes, char *out, gsize size)
-{
-  guint n = 0;
-  g_autofree const char **keys = (const char **) g_hash_table_get_keys_as_array (attributes, &n);
-  g_autoptr (GString) s = g_string_new (NULL);
-
-  qsort (keys, n, sizeof *keys, compare_keys);
-  for (guint i = 0; i < n; i++)
-    g_string_append_printf (s, "%s=%s\n", keys[i],
-                            (char *) g_hash_table_lookup (attributes, keys[i]));
-  if (s->len >= size)
-    g_string_truncate (s, size - 1);
-  memcpy (out, s->str, s->len + 1);
-}
-
 /* Writes @sb as component @i's superblock (its own UUID and role filled in). */
 static int
 write_one (VbEngine *e, guint i, VbSuperblock *sb)
@@ -176,7 +153,7 @@ engine_meta_set_attributes (VbEngine *e, GHashTable *attributes)
   if (e->read_only)
     return;
   g_mutex_lock (&m->lock);
-  attribute_text (attributes, m->sb.attributes, sizeof m->sb.attributes);
+  vb_superblock_set_attributes (&m->sb, attributes);
   write_all_locked (e);
   g_mutex_unlock (&m->lock);
 }
@@ -511,7 +488,7 @@ fresh_superblock (VbEngine *e, const VbEngineIdentity *id, GHashTable *attribute
   g_strlcpy (sb->device_uuid, id->uuid, sizeof sb->device_uuid);
   g_strlcpy (sb->device_name, e->name, sizeof sb->device_name);
   g_strlcpy (sb->driver, e->driver->name, sizeof sb->driver);
-  attribute_text (attributes, sb->attributes, sizeof sb->attributes);
+  vb_superblock_set_attributes (sb, attributes);
   sb->ctime = sb->utime = g_get_real_time ();
   sb->data_offset = VB_DATA_OFFSET;
   sb->data_size = e->layout.component_size;
@@ -676,7 +653,7 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       m->sb = found[best].sb;
       /* the name and attributes follow the desired state */
       g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
-      attribute_text (attributes, m->sb.attributes, sizeof m->sb.attributes);
+      vb_superblock_set_attributes (&m->sb, attributes);
       if (id->reconfigure)
         remap_roles (e, id, found);
     }

@@ -1,0 +1,1550 @@
+/* Backend "kernel", its md part: raid0, raid1 and raid10 as in-kernel md
+ * arrays, configured through sysfs alone, with vblk's own superblocks as
+ * the array's external metadata ("external:vblk"): md keeps nothing on the
+ * components, and vblkd plays the part mdmon plays for mdadm's external
+ * formats.
+ *
+ *  - Start: the superblocks are read and the array assembled the way the
+ *    engine assembles it (the newest superblock's role table; a stale or
+ *    new component is recovered by md in full; a missing one leaves the
+ *    array degraded), the superblocks are marked dirty, then
+ *    new_array, metadata_version, level, chunk_size, layout, raid_disks,
+ *    resync_start, and for each component new_dev, dev-X/offset, size,
+ *    state=insync or recovery_start, slot; array_state=active.
+ *  - The monitor thread (one per array) waits on md's sysfs attributes
+ *    (poll POLLPRI) and answers them: a component md marks faulty and
+ *    blocked is recorded as faulty in the surviving superblocks, then
+ *    unblocked, then removed (md holds the writes to it until then, so no
+ *    write is acknowledged that the metadata does not account for);
+ *    array_state write-pending is answered by marking the superblocks
+ *    dirty, then active; active-idle by clean, and once md says clean with
+ *    no resync pending the superblocks say clean. A recovered component
+ *    becomes in-sync in them. md's resync, recovery, check and repair are
+ *    reported as jobs; a spare replaces a removed component.
+ *  - Stop: array_state=clear, then the superblocks say clean if md had
+ *    nothing left to resync.
+ *
+ * md has no bitmap for metadata it does not know, so vblk's bitmap area is
+ * marked all dirty while md runs the array (a crash resyncs every chunk,
+ * on either backend) and cleared by a clean stop.
+ *
+ * Names: the array is "md_vbINSTANCE_" and the first 16 hex digits of the
+ * device UUID (md allows 31 characters), its node /dev/md_vb…; the full
+ * UUID and name are kept in RUN_DIR/md/ARRAY for a vblkd started again
+ * while the array runs (md arrays outlive vblkd, as they outlive mdadm). */
+#include "config.h"
+
+#include "backend-kernel-private.h"
+#include "loop-util.h"
+#include "superblock.h"
+#include "vb-error.h"
+#include "vb-testhook.h"
+
+#include <blockdev/loop.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define MD_NAME_PREFIX "md_vb"
+#define MD_METADATA "external:vblk"
+#define NEW_ARRAY "/sys/module/md_mod/parameters/new_array"
+#define SECTOR 512
+#define IDLE_TICK_MS 2000
+#define JOB_TICK_MS 500
+#define CLEAR_TRIES 50 /* × 100 ms: udev's probe may hold the node a moment */
+
+typedef struct {
+  char *path;  /* the component as the request names it */
+  char *uuid;  /* its component UUID */
+  char *node;  /* the block device md holds: the component or a loop over it */
+  char *kname; /* its kernel name: md's dev-KNAME */
+  dev_t devnum;
+  int fd;              /* the node, O_DIRECT: superblocks; -1 */
+  gboolean failed;     /* md marked it faulty; recorded */
+  gboolean removed;    /* no longer in md */
+  gboolean rebuilding; /* md recovers it */
+} Member;
+
+typedef struct {
+  char *md;           /* "md_vb…" */
+  char *block_device; /* "/dev/md_vb…" */
+  char *sysdir;       /* /sys/block/MD/md */
+  char *name, *uuid, *instance, *driver;
+  guint n;       /* slots */
+  guint copies;  /* of every chunk: raid1 n, raid10 its copies, raid0 1 */
+  gboolean meta; /* vblk superblocks on the components */
+  gboolean read_only;
+  GMutex lock;
+  VbSuperblock sb;  /* meta: the role table, events, clean */
+  Member **members; /* per slot; NULL: nothing there */
+  GPtrArray *spare_paths, *spare_uuids;
+  GThread *thread;
+  int wake; /* eventfd */
+  gboolean stopping;
+  /* the job md runs, as reported */
+  guint64 job_id;
+  char *job_op;
+  gint job_slot;
+  char *job_component;
+  guint64 job_bytes, job_done;
+  gboolean job_seen, job_cancel;
+  gint64 job_asked; /* µs: check/repair asked, md not seen running it yet */
+} MdArray;
+
+static GMutex arrays_lock;
+static GHashTable *arrays; /* block_device -> MdArray* */
+/* apart from the engine's job ids, which count from 1 */
+static guint64 next_job_id = G_GUINT64_CONSTANT (1) << 40;
+
+gboolean
+vb_kernel_md_available (char **reason)
+{
+  if (access (NEW_ARRAY, W_OK) != 0)
+    {
+      *reason = g_strdup ("no md (" NEW_ARRAY "; kernel module md-mod not loaded)");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+vb_kernel_md_is_node (const char *block_device)
+{
+  return g_str_has_prefix (block_device, "/dev/" MD_NAME_PREFIX);
+}
+
+static char *
+md_name (const char *instance, const char *uuid)
+{
+  GString *s = g_string_new (MD_NAME_PREFIX);
+  guint digits = 0;
+
+  g_string_append_printf (s, "%s_", instance);
+  for (const char *p = uuid; *p && digits < 16; p++)
+    if (g_ascii_isxdigit (*p))
+      {
+        g_string_append_c (s, g_ascii_tolower (*p));
+        digits++;
+      }
+  return g_string_free (s, FALSE);
+}
+
+static char *
+run_file (const char *md)
+{
+  return g_build_filename (vb_backends_run_dir (), "md", md, NULL);
+}
+
+/* ---- sysfs ---- */
+
+static int
+sys_write (const char *path, const char *value)
+{
+  int fd = open (path, O_WRONLY | O_CLOEXEC);
+  int e = 0;
+
+  if (fd < 0)
+    return -errno;
+  if (write (fd, value, strlen (value)) < 0)
+    e = errno;
+  close (fd);
+  return -e;
+}
+
+static char *
+sys_read (const char *path)
+{
+  char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return g_strstrip (text);
+}
+
+static int
+md_set (MdArray *a, const char *attr, const char *value)
+{
+  g_autofree char *path = g_build_filename (a->sysdir, attr, NULL);
+  int r = sys_write (path, value);
+
+  if (r < 0)
+    g_debug ("%s: %s = %s: %s", a->md, attr, value, g_strerror (-r));
+  return r;
+}
+
+static int
+md_set_u64 (MdArray *a, const char *attr, guint64 value)
+{
+  g_autofree char *text = g_strdup_printf ("%" G_GUINT64_FORMAT, value);
+  return md_set (a, attr, text);
+}
+
+static char *
+md_get (MdArray *a, const char *attr)
+{
+  g_autofree char *path = g_build_filename (a->sysdir, attr, NULL);
+  return sys_read (path);
+}
+
+static char *
+dev_attr (const Member *m, const char *attr)
+{
+  return g_strdup_printf ("dev-%s/%s", m->kname, attr);
+}
+
+static gboolean
+has_word (const char *list, const char *word)
+{
+  g_auto (GStrv) words = list ? g_strsplit (list, ",", -1) : NULL;
+
+  for (guint i = 0; words && words[i]; i++)
+    if (strcmp (g_strstrip (words[i]), word) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* ---- members ---- */
+
+static void
+member_free (Member *m)
+{
+  if (m == NULL)
+    return;
+  if (m->fd >= 0)
+    close (m->fd);
+  g_free (m->path);
+  g_free (m->uuid);
+  g_free (m->node);
+  g_free (m->kname);
+  g_free (m);
+}
+
+/* The kernel name and number of block device @node. */
+static gboolean
+node_identity (const char *node, char **kname, dev_t *devnum, GError **error)
+{
+  struct stat st;
+  g_autofree char *link = NULL, *target = NULL;
+
+  if (stat (node, &st) != 0 || !S_ISBLK (st.st_mode))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s' is not a block device", node);
+      return FALSE;
+    }
+  link = g_strdup_printf ("/sys/dev/block/%u:%u", major (st.st_rdev), minor (st.st_rdev));
+  target = g_file_read_link (link, NULL);
+  if (target == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': no %s", node, link);
+      return FALSE;
+    }
+  *kname = g_path_get_basename (target);
+  *devnum = st.st_rdev;
+  return TRUE;
+}
+
+static Member *
+member_new (const char *path, const char *uuid, const char *node, gboolean meta, GError **error)
+{
+  Member *m = g_new0 (Member, 1);
+
+  m->fd = -1;
+  m->path = g_strdup (path);
+  m->uuid = g_strdup (uuid);
+  m->node = g_strdup (node);
+  if (!node_identity (node, &m->kname, &m->devnum, error))
+    {
+      member_free (m);
+      return NULL;
+    }
+  /* superblocks go through the node md uses, so that they and md's
+   * writes share one path to the file */
+  if (meta && (m->fd = open (node, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
+    {
+      int e = errno;
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s' (%s): %s", path, node,
+                   g_strerror (e));
+      member_free (m);
+      return NULL;
+    }
+  return m;
+}
+
+/* ---- metadata ---- */
+
+/* The current superblock to every member that has not failed, events
+ * counted up. Called with a->lock held. */
+static void
+write_all_locked (MdArray *a)
+{
+  if (!a->meta)
+    return;
+  a->sb.events++;
+  a->sb.utime = g_get_real_time ();
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      g_autoptr (GError) local = NULL;
+      VbSuperblock one;
+      if (m == NULL || m->fd < 0 || m->failed)
+        continue;
+      one = a->sb;
+      g_strlcpy (one.component_uuid, m->uuid, sizeof one.component_uuid);
+      one.role = (gint32) i;
+      if (!vb_superblock_write (m->fd, m->path, &one, &local))
+        g_warning ("%s: %s", a->name, local->message);
+    }
+}
+
+/* vblk's bitmap area of @m: every bit set (md runs the array and keeps no
+ * vblk bitmap) or clear (stopped clean, every copy equal). */
+static void
+write_bitmap (MdArray *a, Member *m, gboolean dirty)
+{
+  void *buf = NULL;
+  gsize len = a->sb.bitmap_bytes;
+
+  if (!(a->sb.features & VB_SB_FEATURE_BITMAP) || len == 0 || m == NULL || m->fd < 0 || m->failed)
+    return;
+  if (posix_memalign (&buf, 4096, len) != 0)
+    return;
+  memset (buf, dirty ? 0xff : 0, len);
+  if (pwrite (m->fd, buf, len, VB_BITMAP_OFFSET) != (ssize_t) len || fdatasync (m->fd) != 0)
+    g_warning ("%s: writing the bitmap of '%s': %s", a->name, m->path, g_strerror (errno));
+  free (buf);
+}
+
+/* The newest superblock's role table decides: a member with the table's
+ * events in an in-sync role is in sync; any other member is recovered in
+ * full (md has no bitmap of vblk's). */
+static gboolean
+assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, GError **error)
+{
+  g_autofree VbSuperblock *found = g_new0 (VbSuperblock, a->n);
+  g_autofree gboolean *present = g_new0 (gboolean, a->n);
+  gint best = -1;
+  guint in_sync = 0;
+
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      g_autoptr (GError) local = NULL;
+      if (m == NULL)
+        continue;
+      if (!vb_superblock_read (m->fd, m->path, &found[i], &local))
+        {
+          if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+            continue; /* blank: a new component */
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "%s; refusing to start (nothing was written)", local->message);
+          return FALSE;
+        }
+      if (strcmp (found[i].device_uuid, a->uuid) != 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing "
+                       "to start (nothing was written)",
+                       m->path, found[i].device_name, found[i].device_uuid, a->name, a->uuid);
+          return FALSE;
+        }
+      present[i] = TRUE;
+      if (best < 0 || found[i].events > found[best].events)
+        best = i;
+    }
+  if (best < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "device '%s': no component holds a vblk superblock of it; refusing to start",
+                   a->name);
+      return FALSE;
+    }
+  if (found[best].n_roles != a->n)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
+                   "start (nothing was written)",
+                   a->members[best]->path, found[best].n_roles, a->n);
+      return FALSE;
+    }
+  if (layout->component_size < found[best].data_size)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
+                   "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing was "
+                   "written)",
+                   a->name, found[best].data_size, layout->component_size);
+      return FALSE;
+    }
+  a->sb = found[best];
+  g_strlcpy (a->sb.format, "vblk", sizeof a->sb.format);
+  g_strlcpy (a->sb.device_name, a->name, sizeof a->sb.device_name);
+  vb_superblock_set_attributes (&a->sb, request->attributes);
+
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      gboolean member = m && present[i] && found[i].role == (gint32) i
+                        && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0;
+      if (m == NULL)
+        {
+          if (a->sb.roles[i].state == VB_ROLE_IN_SYNC)
+            a->sb.roles[i].state = VB_ROLE_MISSING;
+          g_message ("%s: component %u is missing; starting degraded", a->name, i);
+          continue;
+        }
+      if (member && found[i].events == a->sb.events && a->sb.roles[i].state == VB_ROLE_IN_SYNC)
+        {
+          g_free (m->uuid);
+          m->uuid = g_strdup (found[i].component_uuid);
+          in_sync++;
+          continue;
+        }
+      g_message ("%s: component %u (%s) is %s; md recovers it", a->name, i, m->path,
+                 member ? "stale" : "new to the device");
+      if (member)
+        {
+          g_free (m->uuid);
+          m->uuid = g_strdup (found[i].component_uuid);
+        }
+      m->rebuilding = TRUE;
+      g_strlcpy (a->sb.roles[i].uuid, m->uuid, sizeof a->sb.roles[i].uuid);
+      a->sb.roles[i].state = VB_ROLE_REBUILDING;
+    }
+  if (in_sync == 0)
+    {
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_FAILED,
+          "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
+          ", names none that is here); refusing to start",
+          a->name, a->sb.events);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- the array ---- */
+
+static void
+array_free (MdArray *a)
+{
+  for (guint i = 0; i < a->n; i++)
+    member_free (a->members[i]);
+  g_free (a->members);
+  g_ptr_array_unref (a->spare_paths);
+  g_ptr_array_unref (a->spare_uuids);
+  if (a->wake >= 0)
+    close (a->wake);
+  g_mutex_clear (&a->lock);
+  g_free (a->md);
+  g_free (a->block_device);
+  g_free (a->sysdir);
+  g_free (a->name);
+  g_free (a->uuid);
+  g_free (a->instance);
+  g_free (a->driver);
+  g_free (a->job_op);
+  g_free (a->job_component);
+  g_free (a);
+}
+
+static MdArray *
+array_new (const char *instance, const char *uuid, const char *name, const char *driver, guint n)
+{
+  MdArray *a = g_new0 (MdArray, 1);
+
+  g_mutex_init (&a->lock);
+  a->md = md_name (instance, uuid);
+  a->block_device = g_strdup_printf ("/dev/%s", a->md);
+  a->sysdir = g_strdup_printf ("/sys/block/%s/md", a->md);
+  a->instance = g_strdup (instance);
+  a->uuid = g_strdup (uuid);
+  a->name = g_strdup (name);
+  a->driver = g_strdup (driver);
+  a->n = n;
+  a->copies = 1;
+  a->members = g_new0 (Member *, n);
+  a->spare_paths = g_ptr_array_new_with_free_func (g_free);
+  a->spare_uuids = g_ptr_array_new_with_free_func (g_free);
+  a->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  a->job_slot = -1;
+  return a;
+}
+
+static void
+wake (MdArray *a)
+{
+  guint64 one = 1;
+  if (write (a->wake, &one, sizeof one) < 0)
+    g_debug ("%s: waking the monitor: %s", a->md, g_strerror (errno));
+}
+
+/* The slots holding a copy of every chunk, as a set per chunk row: md's
+ * near layout puts chunk c's copies in slots c*copies .. c*copies+copies-1
+ * (mod n), so n rows cover every placement. TRUE when every chunk keeps a
+ * healthy copy with slot @without (-1: none) failed too. */
+static gboolean
+every_chunk_has_a_copy (MdArray *a, gint without)
+{
+  for (guint row = 0; row < a->n; row++)
+    {
+      gboolean copy = FALSE;
+      for (guint k = 0; k < a->copies && !copy; k++)
+        {
+          guint slot = (row * a->copies + k) % a->n;
+          Member *m = a->members[slot];
+          copy = (gint) slot != without && m && !m->failed && !m->removed && !m->rebuilding;
+        }
+      if (!copy)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+record_failure_locked (MdArray *a, guint slot, const char *why)
+{
+  Member *m = a->members[slot];
+
+  m->failed = TRUE;
+  m->rebuilding = FALSE;
+  if (a->meta)
+    {
+      a->sb.roles[slot].state = VB_ROLE_FAULTY;
+      write_all_locked (a);
+    }
+  g_message ("%s: component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")", a->name,
+             slot, m->path, why, a->sb.events);
+  vb_test_hook ("md:failure-recorded");
+  vb_backends_report_failure (a->uuid, slot, EIO);
+}
+
+/* @path (UUID @uuid) into slot @slot of the running array: its superblock
+ * written (rebuilding), then md adds it and recovers it. */
+static gboolean
+add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, GError **error)
+{
+  g_autofree char *tag = vb_kernel_loop_tag (a->instance, a->uuid);
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+  VbComponentInfo info = { .source = path };
+  VbBackendRequest one
+      = { .name = a->name, .n_components = 1, .paths = &path, .components = &info };
+  struct stat st;
+  Member *m;
+  g_autofree char *dev = NULL, *offset = NULL, *size = NULL, *sslot = NULL;
+
+  if (stat (path, &st) != 0)
+    {
+      int e = errno;
+      g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+                   "component '%s': %s", path, g_strerror (e));
+      return FALSE;
+    }
+  info.kind = S_ISBLK (st.st_mode) ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
+  if (!vb_kernel_component_nodes (&one, tag, FALSE, nodes, attached, error))
+    return FALSE;
+  m = member_new (path, uuid, nodes->pdata[0], a->meta, error);
+  if (m == NULL)
+    {
+      vb_kernel_detach_all (attached);
+      return FALSE;
+    }
+  m->rebuilding = TRUE;
+  if (a->meta)
+    {
+      g_autoptr (GError) local = NULL;
+      VbSuperblock sb = a->sb;
+      g_strlcpy (sb.component_uuid, uuid, sizeof sb.component_uuid);
+      sb.role = (gint32) slot;
+      sb.roles[slot].state = VB_ROLE_REBUILDING;
+      g_strlcpy (sb.roles[slot].uuid, uuid, sizeof sb.roles[slot].uuid);
+      if (!vb_superblock_write (m->fd, path, &sb, &local))
+        {
+          g_propagate_error (error, g_steal_pointer (&local));
+          member_free (m);
+          vb_kernel_detach_all (attached);
+          return FALSE;
+        }
+    }
+  dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
+  offset = dev_attr (m, "offset");
+  size = dev_attr (m, "size");
+  sslot = dev_attr (m, "slot");
+  int r = md_set (a, "new_dev", dev);
+  if (r == 0)
+    r = md_set_u64 (a, offset, a->sb.data_offset / SECTOR);
+  if (r == 0)
+    r = md_set_u64 (a, size, a->sb.data_size / 1024);
+  if (r == 0)
+    r = md_set_u64 (a, sslot, slot);
+  if (r < 0)
+    {
+      g_autofree char *state = dev_attr (m, "state");
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused '%s' in slot %u of %s: %s", path,
+                   slot, a->md, g_strerror (-r));
+      md_set (a, state, "remove");
+      member_free (m);
+      vb_kernel_detach_all (attached);
+      return FALSE;
+    }
+  member_free (a->members[slot]);
+  a->members[slot] = m;
+  if (a->meta)
+    {
+      g_strlcpy (a->sb.roles[slot].uuid, uuid, sizeof a->sb.roles[slot].uuid);
+      a->sb.roles[slot].state = VB_ROLE_REBUILDING;
+      write_all_locked (a);
+      write_bitmap (a, m, TRUE);
+    }
+  md_set (a, "sync_action", "recover");
+  g_message ("%s: '%s' added to slot %u of %s; md recovers it", a->name, path, slot, a->md);
+  return TRUE;
+}
+
+/* A spare into slot @slot, whose component failed and left md. TRUE when
+ * one took it. */
+static gboolean
+take_spare_locked (MdArray *a, guint slot)
+{
+  while (a->copies > 1 && a->spare_paths->len > 0)
+    {
+      g_autofree char *path = g_ptr_array_steal_index (a->spare_paths, 0);
+      g_autofree char *uuid = g_ptr_array_steal_index (a->spare_uuids, 0);
+      g_autoptr (GError) local = NULL;
+      Member *failed = a->members[slot];
+      a->members[slot] = NULL;
+      if (add_member_locked (a, slot, path, uuid, &local))
+        {
+          g_message ("%s: spare '%s' takes slot %u", a->name, path, slot);
+          member_free (failed);
+          return TRUE;
+        }
+      a->members[slot] = failed;
+      g_warning ("%s: spare '%s': %s", a->name, path, local->message);
+    }
+  return FALSE;
+}
+
+/* A member md removed: its file let go; a spare, if there is one, takes
+ * its slot. */
+static void
+member_gone_locked (MdArray *a, guint slot, gboolean take_spare)
+{
+  Member *m = a->members[slot];
+  g_autofree char *tag = vb_kernel_loop_tag (a->instance, a->uuid);
+  g_autofree char *name = vb_loop_get_name (m->node);
+
+  m->removed = TRUE;
+  if (m->fd >= 0)
+    {
+      close (m->fd);
+      m->fd = -1;
+    }
+  if (g_strcmp0 (name, tag) == 0)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!bd_loop_teardown (m->node, &local))
+        g_warning ("%s: detaching %s: %s", a->name, m->node, local->message);
+    }
+  if (take_spare)
+    take_spare_locked (a, slot);
+}
+
+/* ---- the monitor ---- */
+
+/* Reads @attr and adds it to what the monitor waits on. */
+static char *
+watch (MdArray *a, const char *attr, GArray *pfds)
+{
+  g_autofree char *path = g_build_filename (a->sysdir, attr, NULL);
+  char buf[256];
+  struct pollfd pfd = { .events = POLLPRI | POLLERR };
+  ssize_t len;
+
+  pfd.fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (pfd.fd < 0)
+    return NULL;
+  len = read (pfd.fd, buf, sizeof buf - 1);
+  if (len < 0)
+    {
+      close (pfd.fd);
+      return NULL;
+    }
+  buf[len] = 0;
+  g_array_append_val (pfds, pfd);
+  return g_strstrip (g_strdup (buf));
+}
+
+static void
+report_job_locked (MdArray *a, VbEngineJobState state)
+{
+  VbEngineJob job = {
+    .id = a->job_id,
+    .device = a->name,
+    .operation = a->job_op,
+    .state = state,
+    .bytes = a->job_bytes,
+    .done = a->job_done,
+    .component = a->job_slot,
+    .component_uuid = a->job_component,
+  };
+
+  if (state != VB_ENGINE_JOB_RUNNING
+      && (strcmp (a->job_op, "check") == 0 || strcmp (a->job_op, "repair") == 0))
+    {
+      g_autofree char *count = md_get (a, "mismatch_cnt");
+      /* md counts sectors, the engine 4 KiB blocks */
+      job.mismatches = count ? g_ascii_strtoull (count, NULL, 10) / (4096 / SECTOR) : 0;
+    }
+  vb_backends_report_job (a->uuid, &job);
+}
+
+static void
+end_job_locked (MdArray *a)
+{
+  if (a->job_op == NULL)
+    return;
+  if (!a->job_cancel)
+    a->job_done = a->job_bytes;
+  report_job_locked (a, a->job_cancel ? VB_ENGINE_JOB_CANCELLED : VB_ENGINE_JOB_FINISHED);
+  g_message ("%s: md's %s %s", a->name, a->job_op, a->job_cancel ? "cancelled" : "finished");
+  g_clear_pointer (&a->job_op, g_free);
+  g_clear_pointer (&a->job_component, g_free);
+  a->job_id = 0;
+  a->job_slot = -1;
+  a->job_seen = a->job_cancel = FALSE;
+  a->job_bytes = a->job_done = 0;
+}
+
+static void
+jobs_locked (MdArray *a, GArray *pfds)
+{
+  g_autofree char *action = watch (a, "sync_action", pfds);
+  g_autofree char *completed = NULL;
+  gboolean running = action && strcmp (action, "idle") != 0 && strcmp (action, "frozen") != 0;
+  const char *op = !running ? NULL : strcmp (action, "recover") == 0 ? "rebuild" : action;
+  guint64 done = 0, total = 0;
+
+  if (!running)
+    {
+      /* a check asked for and not yet seen running stays a while */
+      if (a->job_op && (a->job_seen || g_get_monotonic_time () - a->job_asked > 5 * G_USEC_PER_SEC))
+        end_job_locked (a);
+      return;
+    }
+  if (a->job_op && a->job_seen && strcmp (a->job_op, op) != 0)
+    end_job_locked (a);
+  if (a->job_op == NULL)
+    {
+      a->job_id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
+      a->job_op = g_strdup (op);
+    }
+  if (!a->job_seen)
+    {
+      a->job_seen = TRUE;
+      if (strcmp (op, "rebuild") == 0)
+        for (guint i = 0; i < a->n; i++)
+          if (a->members[i] && a->members[i]->rebuilding && !a->members[i]->removed)
+            {
+              a->job_slot = (gint) i;
+              g_free (a->job_component);
+              a->job_component = g_strdup (a->members[i]->uuid);
+              break;
+            }
+      g_message ("%s: md runs %s", a->name, op);
+    }
+  completed = md_get (a, "sync_completed");
+  if (completed
+      && sscanf (completed, "%" G_GUINT64_FORMAT " / %" G_GUINT64_FORMAT, &done, &total) == 2)
+    {
+      a->job_done = done * SECTOR;
+      a->job_bytes = total * SECTOR;
+    }
+  report_job_locked (a, VB_ENGINE_JOB_RUNNING);
+}
+
+/* One look at the array: every change md announced answered. TRUE when
+ * something was done, so the look is taken again at once. */
+static gboolean
+act_locked (MdArray *a, GArray *pfds)
+{
+  g_autofree char *state = watch (a, "array_state", pfds);
+  gboolean acted = FALSE;
+
+  if (state == NULL || strcmp (state, "inactive") == 0 || strcmp (state, "clear") == 0)
+    return FALSE; /* stopped under us */
+
+  /* components first: a failure is in the superblocks before md goes on */
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      g_autofree char *attr = NULL, *st = NULL;
+      if (m && m->removed && m->failed && a->spare_paths->len > 0 && take_spare_locked (a, i))
+        {
+          m = a->members[i];
+          acted = TRUE;
+        }
+      if (m == NULL || m->removed)
+        continue;
+      attr = dev_attr (m, "state");
+      st = watch (a, attr, pfds);
+      if (st == NULL)
+        {
+          /* removed by someone else (mdadm --remove) */
+          if (!m->failed)
+            record_failure_locked (a, i, "left the array");
+          member_gone_locked (a, i, TRUE);
+          acted = TRUE;
+        }
+      else if (has_word (st, "faulty"))
+        {
+          if (!m->failed)
+            {
+              record_failure_locked (a, i, "was marked faulty by md");
+              acted = TRUE;
+            }
+          if (has_word (st, "blocked"))
+            acted |= md_set (a, attr, "-blocked") == 0;
+          else if (md_set (a, attr, "remove") == 0)
+            {
+              member_gone_locked (a, i, TRUE);
+              acted = TRUE;
+            }
+        }
+      else if (m->rebuilding && has_word (st, "in_sync"))
+        {
+          m->rebuilding = FALSE;
+          if (a->meta)
+            {
+              a->sb.roles[i].state = VB_ROLE_IN_SYNC;
+              write_all_locked (a);
+            }
+          g_message ("%s: component %u (%s) is in sync", a->name, i, m->path);
+          acted = TRUE;
+        }
+    }
+
+  if (strcmp (state, "write-pending") == 0)
+    {
+      if (a->sb.clean)
+        {
+          a->sb.clean = FALSE;
+          write_all_locked (a);
+        }
+      acted |= md_set (a, "array_state", "active") == 0;
+    }
+  else if (!a->read_only
+           && (strcmp (state, "active-idle") == 0 || strcmp (state, "read-auto") == 0))
+    acted |= md_set (a, "array_state", "clean") == 0;
+  else if (strcmp (state, "clean") == 0 && a->meta && !a->sb.clean)
+    {
+      g_autofree char *resync = md_get (a, "resync_start");
+      if (g_strcmp0 (resync, "none") == 0)
+        {
+          a->sb.clean = TRUE;
+          write_all_locked (a);
+          acted = TRUE;
+        }
+    }
+  jobs_locked (a, pfds);
+  return acted;
+}
+
+static gpointer
+monitor_thread (gpointer data)
+{
+  MdArray *a = data;
+
+  for (;;)
+    {
+      g_autoptr (GArray) pfds = g_array_new (FALSE, FALSE, sizeof (struct pollfd));
+      struct pollfd w = { .fd = a->wake, .events = POLLIN };
+      gboolean acted;
+      int timeout;
+      guint64 count;
+
+      g_mutex_lock (&a->lock);
+      if (a->stopping)
+        {
+          g_mutex_unlock (&a->lock);
+          break;
+        }
+      acted = act_locked (a, pfds);
+      timeout = a->job_op ? JOB_TICK_MS : IDLE_TICK_MS;
+      g_mutex_unlock (&a->lock);
+      if (!acted)
+        {
+          g_array_append_val (pfds, w);
+          if (poll ((struct pollfd *) pfds->data, pfds->len, timeout) < 0 && errno != EINTR)
+            g_usleep (100000);
+          if (read (a->wake, &count, sizeof count) < 0 && errno != EAGAIN)
+            g_debug ("%s: monitor wake: %s", a->md, g_strerror (errno));
+        }
+      for (guint i = 0; i < pfds->len; i++)
+        if (g_array_index (pfds, struct pollfd, i).fd != a->wake)
+          close (g_array_index (pfds, struct pollfd, i).fd);
+    }
+  return NULL;
+}
+
+static void
+monitor_start (MdArray *a)
+{
+  g_autofree char *name = g_strdup_printf ("md-%s", a->name);
+
+  a->stopping = FALSE;
+  a->thread = g_thread_new (name, monitor_thread, a);
+}
+
+static void
+monitor_stop (MdArray *a)
+{
+  if (a->thread == NULL)
+    return;
+  g_mutex_lock (&a->lock);
+  a->stopping = TRUE;
+  g_mutex_unlock (&a->lock);
+  wake (a);
+  g_thread_join (a->thread);
+  a->thread = NULL;
+}
+
+static void
+register_array (MdArray *a)
+{
+  g_mutex_lock (&arrays_lock);
+  if (arrays == NULL)
+    arrays = g_hash_table_new (g_str_hash, g_str_equal);
+  g_hash_table_insert (arrays, a->block_device, a);
+  g_mutex_unlock (&arrays_lock);
+}
+
+static MdArray *
+lookup_array (const char *block_device)
+{
+  MdArray *a;
+
+  g_mutex_lock (&arrays_lock);
+  a = arrays ? g_hash_table_lookup (arrays, block_device) : NULL;
+  g_mutex_unlock (&arrays_lock);
+  return a;
+}
+
+/* ---- start ---- */
+
+static gboolean
+configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
+{
+  guint64 data_offset = a->meta ? a->sb.data_offset : 0;
+  guint64 data_size = a->meta ? a->sb.data_size : layout->component_size;
+  int r;
+  const char *what = "new_array";
+
+  r = sys_write (NEW_ARRAY, a->md);
+  if (r == -EEXIST)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
+      return FALSE;
+    }
+#define SET(attr, value)                                                                           \
+  if (r == 0)                                                                                      \
+    {                                                                                              \
+      what = (attr);                                                                               \
+      r = (value);                                                                                 \
+    }
+  SET ("metadata_version", md_set (a, "metadata_version", MD_METADATA));
+  SET ("level", md_set (a, "level", a->driver));
+  if (layout->chunk_size)
+    SET ("chunk_size", md_set_u64 (a, "chunk_size", layout->chunk_size));
+  /* raid10: near copies in the low byte, one far copy */
+  if (strcmp (a->driver, "raid10") == 0)
+    SET ("layout", md_set_u64 (a, "layout", 0x100 | a->copies));
+  SET ("raid_disks", md_set_u64 (a, "raid_disks", a->n));
+  if (a->copies > 1)
+    SET ("resync_start", md_set (a, "resync_start", resync ? "0" : "none"));
+  for (guint i = 0; i < a->n && r == 0; i++)
+    {
+      Member *m = a->members[i];
+      g_autofree char *dev = NULL, *offset = NULL, *size = NULL, *state = NULL, *rstart = NULL,
+                      *slot = NULL;
+      if (m == NULL)
+        continue;
+      dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
+      offset = dev_attr (m, "offset");
+      size = dev_attr (m, "size");
+      state = dev_attr (m, "state");
+      rstart = dev_attr (m, "recovery_start");
+      slot = dev_attr (m, "slot");
+      SET ("new_dev", md_set (a, "new_dev", dev));
+      SET (offset, md_set_u64 (a, offset, data_offset / SECTOR));
+      SET (size, md_set_u64 (a, size, data_size / 1024));
+      /* as mdadm does: in-sync before the slot, else where recovery starts */
+      if (m->rebuilding)
+        {
+          SET (rstart, md_set (a, rstart, "0"));
+        }
+      else if (a->copies > 1)
+        md_set (a, state, "insync");
+      SET (slot, md_set_u64 (a, slot, i));
+    }
+  if (a->copies > 1)
+    SET ("component_size", md_set_u64 (a, "component_size", data_size / 1024));
+  vb_test_hook ("md:configured");
+  SET ("array_state", md_set (a, "array_state", a->read_only ? "readonly" : "active"));
+#undef SET
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused %s of %s (%s): %s", what, a->md,
+                   a->name, g_strerror (-r));
+      md_set (a, "array_state", "clear");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+write_run_file (MdArray *a)
+{
+  g_autofree char *path = run_file (a->md);
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *text = g_strdup_printf ("%s\n%s\n", a->uuid, a->name);
+  g_autoptr (GError) local = NULL;
+
+  if (g_mkdir_with_parents (dir, 0700) != 0
+      || !g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &local))
+    g_warning ("%s: %s: %s", a->name, path, local ? local->message : g_strerror (errno));
+}
+
+char *
+vb_kernel_md_start (const VbBackendRequest *request, GError **error)
+{
+  g_autofree char *tag = vb_kernel_loop_tag (request->instance, request->uuid);
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+  MdArray *a = array_new (request->instance, request->uuid, request->name, request->driver->name,
+                          request->n_components);
+  VbLayout layout = { 0 };
+  struct udev *udev = NULL;
+  struct udev_monitor *monitor = NULL;
+  gboolean resync = FALSE;
+  struct stat st;
+
+  request->driver->layout (request->attributes, request->components, request->n_components,
+                           &layout);
+  a->copies = layout.copies ? layout.copies : 1;
+  a->meta = vb_driver_data_offset (request->attributes) > 0;
+  a->read_only = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+  for (guint i = 0; i < request->n_spares; i++)
+    {
+      g_ptr_array_add (a->spare_paths, g_strdup (request->spare_paths[i]));
+      g_ptr_array_add (a->spare_uuids, g_strdup (request->spare_uuids[i]));
+    }
+  if (!vb_kernel_component_nodes (request, tag, a->read_only, nodes, attached, error))
+    goto fail;
+  for (guint i = 0; i < a->n; i++)
+    if (nodes->pdata[i]
+        && (a->members[i] = member_new (request->paths[i], request->component_uuids[i],
+                                        nodes->pdata[i], a->meta, error))
+               == NULL)
+      goto fail;
+  if (a->meta)
+    {
+      if (!assemble (a, request, &layout, error))
+        goto fail;
+      resync = !a->sb.clean;
+      if (!a->read_only)
+        {
+          a->sb.clean = FALSE;
+          write_all_locked (a);
+          for (guint i = 0; i < a->n; i++)
+            write_bitmap (a, a->members[i], TRUE);
+        }
+    }
+  udev = udev_new ();
+  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  if (!configure (a, &layout, resync, error))
+    goto fail;
+  if (monitor && stat (a->block_device, &st) == 0)
+    vb_udev_wait_event (monitor, st.st_rdev, "change");
+  write_run_file (a);
+  register_array (a);
+  monitor_start (a);
+  g_message ("%s: md array %s (%s, %u components%s)", a->name, a->md, a->driver, a->n,
+             resync ? ", resyncing" : "");
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  return g_strdup (a->block_device);
+
+fail:
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  array_free (a);
+  vb_kernel_detach_all (attached);
+  return NULL;
+}
+
+/* ---- an array found running (vblkd started again) ---- */
+
+static MdArray *
+attach_running (const char *md, const char *instance)
+{
+  g_autofree char *sysdir = g_strdup_printf ("/sys/block/%s/md", md);
+  g_autofree char *path = run_file (md);
+  g_autofree char *text = NULL, *version = NULL, *level = NULL, *disks = NULL, *layout = NULL;
+  g_auto (GStrv) lines = NULL;
+  g_autoptr (GDir) dir = NULL;
+  const char *entry;
+  MdArray *a;
+  gint best = -1;
+  guint64 best_events = 0;
+
+  g_autofree char *p_version = g_build_filename (sysdir, "metadata_version", NULL);
+  g_autofree char *p_level = g_build_filename (sysdir, "level", NULL);
+  g_autofree char *p_disks = g_build_filename (sysdir, "raid_disks", NULL);
+
+  version = sys_read (p_version);
+  if (g_strcmp0 (version, MD_METADATA) != 0 || !g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", 3);
+  if (g_strv_length (lines) < 2)
+    return NULL;
+  level = sys_read (p_level);
+  disks = sys_read (p_disks);
+  if (level == NULL || disks == NULL)
+    return NULL;
+  a = array_new (instance, lines[0], lines[1], level, (guint) g_ascii_strtoull (disks, NULL, 10));
+  if (a->n == 0 || strcmp (a->md, md) != 0)
+    {
+      array_free (a);
+      return NULL;
+    }
+  layout = md_get (a, "layout");
+  a->copies = strcmp (level, "raid1") == 0    ? a->n
+              : strcmp (level, "raid10") == 0 ? (guint) (g_ascii_strtoull (layout, NULL, 10) & 0xff)
+                                              : 1;
+  a->meta = a->copies > 1;
+  dir = g_dir_open (sysdir, 0, NULL);
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *slot = NULL, *state = NULL, *node = NULL, *a_slot = NULL, *a_state = NULL;
+      g_autoptr (GError) local = NULL;
+      VbSuperblock sb;
+      Member *m;
+      guint64 s;
+      if (!g_str_has_prefix (entry, "dev-"))
+        continue;
+      a_slot = g_build_filename (entry, "slot", NULL);
+      a_state = g_build_filename (entry, "state", NULL);
+      slot = md_get (a, a_slot);
+      state = md_get (a, a_state);
+      if (slot == NULL || !g_ascii_string_to_unsigned (slot, 10, 0, a->n - 1, &s, NULL))
+        continue;
+      node = g_strdup_printf ("/dev/%s", entry + 4);
+      m = member_new (node, "", node, a->meta, &local);
+      if (m == NULL)
+        {
+          g_warning ("%s: %s", md, local->message);
+          continue;
+        }
+      m->failed = has_word (state, "faulty");
+      m->rebuilding = !m->failed && !has_word (state, "in_sync");
+      if (a->meta && vb_superblock_read (m->fd, m->path, &sb, NULL))
+        {
+          g_free (m->uuid);
+          m->uuid = g_strdup (sb.component_uuid);
+          if (!m->failed && (best < 0 || sb.events > best_events))
+            {
+              best = (gint) s;
+              best_events = sb.events;
+              a->sb = sb;
+            }
+        }
+      member_free (a->members[s]);
+      a->members[s] = m;
+    }
+  if (a->meta && best < 0)
+    {
+      g_warning ("%s: no member holds a readable vblk superblock; not watching it", md);
+      array_free (a);
+      return NULL;
+    }
+  return a;
+}
+
+void
+vb_kernel_md_scan (const char *instance, GPtrArray *found)
+{
+  g_autofree char *prefix = g_strdup_printf (MD_NAME_PREFIX "%s_", instance);
+  g_autoptr (GDir) dir = g_dir_open ("/sys/block", 0, NULL);
+  const char *entry;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *bd = NULL;
+      MdArray *a;
+      VbBackendInstance *node;
+      if (!g_str_has_prefix (entry, prefix))
+        continue;
+      bd = g_strdup_printf ("/dev/%s", entry);
+      a = lookup_array (bd);
+      if (a == NULL && (a = attach_running (entry, instance)) != NULL)
+        {
+          register_array (a);
+          monitor_start (a);
+          g_message ("%s: md array %s found running; watching it again", a->name, a->md);
+        }
+      if (a == NULL)
+        continue;
+      node = g_new0 (VbBackendInstance, 1);
+      node->uuid = g_strdup (a->uuid);
+      node->block_device = g_strdup (a->block_device);
+      node->backing = g_strdup_printf ("md array %s", a->md);
+      g_ptr_array_add (found, node);
+    }
+}
+
+/* ---- stop ---- */
+
+gboolean
+vb_kernel_md_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
+{
+  g_autofree char *base = g_path_get_basename (block_device);
+  g_autofree char *tag = vb_kernel_loop_tag (instance, uuid);
+  g_autofree char *resync = NULL, *path = NULL;
+  g_autoptr (GPtrArray) loops = NULL;
+  MdArray *a = lookup_array (block_device);
+  int r = -EBUSY;
+
+  if (a == NULL && access (block_device, F_OK) == 0)
+    {
+      a = attach_running (base, instance);
+      if (a)
+        register_array (a);
+    }
+  if (a == NULL)
+    {
+      /* the array is gone; what was under it goes too */
+      loops = vb_kernel_tagged_loops (tag, instance);
+      vb_kernel_detach_all (loops);
+      return TRUE;
+    }
+  if (strcmp (a->uuid, uuid) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "%s belongs to another device (%s), not stopping it", block_device, a->uuid);
+      return FALSE;
+    }
+  monitor_stop (a);
+  g_mutex_lock (&a->lock);
+  resync = md_get (a, "resync_start");
+  for (guint i = 0; i < CLEAR_TRIES && (r = md_set (a, "array_state", "clear")) == -EBUSY; i++)
+    g_usleep (100000);
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
+                   "stopping md array %s: %s", a->md,
+                   r == -EBUSY ? "it is in use (mounted or open)" : g_strerror (-r));
+      g_mutex_unlock (&a->lock);
+      monitor_start (a);
+      return FALSE;
+    }
+  /* md has written everything: the copies are equal unless a resync was
+   * still to run */
+  if (a->meta && !a->read_only)
+    {
+      a->sb.clean = a->copies == 1 || g_strcmp0 (resync, "none") == 0;
+      write_all_locked (a);
+      if (a->sb.clean)
+        for (guint i = 0; i < a->n; i++)
+          write_bitmap (a, a->members[i], FALSE);
+    }
+  g_mutex_unlock (&a->lock);
+  g_mutex_lock (&arrays_lock);
+  g_hash_table_remove (arrays, a->block_device);
+  g_mutex_unlock (&arrays_lock);
+  path = run_file (a->md);
+  unlink (path);
+  g_message ("%s: md array %s stopped%s", a->name, a->md, a->meta && a->sb.clean ? " clean" : "");
+  array_free (a);
+  loops = vb_kernel_tagged_loops (tag, instance);
+  vb_kernel_detach_all (loops);
+  return TRUE;
+}
+
+/* ---- while it runs ---- */
+
+gboolean
+vb_kernel_md_update (const char *block_device, const VbBackendRequest *request, GError **error)
+{
+  MdArray *a = lookup_array (block_device);
+  static const char *const speeds[] = { "sync_speed_min", "sync_speed_max" };
+
+  if (a == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no md array of vblkd's", block_device);
+      return FALSE;
+    }
+  g_mutex_lock (&a->lock);
+  /* md's speeds are KiB/s; 0 leaves md's own ("system") */
+  for (guint i = 0; i < G_N_ELEMENTS (speeds); i++)
+    if (g_hash_table_contains (request->attributes, speeds[i]))
+      {
+        guint64 v = vb_attr_get_u64 (request->attributes, speeds[i]);
+        g_autofree char *text
+            = v ? g_strdup_printf ("%" G_GUINT64_FORMAT, MAX (v / 1024, 1)) : g_strdup ("system");
+        md_set (a, speeds[i], text);
+      }
+  if (a->meta)
+    {
+      vb_superblock_set_attributes (&a->sb, request->attributes);
+      write_all_locked (a);
+    }
+  g_mutex_unlock (&a->lock);
+  return TRUE;
+}
+
+gboolean
+vb_kernel_md_component_status (const char *block_device, guint component, gboolean *faulty,
+                               gboolean *rebuilding, guint64 *errors)
+{
+  MdArray *a = lookup_array (block_device);
+  Member *m;
+
+  if (a == NULL || component >= a->n)
+    return FALSE;
+  g_mutex_lock (&a->lock);
+  m = a->members[component];
+  *faulty = m && m->failed;
+  *rebuilding = m && m->rebuilding;
+  *errors = 0;
+  if (m && !m->removed)
+    {
+      g_autofree char *attr = dev_attr (m, "errors");
+      g_autofree char *text = md_get (a, attr);
+      *errors = text ? g_ascii_strtoull (text, NULL, 10) : 0;
+    }
+  g_mutex_unlock (&a->lock);
+  return TRUE;
+}
+
+gboolean
+vb_kernel_md_component_missing (const char *block_device, guint component)
+{
+  MdArray *a = lookup_array (block_device);
+  gboolean missing;
+
+  if (a == NULL || component >= a->n)
+    return FALSE;
+  g_mutex_lock (&a->lock);
+  missing = a->members[component] == NULL;
+  g_mutex_unlock (&a->lock);
+  return missing;
+}
+
+gboolean
+vb_kernel_md_lost_data (const char *block_device)
+{
+  MdArray *a = lookup_array (block_device);
+  gboolean lost;
+
+  if (a == NULL)
+    return FALSE;
+  g_mutex_lock (&a->lock);
+  lost = !every_chunk_has_a_copy (a, -1);
+  /* a raid0 has one copy: every member must be there */
+  g_mutex_unlock (&a->lock);
+  return lost;
+}
+
+int
+vb_kernel_md_set_faulty (const char *block_device, guint component)
+{
+  MdArray *a = lookup_array (block_device);
+  Member *m;
+  g_autofree char *attr = NULL, *st = NULL;
+  int r = 0;
+
+  if (a == NULL || component >= a->n)
+    return -ENODEV;
+  if (a->copies == 1)
+    return -ENOTSUP;
+  g_mutex_lock (&a->lock);
+  m = a->members[component];
+  if (m == NULL || m->failed || m->removed)
+    goto out;
+  if (!m->rebuilding && !every_chunk_has_a_copy (a, (gint) component))
+    {
+      r = -EBUSY;
+      goto out;
+    }
+  attr = dev_attr (m, "state");
+  r = md_set (a, attr, "faulty");
+  st = md_get (a, attr);
+  if (!has_word (st, "faulty"))
+    {
+      r = r < 0 ? r : -EBUSY;
+      goto out;
+    }
+  r = 0;
+  /* recorded before md may go on; the monitor unblocks and removes it */
+  record_failure_locked (a, component, "was set faulty");
+out:
+  g_mutex_unlock (&a->lock);
+  wake (a);
+  return r;
+}
+
+void
+vb_kernel_md_release (const char *block_device, guint component)
+{
+  MdArray *a = lookup_array (block_device);
+  Member *m;
+
+  if (a == NULL || component >= a->n)
+    return;
+  g_mutex_lock (&a->lock);
+  m = a->members[component];
+  if (m && m->failed && !m->removed)
+    {
+      g_autofree char *attr = dev_attr (m, "state");
+      md_set (a, attr, "-blocked");
+      if (md_set (a, attr, "remove") == 0)
+        member_gone_locked (a, component, FALSE);
+    }
+  g_mutex_unlock (&a->lock);
+}
+
+gint64
+vb_kernel_md_check (const char *block_device, gboolean repair)
+{
+  MdArray *a = lookup_array (block_device);
+  g_autofree char *action = NULL;
+  gint64 id;
+  int r;
+
+  if (a == NULL)
+    return -ENODEV;
+  if (a->copies == 1)
+    return -ENOTSUP;
+  g_mutex_lock (&a->lock);
+  action = md_get (a, "sync_action");
+  if (a->job_op || g_strcmp0 (action, "idle") != 0)
+    {
+      g_mutex_unlock (&a->lock);
+      return -EBUSY;
+    }
+  r = md_set (a, "sync_action", repair ? "repair" : "check");
+  if (r < 0)
+    {
+      g_mutex_unlock (&a->lock);
+      return r;
+    }
+  a->job_id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
+  a->job_op = g_strdup (repair ? "repair" : "check");
+  a->job_asked = g_get_monotonic_time ();
+  id = (gint64) a->job_id;
+  g_mutex_unlock (&a->lock);
+  wake (a);
+  return id;
+}
+
+int
+vb_kernel_md_cancel_job (const char *block_device, guint64 job)
+{
+  MdArray *a = lookup_array (block_device);
+  int r;
+
+  if (a == NULL)
+    return -ESRCH;
+  g_mutex_lock (&a->lock);
+  if (a->job_op == NULL || a->job_id != job)
+    {
+      g_mutex_unlock (&a->lock);
+      return -ESRCH;
+    }
+  a->job_cancel = TRUE;
+  /* a check ends; a resync or recovery would start again at once, so md
+   * is held (frozen) until the array starts again */
+  r = md_set (a, "sync_action",
+              strcmp (a->job_op, "check") == 0 || strcmp (a->job_op, "repair") == 0 ? "idle"
+                                                                                    : "frozen");
+  g_mutex_unlock (&a->lock);
+  wake (a);
+  return r;
+}
+
+gboolean
+vb_kernel_md_readd (const char *block_device, guint slot, const char *path, const char *uuid,
+                    GError **error)
+{
+  MdArray *a = lookup_array (block_device);
+  Member *m;
+  g_autofree char *keep_uuid = NULL;
+  gboolean ok;
+
+  if (a == NULL || slot >= a->n)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no slot %u of an md array of vblkd's",
+                   block_device, slot);
+      return FALSE;
+    }
+  g_mutex_lock (&a->lock);
+  m = a->members[slot];
+  if (m && !m->failed && !m->removed)
+    {
+      g_mutex_unlock (&a->lock);
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "slot %u of %s is in use by '%s'", slot, a->name,
+                   m->path);
+      return FALSE;
+    }
+  if (m && !m->removed)
+    {
+      g_autofree char *attr = dev_attr (m, "state");
+      md_set (a, attr, "-blocked");
+      if (md_set (a, attr, "remove") < 0)
+        {
+          g_mutex_unlock (&a->lock);
+          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                       "md has not let go of the failed component in slot %u of %s yet", slot,
+                       a->name);
+          return FALSE;
+        }
+      member_gone_locked (a, slot, FALSE);
+    }
+  keep_uuid = g_strdup (uuid ? uuid : m ? m->uuid : a->sb.roles[slot].uuid);
+  ok = add_member_locked (a, slot, path, keep_uuid, error);
+  g_mutex_unlock (&a->lock);
+  wake (a);
+  return ok;
+}
+
+void
+vb_kernel_md_set_spares (const char *block_device, guint n, const char *const *paths,
+                         const char *const *uuids)
+{
+  MdArray *a = lookup_array (block_device);
+
+  if (a == NULL)
+    return;
+  g_mutex_lock (&a->lock);
+  g_ptr_array_set_size (a->spare_paths, 0);
+  g_ptr_array_set_size (a->spare_uuids, 0);
+  for (guint i = 0; i < n; i++)
+    {
+      g_ptr_array_add (a->spare_paths, g_strdup (paths[i]));
+      g_ptr_array_add (a->spare_uuids, g_strdup (uuids[i]));
+    }
+  g_mutex_unlock (&a->lock);
+  wake (a);
+}

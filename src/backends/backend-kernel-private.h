@@ -1,0 +1,47 @@
+/* Backend "kernel": what its device-mapper part (backend-kernel.c) and its
+ * md part (backend-kernel-md.c) share. */
+#pragma once
+
+#include "backend.h"
+
+G_BEGIN_DECLS
+
+/* "vblk:INSTANCE:UUID:dm": the tag of the loop devices under a kernel
+ * device (dm table or md array) for its regular-file components. */
+char *vb_kernel_loop_tag (const char *instance, const char *uuid);
+
+/* The block devices under the device: a component's own path, or a loop
+ * device over a regular file (attached here, tagged @tag; @attached lists
+ * them). Components the request marks missing get NULL. */
+gboolean vb_kernel_component_nodes (const VbBackendRequest *request, const char *tag,
+                                    gboolean read_only, GPtrArray *nodes, GPtrArray *attached,
+                                    GError **error);
+/* Every loop device tagged @tag. */
+GPtrArray *vb_kernel_tagged_loops (const char *tag, const char *instance);
+void vb_kernel_detach_all (GPtrArray *loops);
+
+/* The md part. Block nodes are "/dev/md_vb…". */
+gboolean vb_kernel_md_available (char **reason);
+gboolean vb_kernel_md_is_node (const char *block_device);
+char *vb_kernel_md_start (const VbBackendRequest *request, GError **error);
+gboolean vb_kernel_md_stop (const char *block_device, const char *instance, const char *uuid,
+                            GError **error);
+gboolean vb_kernel_md_update (const char *block_device, const VbBackendRequest *request,
+                              GError **error);
+/* Arrays of @instance running in the kernel (VbBackendInstance*, appended
+ * to @found); each gets its monitor again. */
+void vb_kernel_md_scan (const char *instance, GPtrArray *found);
+gboolean vb_kernel_md_component_status (const char *block_device, guint component, gboolean *faulty,
+                                        gboolean *rebuilding, guint64 *errors);
+gboolean vb_kernel_md_component_missing (const char *block_device, guint component);
+gboolean vb_kernel_md_lost_data (const char *block_device);
+int vb_kernel_md_set_faulty (const char *block_device, guint component);
+void vb_kernel_md_release (const char *block_device, guint component);
+gint64 vb_kernel_md_check (const char *block_device, gboolean repair);
+int vb_kernel_md_cancel_job (const char *block_device, guint64 job);
+gboolean vb_kernel_md_readd (const char *block_device, guint slot, const char *path,
+                             const char *uuid, GError **error);
+void vb_kernel_md_set_spares (const char *block_device, guint n, const char *const *paths,
+                              const char *const *uuids);
+
+G_END_DECLS
