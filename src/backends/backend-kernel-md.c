@@ -24,6 +24,15 @@
  *  - Stop: array_state=clear, then the superblocks say clean if md had
  *    nothing left to resync.
  *
+ * An mdadm array (metadata=md1) runs with md's own superblocks instead:
+ * metadata_version 1.x and new_dev for each member (md reads the roles
+ * and offsets from the superblocks), and md writes them itself on a
+ * failure, recovery or re-add, as with mdadm. The monitor then leaves
+ * array_state and a failed member's "blocked" to md (md clears it once
+ * its superblocks record the failure) and only reports, removes, takes
+ * spares (a blank one gets its first superblock from a member's, as
+ * mdadm --add does) and follows the jobs.
+ *
  * md has no bitmap for metadata it does not know, so vblk's bitmap area is
  * marked all dirty while md runs the array (a crash resyncs every chunk,
  * on either backend) and cleared by a clean stop.
@@ -36,6 +45,8 @@
 
 #include "backend-kernel-private.h"
 #include "loop-util.h"
+#include "handler-md1.h"
+#include "metadata.h"
 #include "superblock.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
@@ -77,9 +88,11 @@ typedef struct {
   char *block_device; /* "/dev/md_vb…" */
   char *sysdir;       /* /sys/block/MD/md */
   char *name, *uuid, *instance, *driver;
-  guint n;       /* slots */
-  guint copies;  /* of every chunk: raid1 n, raid10 its copies, raid0 1 */
-  gboolean meta; /* vblk superblocks on the components */
+  guint n;          /* slots */
+  guint copies;     /* of every chunk: raid1 n, raid10 its copies, raid0 1 */
+  gboolean meta;    /* vblk superblocks on the components */
+  gboolean native;  /* md1: md's own superblocks, which md keeps */
+  char *md_version; /* native: "1.2" */
   gboolean read_only;
   GMutex lock;
   VbSuperblock sb;  /* meta: the role table, events, clean */
@@ -449,6 +462,7 @@ array_free (MdArray *a)
   g_free (a->uuid);
   g_free (a->instance);
   g_free (a->driver);
+  g_free (a->md_version);
   g_free (a->job_op);
   g_free (a->job_component);
   g_free (a);
@@ -508,7 +522,7 @@ every_chunk_has_a_copy (MdArray *a, gint without)
 }
 
 static void
-record_failure_locked (MdArray *a, guint slot, const char *why)
+record_failure_locked (MdArray *a, guint slot, const char *why, gboolean requested)
 {
   Member *m = a->members[slot];
 
@@ -519,10 +533,42 @@ record_failure_locked (MdArray *a, guint slot, const char *why)
       a->sb.roles[slot].state = VB_ROLE_FAULTY;
       write_all_locked (a);
     }
-  g_message ("%s: component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")", a->name,
-             slot, m->path, why, a->sb.events);
+  if (a->meta)
+    g_message ("%s: component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")",
+               a->name, slot, m->path, why, a->sb.events);
+  else
+    g_message ("%s: component %u (%s) %s%s", a->name, slot, m->path, why,
+               a->native ? "; md records it in its superblocks" : "");
   vb_test_hook ("md:failure-recorded");
-  vb_backends_report_failure (a->uuid, slot, EIO);
+  /* as the engine reports them: negative, -ECANCELED for a request */
+  vb_backends_report_failure (a->uuid, slot, requested ? -ECANCELED : -EIO);
+}
+
+/* md1: a component md can take as a spare carries a superblock of the
+ * array; a blank one gets its first from an in-sync member's. */
+static gboolean
+native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
+{
+  VbSuperblock sb;
+  const Member *from = NULL;
+
+  if (vb_metadata_md1.read (-1, m->node, &sb, NULL) && strcmp (sb.device_uuid, a->uuid) == 0)
+    return TRUE; /* a member coming back: md re-adds it */
+  for (guint i = 0; i < a->n && from == NULL; i++)
+    if (a->members[i] && !a->members[i]->failed && !a->members[i]->removed
+        && !a->members[i]->rebuilding)
+      from = a->members[i];
+  if (from == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "%s: no in-sync member to take a superblock for '%s' from", a->name, m->path);
+      return FALSE;
+    }
+  if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, error))
+    return FALSE;
+  g_message ("%s: '%s' got an md %s superblock as a spare of the array", a->name, m->path,
+             a->md_version);
+  return TRUE;
 }
 
 /* @path (UUID @uuid) into slot @slot of the running array: its superblock
@@ -557,6 +603,12 @@ add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, G
       return FALSE;
     }
   m->rebuilding = TRUE;
+  if (a->native && !native_superblock_ready_locked (a, m, error))
+    {
+      member_free (m);
+      vb_kernel_detach_all (attached);
+      return FALSE;
+    }
   if (a->meta)
     {
       g_autoptr (GError) local = NULL;
@@ -578,11 +630,13 @@ add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, G
   size = dev_attr (m, "size");
   sslot = dev_attr (m, "slot");
   int r = md_set (a, "new_dev", dev);
-  if (r == 0)
+  /* md1: md takes offsets and size from the superblock and places the
+   * spare itself */
+  if (r == 0 && !a->native)
     r = md_set_u64 (a, offset, a->sb.data_offset / SECTOR);
-  if (r == 0)
+  if (r == 0 && !a->native)
     r = md_set_u64 (a, size, a->sb.data_size / 1024);
-  if (r == 0)
+  if (r == 0 && !a->native)
     r = md_set_u64 (a, sslot, slot);
   if (r < 0)
     {
@@ -799,7 +853,7 @@ act_locked (MdArray *a, GArray *pfds)
         {
           /* removed by someone else (mdadm --remove) */
           if (!m->failed)
-            record_failure_locked (a, i, "left the array");
+            record_failure_locked (a, i, "left the array", FALSE);
           member_gone_locked (a, i, TRUE);
           acted = TRUE;
         }
@@ -807,11 +861,12 @@ act_locked (MdArray *a, GArray *pfds)
         {
           if (!m->failed)
             {
-              record_failure_locked (a, i, "was marked faulty by md");
+              record_failure_locked (a, i, "was marked faulty by md", FALSE);
               acted = TRUE;
             }
+          /* md1: md unblocks it once its own superblocks say faulty */
           if (has_word (st, "blocked"))
-            acted |= md_set (a, attr, "-blocked") == 0;
+            acted |= !a->native && md_set (a, attr, "-blocked") == 0;
           else if (md_set (a, attr, "remove") == 0)
             {
               member_gone_locked (a, i, TRUE);
@@ -831,7 +886,9 @@ act_locked (MdArray *a, GArray *pfds)
         }
     }
 
-  if (strcmp (state, "write-pending") == 0)
+  if (a->native)
+    ; /* md keeps its own superblocks clean and dirty */
+  else if (strcmp (state, "write-pending") == 0)
     {
       if (a->sb.clean)
         {
@@ -1009,6 +1066,82 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
   return TRUE;
 }
 
+/* md1: md reads everything from the members' superblocks; a member md
+ * leaves out (not fresh) is added back and recovered. */
+static gboolean
+configure_native (MdArray *a, GError **error)
+{
+  g_autofree char *state = NULL;
+  int r = sys_write (NEW_ARRAY, a->md);
+  const char *what = "new_array";
+  gboolean recover = FALSE;
+
+  if (r == -EEXIST)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
+      return FALSE;
+    }
+  if (r == 0)
+    {
+      what = "metadata_version";
+      r = md_set (a, "metadata_version", a->md_version);
+    }
+  for (guint i = 0; i < a->n && r == 0; i++)
+    {
+      Member *m = a->members[i];
+      g_autofree char *dev = NULL;
+      if (m == NULL)
+        continue;
+      dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
+      what = m->path;
+      r = md_set (a, "new_dev", dev);
+    }
+  if (r == 0)
+    {
+      what = "array_state";
+      r = md_set (a, "array_state", a->read_only ? "readonly" : "active");
+    }
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "md refused %s of %s (%s): %s (does every component carry a superblock of "
+                   "the array, md %s?)",
+                   what, a->md, a->name, g_strerror (-r), a->md_version);
+      md_set (a, "array_state", "clear");
+      return FALSE;
+    }
+  /* started read-auto, md would wait for a write to resync */
+  state = md_get (a, "array_state");
+  if (!a->read_only && g_strcmp0 (state, "read-auto") == 0)
+    md_set (a, "array_state", "active");
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      g_autofree char *attr = NULL, *st = NULL;
+      if (m == NULL)
+        continue;
+      attr = dev_attr (m, "state");
+      st = md_get (a, attr);
+      if (st == NULL)
+        {
+          g_autofree char *dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
+          g_message ("%s: md left '%s' out (not fresh); adding it back", a->name, m->path);
+          if (md_set (a, "new_dev", dev) < 0)
+            {
+              m->failed = m->removed = TRUE;
+              continue;
+            }
+          m->rebuilding = TRUE;
+          recover = TRUE;
+        }
+      else
+        m->rebuilding = !has_word (st, "in_sync");
+    }
+  if (recover)
+    md_set (a, "sync_action", "recover");
+  return TRUE;
+}
+
 static void
 write_run_file (MdArray *a)
 {
@@ -1039,7 +1172,10 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
   request->driver->layout (request->attributes, request->components, request->n_components,
                            &layout);
   a->copies = layout.copies ? layout.copies : 1;
-  a->meta = vb_driver_data_offset (request->attributes) > 0;
+  a->native = g_strcmp0 (g_hash_table_lookup (request->attributes, "metadata"), "md1") == 0;
+  a->meta = !a->native && vb_driver_data_offset (request->attributes) > 0;
+  a->md_version
+      = g_strdup (a->native ? g_hash_table_lookup (request->attributes, "md_version") : NULL);
   a->read_only = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
   for (guint i = 0; i < request->n_spares; i++)
     {
@@ -1069,7 +1205,7 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
     }
   udev = udev_new ();
   monitor = udev ? vb_udev_monitor_block (udev) : NULL;
-  if (!configure (a, &layout, resync, error))
+  if (!(a->native ? configure_native (a, error) : configure (a, &layout, resync, error)))
     goto fail;
   if (monitor && stat (a->block_device, &st) == 0)
     vb_udev_wait_event (monitor, st.st_rdev, "change");
@@ -1114,7 +1250,8 @@ attach_running (const char *md, const char *instance)
   g_autofree char *p_disks = g_build_filename (sysdir, "raid_disks", NULL);
 
   version = sys_read (p_version);
-  if (g_strcmp0 (version, MD_METADATA) != 0 || !g_file_get_contents (path, &text, NULL, NULL))
+  if (version == NULL || (strcmp (version, MD_METADATA) != 0 && !g_str_has_prefix (version, "1."))
+      || !g_file_get_contents (path, &text, NULL, NULL))
     return NULL;
   lines = g_strsplit (text, "\n", 3);
   if (g_strv_length (lines) < 2)
@@ -1133,7 +1270,9 @@ attach_running (const char *md, const char *instance)
   a->copies = strcmp (level, "raid1") == 0    ? a->n
               : strcmp (level, "raid10") == 0 ? (guint) (g_ascii_strtoull (layout, NULL, 10) & 0xff)
                                               : 1;
-  a->meta = a->copies > 1;
+  a->native = g_str_has_prefix (version, "1.");
+  a->md_version = a->native ? g_strdup (version) : NULL;
+  a->meta = !a->native && a->copies > 1;
   dir = g_dir_open (sysdir, 0, NULL);
   while (dir && (entry = g_dir_read_name (dir)))
     {
@@ -1159,7 +1298,12 @@ attach_running (const char *md, const char *instance)
         }
       m->failed = has_word (state, "faulty");
       m->rebuilding = !m->failed && !has_word (state, "in_sync");
-      if (a->meta && vb_superblock_read (m->fd, m->path, &sb, NULL))
+      if (a->native && vb_metadata_md1.read (-1, m->node, &sb, NULL))
+        {
+          g_free (m->uuid);
+          m->uuid = g_strdup (sb.component_uuid);
+        }
+      else if (a->meta && vb_superblock_read (m->fd, m->path, &sb, NULL))
         {
           g_free (m->uuid);
           m->uuid = g_strdup (sb.component_uuid);
@@ -1398,7 +1542,7 @@ vb_kernel_md_set_faulty (const char *block_device, guint component)
     }
   r = 0;
   /* recorded before md may go on; the monitor unblocks and removes it */
-  record_failure_locked (a, component, "was set faulty");
+  record_failure_locked (a, component, "was set faulty", TRUE);
 out:
   g_mutex_unlock (&a->lock);
   wake (a);

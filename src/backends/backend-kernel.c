@@ -87,12 +87,12 @@ kernel_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
     return FALSE;
   /* md keeps no superblock of its own here: without vblk's, which copy is
    * current could not be told after a failure */
-  if (strcmp (driver->name, "raid0") != 0 && attributes
-      && g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "vblk") != 0)
+  if (strcmp (driver->name, "raid0") != 0 && attributes && !vb_driver_has_metadata (attributes))
     {
-      *reason = g_strdup_printf ("driver '%s' on md needs metadata=vblk (the engine keeps which "
-                                 "copy is behind in the desired state instead)",
-                                 driver->name);
+      *reason
+          = g_strdup_printf ("driver '%s' on md needs metadata=vblk or md1 (the engine keeps which "
+                             "copy is behind in the desired state instead)",
+                             driver->name);
       return FALSE;
     }
   return TRUE;
@@ -606,8 +606,9 @@ kernel_format (const VbBackendRequest *request, GError **error)
 {
   extern const VbBackend vb_backend_loop;
 
-  if (!is_md_driver (request->driver) || vb_driver_data_offset (request->attributes) == 0)
-    return TRUE;
+  if (!is_md_driver (request->driver)
+      || g_strcmp0 (g_hash_table_lookup (request->attributes, "metadata"), "vblk") != 0)
+    return TRUE; /* md1: the array's own, which md keeps */
   return vb_backend_loop.format (request, error);
 }
 

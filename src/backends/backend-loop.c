@@ -53,6 +53,12 @@ loop_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
       *reason = g_strdup_printf ("driver '%s' has no placement for the engine", driver->name);
       return FALSE;
     }
+  if (attributes && g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "md1") == 0)
+    {
+      *reason = g_strdup ("metadata=md1 is an mdadm array, which md runs and keeps the "
+                          "superblocks of (backend kernel); the engine writes only vblk's");
+      return FALSE;
+    }
   if (driver->extent == NULL && access ("/dev/fuse", F_OK) != 0)
     {
       *reason = g_strdup ("no /dev/fuse: the engine serves loop devices through FUSE");

@@ -299,7 +299,7 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
                    d->name, d->driver);
       return FALSE;
     }
-  if (g_strcmp0 (role, "spare") == 0 && vb_driver_data_offset (d->attributes) == 0)
+  if (g_strcmp0 (role, "spare") == 0 && !vb_driver_has_metadata (d->attributes))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s': spares need on-component metadata (driver '%s' with "

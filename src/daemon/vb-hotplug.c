@@ -169,7 +169,7 @@ vb_hotplug_blank_taken (VbDaemon *daemon, const VbState *state, const char *devn
           const VbComponentConfig *c = d->components->pdata[j];
           if (strcmp (c->source, devnode) != 0 || g_strcmp0 (c->role, "faulty") == 0)
             continue;
-          if (vb_driver_data_offset (d->attributes) == 0 || !vb_component_config_is_slot (c))
+          if (!vb_driver_has_metadata (d->attributes) || !vb_component_config_is_slot (c))
             return TRUE;
           if (g_hash_table_contains (daemon->running, d->uuid)
               && !vb_hotplug_slot_failed (daemon, d, j))
@@ -532,7 +532,7 @@ decide (Item *item, GPtrArray *assemblies)
         for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
           {
             const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
-            if (t == NULL || vb_driver_data_offset (t->attributes) == 0)
+            if (t == NULL || !vb_driver_has_metadata (t->attributes))
               continue;
             if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
               target = t;

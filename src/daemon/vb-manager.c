@@ -41,6 +41,14 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
   resolved = vb_driver_resolve_attributes (driver, NULL, req->attributes, error);
   if (resolved == NULL)
     return FALSE;
+  if (g_strcmp0 (g_hash_table_lookup (resolved, "metadata"), "md1") == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
+                   "(vbmgr scan --adopt) but does not create");
+      g_hash_table_unref (resolved);
+      return FALSE;
+    }
   if (!g_variant_lookup (req->options, "backend", "s", &backend))
     backend = g_strdup ("auto");
   if (strcmp (backend, "auto") != 0 && vb_backend_choose (backend, driver, resolved, error) == NULL)

@@ -162,8 +162,8 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
         {
           /* a redundant device with metadata starts without a file or disk
            * that is gone; its superblocks record the slot missing */
-          if (!data_offset || c->source[0] != '/' || probe->no_missing
-              || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+          if (!vb_driver_has_metadata (config->attributes) || c->source[0] != '/'
+              || probe->no_missing || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
             {
               g_propagate_error (error, g_steal_pointer (&local));
               return FALSE;
@@ -182,13 +182,17 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        "component '%s': %" G_GUINT64_FORMAT
-                       " bytes, too small for vblk metadata (data starts at %" G_GUINT64_FORMAT ")",
+                       " bytes, too small for its metadata (data starts at %" G_GUINT64_FORMAT ")",
                        c->source, info.size, data_offset);
           g_free (path);
           return FALSE;
         }
-      /* the driver sees the data area only */
+      /* the driver sees the data area only: an mdadm array's used size
+       * (md1), or what follows the data offset */
       info.size -= data_offset;
+      if (g_hash_table_contains (config->attributes, "data_size")
+          && vb_attr_get_u64 (config->attributes, "data_size") > 0)
+        info.size = MIN (info.size, vb_attr_get_u64 (config->attributes, "data_size"));
       g_ptr_array_add (p, path);
       g_array_append_val (in, info);
     }
@@ -468,13 +472,22 @@ block_in_use (const char *source, const char *path, GError **error)
 }
 
 gboolean
-vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, GError **error)
+vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, const VbDeviceConfig *holder,
+                     GError **error)
 {
   for (guint i = 0; i < config->components->len; i++)
     {
       const VbComponentConfig *c = config->components->pdata[i];
       g_autofree char *id = identity_of (c->source);
       const char *path = c->source;
+      gboolean held = FALSE;
+
+      /* the running device itself holds its components (md claims them) */
+      for (guint j = 0; holder && j < holder->components->len && !held; j++)
+        held
+            = strcmp (((VbComponentConfig *) holder->components->pdata[j])->source, c->source) == 0;
+      if (held)
+        continue;
 
       for (guint d = 0; d < probe->state->devices->len && !probe->by_superblock; d++)
         {

@@ -48,8 +48,11 @@ gboolean vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboole
 
 /* Refuses a component another device of the state already uses (Busy),
  * unless both are windows on disjoint ranges, and a block device that is
- * mounted or holds a mounted filesystem (WouldLoseData). */
-gboolean vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, GError **error);
+ * mounted or held open exclusively (WouldLoseData) — but for the
+ * components of @holder (may be NULL), the running device's own
+ * configuration, which it holds itself. */
+gboolean vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config,
+                              const VbDeviceConfig *holder, GError **error);
 
 /* Refuses to take away @block_device while it is mounted or opened
  * exclusively (Busy, naming the mount point). */

@@ -17,9 +17,9 @@ struct _VbOp {
   gboolean applied;
   gboolean export_rolled_back; /* passed the checks and was saved */
   char *hook_after_persist;
-  GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
-  GHashTable *status;  /* name -> VbDeviceStatus*, computed by the worker */
-  GPtrArray *events;   /* "kind\nname[\ndetails as GVariant text]" */
+  GHashTable *running;     /* uuid -> VbRunning*, a copy the worker updates */
+  GHashTable *status;      /* name -> VbDeviceStatus*, computed by the worker */
+  GPtrArray *events;       /* "kind\nname[\ndetails as GVariant text]" */
   char *reconfigured_from; /* "NAME\nOLD CONFIGURATION": a reconfiguration's rebuild runs */
   GError *error;
   VbOpDone done;

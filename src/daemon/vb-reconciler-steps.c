@@ -31,7 +31,7 @@ vb_op_format_new (VbOp *op)
       gboolean ok;
 
       if (d == NULL || vb_state_lookup (op->previous, d->name) || driver == NULL
-          || vb_driver_data_offset (d->attributes) == 0
+          || !vb_driver_has_metadata (d->attributes)
           || vb_device_config_n_slots (d) < driver->min_components)
         continue;
       backend = vb_backend_choose (d->backend, driver, d->attributes, &local);

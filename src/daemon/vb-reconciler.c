@@ -593,7 +593,10 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
         continue;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
-          && vb_probe_check_free (&probe, d, &op->error) && op->mode != VB_OP_POLICY)
+          && vb_probe_check_free (
+              &probe, d, old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL,
+              &op->error)
+          && op->mode != VB_OP_POLICY)
         vb_probe_check_foreign (&probe, d, &op->error);
     }
   vb_probe_clear (&probe);

@@ -13,7 +13,7 @@
 gboolean
 vb_reconfig_has_metadata (const VbDeviceConfig *d)
 {
-  return vb_driver_data_offset (d->attributes) > 0;
+  return vb_driver_has_metadata (d->attributes);
 }
 
 char *
@@ -213,6 +213,14 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
       g_autofree char *known = vb_drivers_known_names ();
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "driver '%s' is not known (known: %s)", to, known);
+      return NULL;
+    }
+  if (g_strcmp0 (g_hash_table_lookup (old->attributes, "metadata"), "md1") == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' is an mdadm array (metadata=md1): vblk leaves its shape to mdadm "
+                   "(mdadm --grow) and never rewrites its superblocks",
+                   old->name);
       return NULL;
     }
   for (guint i = 0; request->add && request->add[i]; i++)

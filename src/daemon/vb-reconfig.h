@@ -10,10 +10,10 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  const char *driver;           /* the new driver; NULL or "": the same */
-  GHashTable *attributes;       /* given, char* -> char* (NULL: none) */
-  const char *const *add;       /* sources of new slots, appended (NULL: none) */
-  const char *const *remove;    /* sources of slots (or replaced ones) to drop */
+  const char *driver;        /* the new driver; NULL or "": the same */
+  GHashTable *attributes;    /* given, char* -> char* (NULL: none) */
+  const char *const *add;    /* sources of new slots, appended (NULL: none) */
+  const char *const *remove; /* sources of slots (or replaced ones) to drop */
 } VbReconfigRequest;
 
 /* The configuration @old becomes, with UUIDs for the new components:

@@ -275,6 +275,72 @@ parse_attributes (VbScanGroup *g)
   return g_steal_pointer (&given);
 }
 
+/* An mdadm array: each member's superblock names only its own role, so
+ * the slots come from the members (the newest holder of each); md runs it
+ * with its own superblocks (metadata=md1, backend kernel). */
+static VbDeviceConfig *
+build_md1_config (VbScanGroup *g, const VbDriver *driver)
+{
+  const VbSuperblock *best = g->best;
+  g_autoptr (VbDeviceConfig) d = NULL;
+  g_autoptr (GHashTable) given = NULL;
+  g_autoptr (GError) error = NULL;
+  GHashTable *resolved;
+  guint slots_found = 0;
+
+  if (driver == NULL
+      || (strcmp (driver->name, "raid1") != 0 && strcmp (driver->name, "raid10") != 0))
+    {
+      problem (g, "an mdadm %s array: vblk adopts mdadm's raid1 and raid10 arrays", best->driver);
+      return NULL;
+    }
+  given = parse_attributes (g);
+  if (given == NULL)
+    return NULL;
+  resolved = vb_driver_resolve_attributes (driver, NULL, given, &error);
+  if (resolved == NULL || !vb_check_redundancy (resolved, &error))
+    {
+      problem (g, "%s", error->message);
+      g_clear_pointer (&resolved, g_hash_table_unref);
+      return NULL;
+    }
+  if (best->n_roles < driver->min_components || best->n_roles > driver->max_components)
+    problem (g, "driver '%s' takes %u to %u components, the array has %u", driver->name,
+             driver->min_components, driver->max_components, best->n_roles);
+  d = vb_device_config_new (best->device_name, g->uuid, driver->name, "kernel");
+  g_hash_table_unref (d->attributes);
+  d->attributes = resolved;
+  for (guint r = 0; r < best->n_roles; r++)
+    {
+      VbScanComponent *holder = NULL;
+      g_autofree char *role = g_strdup_printf ("%u", r);
+      for (guint i = 0; i < g->components->len; i++)
+        {
+          VbScanComponent *c = g->components->pdata[i];
+          if (c->sb.role == (gint32) r && (holder == NULL || c->sb.events > holder->sb.events))
+            holder = c;
+        }
+      if (holder == NULL)
+        {
+          problem (g, "slot %u: no member of the array found", r);
+          continue;
+        }
+      g_ptr_array_add (d->components,
+                       vb_component_config_new (holder->path, role, holder->sb.component_uuid));
+      slots_found++;
+    }
+  for (guint i = 0; i < g->components->len; i++)
+    {
+      VbScanComponent *c = g->components->pdata[i];
+      if (c->sb.role == VB_SB_ROLE_SPARE)
+        g_ptr_array_add (d->components,
+                         vb_component_config_new (c->path, "spare", c->sb.component_uuid));
+    }
+  if (slots_found < best->n_roles || g->problems->len > 0)
+    return NULL;
+  return g_steal_pointer (&d);
+}
+
 /* The device adoption would add, or NULL with problems recorded. */
 static VbDeviceConfig *
 build_config (VbScanGroup *g)
@@ -288,12 +354,7 @@ build_config (VbScanGroup *g)
   guint slots_found = 0;
 
   if (strcmp (best->format, "md1") == 0)
-    {
-      /* read, not yet written: that comes with the md part of backend kernel */
-      problem (g, "an mdadm array (md 1.x superblocks): vblk lists it, but adopting it needs the "
-                  "md part of backend kernel, which this vblkd does not have yet");
-      return NULL;
-    }
+    return build_md1_config (g, driver);
   if (driver == NULL)
     {
       problem (g, "driver '%s': unknown", best->driver);

@@ -2,9 +2,14 @@
  * of linux/raid/md_p.h), read into vblk's VbSuperblock so that arrays made
  * by `mdadm --create` are examined and listed by Scan like vblk's own.
  * Version 1.2 keeps it 4 KiB from the start of the member, 1.1 at the
- * start, 1.0 at least 8 KiB from the end (4 KiB aligned). Reading only:
- * writing them (events, roles on failure and re-add) comes with the md
- * part of backend kernel. */
+ * start, 1.0 at least 8 KiB from the end (4 KiB aligned).
+ *
+ * md itself keeps these superblocks up to date (events, roles on failure,
+ * recovery and re-add) once backend kernel runs the array with md's own
+ * metadata; what vblk writes is only the first superblock of a blank
+ * component that joins the array as a spare (vb_md1_write_spare), made
+ * from a member's as mdadm --add makes it. */
+#include "handler-md1.h"
 #include "metadata.h"
 
 #include "vb-error.h"
@@ -131,13 +136,24 @@ md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
   sb->version = 1;
   sb->features = le32 (b + OFF (feature_map)) & MD_FEATURE_BITMAP_OFFSET ? VB_SB_FEATURE_BITMAP : 0;
   uuid_text (b + OFF (set_uuid), sb->device_uuid);
-  memcpy (sb->device_name, b + OFF (set_name), MIN (32, sizeof sb->device_name - 1));
+  {
+    /* mdadm names arrays "HOST:NAME"; vblk's name is the NAME */
+    char set_name[33] = { 0 };
+    const char *colon;
+    memcpy (set_name, b + OFF (set_name), 32);
+    colon = strrchr (set_name, ':');
+    g_strlcpy (sb->device_name, colon ? colon + 1 : set_name, sizeof sb->device_name);
+  }
   uuid_text (b + OFF (device_uuid), sb->component_uuid);
   level = (gint32) le32 (b + OFF (level));
   g_strlcpy (sb->driver, driver_of (level), sizeof sb->driver);
   chunk = le32 (b + OFF (chunksize)) * 512;
   layout = le32 (b + OFF (layout));
-  attrs = g_string_new ("metadata=md1\n");
+  /* md keeps its own bitmap, if any: vblk's is off */
+  attrs = g_string_new ("metadata=md1\nbitmap=none\n");
+  g_string_append_printf (attrs,
+                          "data_offset=%" G_GUINT64_FORMAT "\ndata_size=%" G_GUINT64_FORMAT "\n",
+                          le64 (b + OFF (data_offset)) * 512, le64 (b + OFF (size)) * 512);
   if (chunk)
     g_string_append_printf (attrs, "chunk_size=%u\n", chunk);
   if (level == 10)
@@ -152,7 +168,7 @@ md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
   sb->ctime = (ctime_raw & 0xffffffffffULL) * G_USEC_PER_SEC + (ctime_raw >> 40);
   sb->utime = (utime_raw & 0xffffffffffULL) * G_USEC_PER_SEC + (utime_raw >> 40);
   sb->data_offset = le64 (b + OFF (data_offset)) * 512;
-  sb->data_size = le64 (b + OFF (data_size)) * 512;
+  sb->data_size = le64 (b + OFF (size)) * 512; /* the used size, as vblk's data_size */
   sb->rebuild_offset = le64 (b + OFF (recovery_offset)) * 512;
   sb->n_roles = raid_disks;
 
@@ -225,6 +241,10 @@ md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
         }
       if (md1_decode (buf, MD1_BLOCK, sb, &local))
         {
+          static const char *const versions[] = { "1.2", "1.1", "1.0" };
+          gsize len = strlen (sb->attributes);
+          g_snprintf (sb->attributes + len, sizeof sb->attributes - len, "md_version=%s\n",
+                      versions[i]);
           free (buf);
           return TRUE;
         }
@@ -272,6 +292,179 @@ md1_read (int fd, const char *path, VbSuperblock *sb, GError **error)
   return ok;
 }
 
+/* Where version @version keeps the superblock on a member of @size bytes. */
+static guint64
+sb_offset_for (const char *version, guint64 size)
+{
+  if (strcmp (version, "1.2") == 0)
+    return 4096;
+  if (strcmp (version, "1.1") == 0)
+    return 0;
+  return (size - 8192) & ~(guint64) (MD1_BLOCK - 1);
+}
+
+static gboolean
+parse_uuid (const char *text, guint8 out[16])
+{
+  guint n = 0;
+
+  for (const char *p = text; *p && n < 32; p++)
+    {
+      if (*p == '-')
+        continue;
+      if (!g_ascii_isxdigit (*p))
+        return FALSE;
+      if (n % 2 == 0)
+        out[n / 2] = (guint8) (g_ascii_xdigit_value (*p) << 4);
+      else
+        out[n / 2] |= (guint8) g_ascii_xdigit_value (*p);
+      n++;
+    }
+  return n == 32;
+}
+
+static void
+put_le32 (guint8 *p, guint32 v)
+{
+  for (guint i = 0; i < 4; i++)
+    p[i] = (guint8) (v >> (8 * i));
+}
+
+static void
+put_le64 (guint8 *p, guint64 v)
+{
+  put_le32 (p, (guint32) v);
+  put_le32 (p + 4, (guint32) (v >> 32));
+}
+
+static int
+open_direct (const char *path, int flags)
+{
+  int fd = open (path, flags | O_DIRECT | O_CLOEXEC);
+
+  if (fd < 0 && errno == EINVAL)
+    fd = open (path, flags | O_CLOEXEC);
+  return fd;
+}
+
+gboolean
+vb_md1_write_spare (const char *member, const char *version, const char *path,
+                    const char *component_uuid, GError **error)
+{
+  guint8 *tmpl = NULL, *block = NULL;
+  int tfd = -1, fd = -1;
+  guint64 tsize, size, toff, off, data_offset, used;
+  guint32 max_dev, features, dev_number;
+  VbSuperblock check;
+  gboolean ok = FALSE;
+  guint8 uuid[16];
+
+  if (!parse_uuid (component_uuid, uuid))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "'%s' is not a UUID",
+                   component_uuid);
+      return FALSE;
+    }
+  if (posix_memalign ((void **) &tmpl, MD1_BLOCK, MD1_BLOCK) != 0
+      || posix_memalign ((void **) &block, MD1_BLOCK, MD1_BLOCK) != 0)
+    g_error ("out of memory");
+  tfd = open_direct (member, O_RDONLY);
+  fd = open_direct (path, O_RDWR);
+  if (tfd < 0 || fd < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': %s", tfd < 0 ? member : path,
+                   g_strerror (errno));
+      goto out;
+    }
+  tsize = size_of (tfd);
+  size = size_of (fd);
+  toff = sb_offset_for (version, tsize);
+  if (pread (tfd, tmpl, MD1_BLOCK, toff) != MD1_BLOCK
+      || !md1_decode (tmpl, MD1_BLOCK, &check, error))
+    {
+      if (error && *error == NULL)
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': reading its md %s superblock: %s",
+                     member, version, g_strerror (errno));
+      else
+        g_prefix_error (error, "'%s': ", member);
+      goto out;
+    }
+  data_offset = le64 (tmpl + OFF (data_offset));
+  used = le64 (tmpl + OFF (size));
+  off = sb_offset_for (version, size);
+  if (size < 3 * MD1_BLOCK
+      || (strcmp (version, "1.0") == 0 ? used * 512 > off : (data_offset + used) * 512 > size))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "'%s': %" G_GUINT64_FORMAT " bytes, too small for the array (%" G_GUINT64_FORMAT
+                   " bytes of data from %" G_GUINT64_FORMAT ")",
+                   path, size, used * 512, data_offset * 512);
+      goto out;
+    }
+
+  memcpy (block, tmpl, MD1_BLOCK);
+  memcpy (block + OFF (device_uuid), uuid, 16);
+  put_le64 (block + OFF (super_offset), off / 512);
+  put_le64 (block + OFF (data_size),
+            strcmp (version, "1.0") == 0 ? off / 512 - data_offset : size / 512 - data_offset);
+  put_le64 (block + OFF (recovery_offset), 0);
+  features = le32 (block + OFF (feature_map));
+  features &= ~(guint32) (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT
+                          | MD_FEATURE_RECOVERY_BITMAP | MD_FEATURE_BAD_BLOCKS);
+  put_le32 (block + OFF (feature_map), features);
+  /* a free entry of the role table (md renumbers a clash itself) */
+  max_dev = le32 (block + OFF (max_dev));
+  for (dev_number = 0; dev_number < max_dev; dev_number++)
+    if ((block[256 + 2 * dev_number] | block[256 + 2 * dev_number + 1] << 8) == MD_DISK_ROLE_SPARE)
+      break;
+  if (dev_number == max_dev)
+    {
+      if (max_dev + 1 > MD1_MAX_DEV)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': the array's role table is full",
+                       member);
+          goto out;
+        }
+      put_le32 (block + OFF (max_dev), ++max_dev);
+    }
+  put_le32 (block + OFF (dev_number), dev_number);
+  block[256 + 2 * dev_number] = 0xff;
+  block[256 + 2 * dev_number + 1] = 0xff;
+  put_le32 (block + OFF (sb_csum), md1_csum (block, max_dev));
+
+  /* an empty bad block log, as mdadm leaves it */
+  {
+    guint16 bb_sectors = (guint16) (block[OFF (bblog_size)] | block[OFF (bblog_size) + 1] << 8);
+    gint32 bb_offset = (gint32) le32 (block + OFF (bblog_offset));
+    if (bb_sectors && bb_offset)
+      {
+        gsize len = ((gsize) bb_sectors * 512 + MD1_BLOCK - 1) & ~(gsize) (MD1_BLOCK - 1);
+        guint8 *ff = NULL;
+        if (posix_memalign ((void **) &ff, MD1_BLOCK, len) != 0)
+          g_error ("out of memory");
+        memset (ff, 0xff, len);
+        if (pwrite (fd, ff, len, (off_t) (off + (gint64) bb_offset * 512)) != (ssize_t) len)
+          g_warning ("'%s': clearing its bad block log: %s", path, g_strerror (errno));
+        free (ff);
+      }
+  }
+  if (pwrite (fd, block, MD1_BLOCK, off) != MD1_BLOCK || fsync (fd) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': writing its md superblock: %s", path,
+                   g_strerror (errno));
+      goto out;
+    }
+  ok = TRUE;
+out:
+  if (tfd >= 0)
+    close (tfd);
+  if (fd >= 0)
+    close (fd);
+  free (tmpl);
+  free (block);
+  return ok;
+}
+
 static gboolean
 md1_probe (int fd, const char *path)
 {
@@ -283,7 +476,9 @@ static gboolean
 md1_write (int fd, const char *path, const VbSuperblock *sb, GError **error)
 {
   g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-               "%s: writing md 1.x superblocks comes with the md part of backend kernel", path);
+               "%s: md writes md 1.x superblocks itself (backend kernel); vblk writes only a new "
+               "spare's",
+               path);
   return FALSE;
 }
 

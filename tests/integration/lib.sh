@@ -421,6 +421,12 @@ vb__unmount_all () {
     done
 }
 
+# vb_on_cleanup CMD — run CMD (eval) at the end, after the unmounts and
+# before the loop devices go: for what the test made that sits between
+# them (md arrays, dm devices). Last registered, first run.
+VB_CLEANUP_CMDS=()
+vb_on_cleanup () { VB_CLEANUP_CMDS+=("$*"); }
+
 vb_cleanup () {
   local rc=$?
   set +e
@@ -442,6 +448,10 @@ vb_cleanup () {
   # mounted filesystem held
   vb__detach_loops
   vb__unmount_all
+  local i
+  for ((i = ${#VB_CLEANUP_CMDS[@]} - 1; i >= 0; i--)); do
+    eval "${VB_CLEANUP_CMDS[$i]}" > /dev/null 2>&1
+  done
   [ -z "$VB_UDEVD_PID" ] || udevadm settle --timeout=10 2> /dev/null
   vb__detach_loops
   rm -rf "$VB_DEV_DIR"

@@ -37,13 +37,15 @@ ext4_round () {
 }
 md_attr () { cat "/sys/block/$(basename "$1")/md/$2"; }
 
-for f in a b c d e f s x0 x1 k0 k1; do vb_mkimg "$T/$f.img" 48M; done
+for f in a b c d e f g h s x0 x1 k0 k1; do vb_mkimg "$T/$f.img" 48M; done
 
 vb_log "raid1 on md (auto): external metadata, initial resync as a job"
 vbmgr create m --driver raid1 --start "$T/a.img" "$T/b.img"
 vb_assert_eq kernel "$(vb_json m .backend)" "backend auto picks for raid1"
 bd=$(vb_blockdev_of m)
 [[ "$bd" == /dev/md_vb* ]] || vb_fail "raid1 node $bd is not an md array"
+inst=$(basename "$bd" | sed 's/^md_vb\([0-9a-f]*\)_.*/\1/')
+vb_on_cleanup "for a in /sys/block/md_vb${inst}_*/md; do echo clear > \$a/array_state; done"
 vb_assert_eq "external:vblk" "$(md_attr "$bd" metadata_version)" "md metadata_version"
 vb_assert_eq raid1 "$(md_attr "$bd" level)" "md level"
 vb_assert_eq "$(vb_json m .size)" "$(blockdev --getsize64 "$bd")" "md's size equals vblk's"
@@ -113,6 +115,80 @@ sleep 1
 vb_assert_eq true "$(examine "$T/a.img" | jq -r .clean)" "the new monitor marks the array clean again"
 vbmgr stop m
 vbmgr delete m
+
+vb_log "a component failed under fio verify (dm-flakey): recorded before md unblocks"
+fl_loop=$(losetup -f --show "$T/h.img")
+sectors=$(blockdev --getsz "$fl_loop")
+fl=vbtest-flakey-$$
+dmsetup create "$fl" --table "0 $sectors linear $fl_loop 0"
+vb_on_cleanup "dmsetup remove --retry $fl"
+vb_stop_daemon
+vb_start_daemon VBLK_TEST_STOP_AT=md:failure-recorded
+vbmgr create f --driver raid1 --start "/dev/mapper/$fl" "$T/g.img"
+fbd=$(vb_blockdev_of f)
+vbmgr wait f > /dev/null || vb_fail "resync of f"
+mkfs.ext4 -q -F "$fbd"
+mkdir -p "$T/mnt"
+mount "$fbd" "$T/mnt"
+fio --name=fail --directory="$T/mnt" --filename=data --size=24M --ioengine=psync --direct=1 \
+    --rw=randrw --bs=4k --verify=crc32c --verify_backlog=128 --verify_fatal=1 --time_based \
+    --runtime=25 --output="$T/fio.log" &
+fio_pid=$!
+VB_BG_PIDS+=("$fio_pid")
+sleep 3
+# from now on every request to the component fails
+dmsetup suspend "$fl"
+dmsetup load "$fl" --table "0 $sectors flakey $fl_loop 0 0 3600"
+dmsetup resume "$fl"
+vb_wait_stopped "$VBLKD_PID" || vb_fail "vblkd did not stop once the failure was recorded"
+dev="dev-$(basename "$(readlink -f "/dev/mapper/$fl")")"
+st=$(md_attr "$fbd" "$dev/state")
+vb_assert_contains "$st" "blocked" "md still holds the failed component (blocked) when the superblocks say faulty"
+vb_assert_eq faulty "$(examine "$T/g.img" | jq -r '.roles[0].state')" "the survivor's superblock records slot 0 faulty"
+vb_log "md dev state at the hook: $st; array_state $(md_attr "$fbd" array_state)"
+vb_kill_daemon
+vb_start_daemon
+vb_wait_state f degraded 20
+vb_wait_until 10 eval '[ ! -e "/sys/block/$(basename "$fbd")/md/$dev" ]' ||
+  vb_fail "the failed component was not removed from md: $(ls "/sys/block/$(basename "$fbd")/md")"
+vb_assert_eq "faulty in-sync" "$(vb_json f '[.components[].state] | join(" ")')" "states after the failure"
+wait "$fio_pid" || vb_fail "fio across the failure: $(tail -20 "$T/fio.log")"
+grep -q "err= 0" "$T/fio.log" || vb_fail "fio errors: $(cat "$T/fio.log")"
+vb_log "fio: $(grep -o 'WRITE: bw=[^,]*' "$T/fio.log" | head -1), no error"
+
+vb_log "a spare takes the failed slot; md rebuilds it"
+vbmgr add f "$T/s.img" --spare
+roles_are () { [ "$(vb_json f '[.components[].role] | join(" ")')" = "$1" ]; }
+vb_wait_until 30 roles_are "0 1 faulty" || vb_fail "spare not moved into slot 0: $(vb_json f '.components')"
+vbmgr wait f > /dev/null || vb_fail "rebuild onto the spare"
+job=$(vbmgr jobs --json | jq -c '[.[] | select(.device == "f" and .operation == "rebuild")] | last')
+vb_assert_eq finished "$(jq -r .state <<< "$job")" "md's recovery as a rebuild job"
+vb_assert_eq "in-sync in-sync faulty" "$(vb_json f '[.components[].state] | join(" ")')" "states after the rebuild"
+vb_assert_eq "0 in-sync" "$(examine "$T/s.img" | jq -r '"\(.role) \(.roles[0].state)"')" "the spare's superblock"
+umount "$T/mnt"
+fsck.ext4 -n -f "$fbd" > "$T/fsck.log" 2>&1 || vb_fail "fsck after the failure: $(cat "$T/fsck.log")"
+vbmgr remove f "/dev/mapper/$fl"
+vbmgr stop f
+cmp -i 1M:1M "$T/s.img" "$T/g.img" || vb_fail "copies differ after the rebuild"
+
+vb_log "check counts mismatches through sync_action; repair rewrites them"
+dd if=/dev/urandom of="$T/g.img" bs=4K count=3 seek=$(((1 << 20) / 4096 + 100)) conv=notrunc status=none
+vbmgr start f
+job=$(vbmgr check f)
+vbmgr wait "$job" > /dev/null || vb_fail "check failed"
+mism=$(vbmgr jobs --json | jq --arg p "$job" '.[] | select(.path == $p) | .mismatches')
+[ "$mism" -gt 0 ] || vb_fail "check found no mismatch ($mism)"
+vb_log "check: $mism mismatching 4 KiB blocks (md counts whole resync blocks)"
+job=$(vbmgr check f --repair)
+vbmgr wait "$job" > /dev/null || vb_fail "repair failed"
+job=$(vbmgr check f)
+vbmgr wait "$job" > /dev/null || vb_fail "second check failed"
+vb_assert_eq 0 "$(vbmgr jobs --json | jq --arg p "$job" '.[] | select(.path == $p) | .mismatches')" "no mismatch after repair"
+vbmgr stop f
+cmp -i 1M:1M "$T/s.img" "$T/g.img" || vb_fail "copies differ after the repair"
+vbmgr delete f
+dmsetup remove "$fl"
+losetup -d "$fl_loop"
 
 vb_log "stop: no array, no loop device left"
 vb_assert_eq 0 "$(md_arrays)" "md arrays at the end"

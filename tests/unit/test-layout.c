@@ -478,8 +478,8 @@ test_refusals (void)
                        "attribute 'chunk_size': driver 'linear' has no attributes");
   assert_attr_refused (
       "raid1", ATTRS ("copies", "2"),
-      "attribute 'copies': not an attribute of driver 'raid1' (allowed: metadata, bitmap, "
-      "bitmap_chunk, sync_speed_min, sync_speed_max)");
+      "attribute 'copies': not an attribute of driver 'raid1' (allowed: metadata, md_version, "
+      "data_offset, data_size, bitmap, bitmap_chunk, sync_speed_min, sync_speed_max)");
   assert_attr_refused ("raid0", ATTRS ("copies", "2"),
                        "attribute 'copies': not an attribute of driver 'raid0' (allowed: "
                        "chunk_size)");
@@ -497,13 +497,26 @@ test_attributes (void)
 
   g_assert_cmpuint (g_hash_table_size (r0), ==, 1);
   g_assert_cmpstr (g_hash_table_lookup (r0, "chunk_size"), ==, "524288");
-  /* chunk_size, copies and the five redundancy attributes */
-  g_assert_cmpuint (g_hash_table_size (r10), ==, 7);
+  /* chunk_size, copies and the eight redundancy attributes */
+  g_assert_cmpuint (g_hash_table_size (r10), ==, 10);
   g_assert_cmpstr (g_hash_table_lookup (r10, "metadata"), ==, "vblk");
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap"), ==, "internal");
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap_chunk"), ==, "67108864");
   g_assert_cmpuint (vb_driver_data_offset (r10), ==, 1 << 20);
   g_assert_cmpuint (vb_driver_data_offset (r0), ==, 0);
+  g_assert_true (vb_driver_has_metadata (r10));
+  g_assert_false (vb_driver_has_metadata (r0));
+  {
+    /* an mdadm array: data where its superblocks say */
+    g_autoptr (GHashTable) md = attrs_from (
+        ATTRS ("metadata", "md1", "bitmap", "none", "data_offset", "2M", "md_version", "1.0"));
+    g_autoptr (GHashTable) r1md
+        = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, md, NULL);
+    g_assert_nonnull (r1md);
+    g_assert_cmpuint (vb_driver_data_offset (r1md), ==, 2 << 20);
+    g_assert_true (vb_driver_has_metadata (r1md));
+    g_assert_true (vb_check_redundancy (r1md, NULL));
+  }
   g_assert_cmpstr (g_hash_table_lookup (r10, "chunk_size"), ==, "524288");
   g_assert_cmpstr (g_hash_table_lookup (r10, "copies"), ==, "2");
   g_assert_cmpstr (g_hash_table_lookup (r10b, "chunk_size"), ==, "65536");
@@ -536,7 +549,7 @@ test_attributes (void)
     fill_components (infos, names, 2, SIZES (64 << 20, 64 << 20));
     g_assert_null (vb_driver_resolve_attributes (raid1, NULL, bad, &error));
     g_assert_cmpstr (error->message, ==,
-                     "attribute 'metadata': 'md' is not allowed (allowed: vblk, none)");
+                     "attribute 'metadata': 'md' is not allowed (allowed: vblk, none, md1)");
     g_clear_error (&error);
     r = vb_driver_resolve_attributes (raid1, NULL, nobm, &error);
     g_assert_no_error (error);

@@ -5,6 +5,7 @@
  * blank file are each told apart. No root: files in a temporary folder. */
 #include "config.h"
 
+#include "handler-md1.h"
 #include "metadata.h"
 #include "vb-error.h"
 
@@ -116,7 +117,8 @@ test_read_versions (void)
       g_assert_cmpstr (sb.format, ==, "md1");
       g_assert_cmpstr (sb.device_uuid, ==, "12345678-9abc-def0-0123-456789abcdef");
       g_assert_cmpstr (sb.component_uuid, ==, "aabbccdd-eeff-0011-2233-445566778899");
-      g_assert_cmpstr (sb.device_name, ==, "host:vmtest");
+      /* mdadm's "HOST:NAME": the name is vblk's */
+      g_assert_cmpstr (sb.device_name, ==, "vmtest");
       g_assert_cmpstr (sb.driver, ==, "raid1");
       g_assert_cmpuint (sb.events, ==, 17);
       g_assert_true (sb.clean);
@@ -129,6 +131,13 @@ test_read_versions (void)
       g_assert_cmpuint (sb.roles[1].state, ==, VB_ROLE_IN_SYNC);
       g_assert_cmpstr (sb.roles[1].uuid, ==, sb.component_uuid);
       g_assert_nonnull (strstr (sb.attributes, "metadata=md1\n"));
+      g_assert_nonnull (strstr (sb.attributes, "bitmap=none\n"));
+      g_assert_nonnull (strstr (sb.attributes, "data_offset=1048576\n"));
+      g_assert_nonnull (strstr (sb.attributes, "data_size=15728640\n"));
+      /* where it was found */
+      g_assert_nonnull (strstr (sb.attributes, i == 0   ? "md_version=1.2\n"
+                                               : i == 1 ? "md_version=1.1\n"
+                                                        : "md_version=1.0\n"));
       g_unlink (path);
     }
 }
@@ -196,11 +205,60 @@ test_refusals (void)
   g_free (path);
 }
 
+/* A blank component joining as a spare: the member's superblock with its
+ * own UUID, a free role entry marked spare, valid checksum. */
+static void
+test_write_spare (void)
+{
+  guint8 b[4096];
+  g_autoptr (GError) error = NULL;
+  g_autofree char *member = NULL, *blank = NULL, *small = NULL;
+  VbSuperblock sb, spare;
+  int fd;
+
+  make (b, 1);
+  member = file_with (b, 4096);
+  blank = file_with (NULL, 0);
+  g_assert_true (
+      vb_md1_write_spare (member, "1.2", blank, "01234567-89ab-cdef-0123-456789abcdef", &error));
+  g_assert_no_error (error);
+  g_assert_true (vb_metadata_md1.read (-1, member, &sb, NULL));
+  g_assert_true (vb_metadata_md1.read (-1, blank, &spare, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (spare.device_uuid, ==, sb.device_uuid);
+  g_assert_cmpstr (spare.component_uuid, ==, "01234567-89ab-cdef-0123-456789abcdef");
+  g_assert_cmpint (spare.role, ==, VB_SB_ROLE_SPARE);
+  g_assert_cmpuint (spare.events, ==, sb.events);
+  g_assert_cmpuint (spare.data_offset, ==, sb.data_offset);
+  g_assert_cmpuint (spare.data_size, ==, sb.data_size);
+  /* the members' roles are untouched */
+  g_assert_cmpuint (spare.roles[0].state, ==, VB_ROLE_IN_SYNC);
+  g_assert_cmpuint (spare.roles[1].state, ==, VB_ROLE_IN_SYNC);
+
+  /* too small for the data: refused, nothing written */
+  small = file_with (NULL, 0);
+  fd = open (small, O_RDWR);
+  g_assert_cmpint (ftruncate (fd, 4 << 20), ==, 0);
+  close (fd);
+  g_assert_false (
+      vb_md1_write_spare (member, "1.2", small, "01234567-89ab-cdef-0123-456789abcdef", &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "too small for the array"));
+  g_clear_error (&error);
+  g_assert_false (vb_metadata_md1.probe (-1, small));
+  g_assert_false (vb_md1_write_spare (member, "1.2", blank, "not-a-uuid", &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_unlink (member);
+  g_unlink (blank);
+  g_unlink (small);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/md1/read-versions", test_read_versions);
   g_test_add_func ("/md1/refusals", test_refusals);
+  g_test_add_func ("/md1/write-spare", test_write_spare);
   return g_test_run ();
 }

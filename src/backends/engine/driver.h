@@ -32,6 +32,7 @@ typedef struct {
  * write-intent bitmap and the speed of resync and rebuild jobs. */
 extern const char *const vb_metadata_choices[];
 extern const char *const vb_bitmap_choices[];
+extern const char *const vb_md_version_choices[];
 #define VB_BITMAP_CHUNK_MIN (64ULL << 10)
 #define VB_REDUNDANCY_ATTRIBUTES                                                                   \
   { "metadata",                                                                                    \
@@ -40,9 +41,32 @@ extern const char *const vb_bitmap_choices[];
     FALSE,                                                                                         \
     0,                                                                                             \
     NULL,                                                                                          \
-    "on-component metadata: vblk (a superblock and bitmap on every component, data from 1 MiB) "   \
-    "or none",                                                                                     \
+    "on-component metadata: vblk (a superblock and bitmap on every component, data from 1 MiB), " \
+    "none, or md1 (an mdadm array's own 1.x superblocks, which md keeps; backend kernel)",         \
     vb_metadata_choices },                                                                         \
+      { "md_version",                                                                              \
+        VB_ATTR_CHOICE,                                                                            \
+        "1.2",                                                                                     \
+        FALSE,                                                                                     \
+        0,                                                                                         \
+        NULL,                                                                                      \
+        "metadata=md1: where the superblock lies (1.0 at the end, 1.1 at the start, 1.2 4 KiB "    \
+        "in)",                                                                                     \
+        vb_md_version_choices },                                                                   \
+      { "data_offset",                                                                             \
+        VB_ATTR_SIZE,                                                                              \
+        "0",                                                                                       \
+        FALSE,                                                                                     \
+        512,                                                                                       \
+        NULL,                                                                                      \
+        "metadata=md1: where the data starts on each component (mdadm's data offset)" },           \
+      { "data_size",                                                                               \
+        VB_ATTR_SIZE,                                                                              \
+        "0",                                                                                       \
+        FALSE,                                                                                     \
+        512,                                                                                       \
+        NULL,                                                                                      \
+        "metadata=md1: bytes of each component the array uses (mdadm's used device size; 0: all)" }, \
       { "bitmap",                                                                                  \
         VB_ATTR_CHOICE,                                                                            \
         "internal",                                                                                \
@@ -166,8 +190,11 @@ void vb_map_identity (const VbLayout *layout, guint64 offset, guint64 length, Vb
 /* Checks the redundancy attributes (bitmap needs metadata, bitmap_chunk a
  * power of two); TRUE for a driver without them. */
 gboolean vb_check_redundancy (GHashTable *attributes, GError **error);
-/* Where data starts on each component: 0, or VB_DATA_OFFSET (1 MiB) with
- * metadata=vblk (superblock at 4 KiB, bitmap from 8 KiB). */
+/* Superblocks on the components: metadata=vblk or md1. */
+gboolean vb_driver_has_metadata (GHashTable *attributes);
+/* Where data starts on each component: 0, VB_DATA_OFFSET (1 MiB) with
+ * metadata=vblk (superblock at 4 KiB, bitmap from 8 KiB), or attribute
+ * data_offset with metadata=md1. */
 #define VB_DATA_OFFSET (1ULL << 20)
 guint64 vb_driver_data_offset (GHashTable *attributes);
 

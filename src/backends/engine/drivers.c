@@ -23,7 +23,8 @@ static const VbDriver *const all_drivers[] = {
   &vb_driver_raid1, &vb_driver_raid10, &vb_driver_faulty, NULL,
 };
 
-const char *const vb_metadata_choices[] = { "vblk", "none", NULL };
+const char *const vb_metadata_choices[] = { "vblk", "none", "md1", NULL };
+const char *const vb_md_version_choices[] = { "1.0", "1.1", "1.2", NULL };
 const char *const vb_bitmap_choices[] = { "internal", "none", NULL };
 
 gboolean
@@ -78,10 +79,24 @@ vb_map_identity (const VbLayout *layout, guint64 offset, guint64 length, VbMappi
   out->copies[0].offset = offset;
 }
 
+gboolean
+vb_driver_has_metadata (GHashTable *attributes)
+{
+  const char *metadata = g_hash_table_lookup (attributes, "metadata");
+
+  return g_strcmp0 (metadata, "vblk") == 0 || g_strcmp0 (metadata, "md1") == 0;
+}
+
 guint64
 vb_driver_data_offset (GHashTable *attributes)
 {
-  return g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "vblk") == 0 ? VB_DATA_OFFSET : 0;
+  const char *metadata = g_hash_table_lookup (attributes, "metadata");
+
+  if (g_strcmp0 (metadata, "vblk") == 0)
+    return VB_DATA_OFFSET;
+  if (g_strcmp0 (metadata, "md1") == 0 && g_hash_table_contains (attributes, "data_offset"))
+    return vb_attr_get_u64 (attributes, "data_offset");
+  return 0;
 }
 
 const VbDriver *const *
