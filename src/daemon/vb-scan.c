@@ -275,26 +275,17 @@ parse_attributes (VbScanGroup *g)
   return g_steal_pointer (&given);
 }
 
-/* An mdadm array: each member's superblock names only its own role, so
- * the slots come from the members (the newest holder of each); md runs it
- * with its own superblocks (metadata=md1, backend kernel). */
+/* The device, without components: the superblock's name and attributes
+ * (checked), or NULL with a problem recorded. */
 static VbDeviceConfig *
-build_md1_config (VbScanGroup *g, const VbDriver *driver)
+new_config (VbScanGroup *g, const VbDriver *driver, const char *backend)
 {
   const VbSuperblock *best = g->best;
-  g_autoptr (VbDeviceConfig) d = NULL;
-  g_autoptr (GHashTable) given = NULL;
+  g_autoptr (GHashTable) given = parse_attributes (g);
   g_autoptr (GError) error = NULL;
   GHashTable *resolved;
-  guint slots_found = 0;
+  VbDeviceConfig *d;
 
-  if (driver == NULL
-      || (strcmp (driver->name, "raid1") != 0 && strcmp (driver->name, "raid10") != 0))
-    {
-      problem (g, "an mdadm %s array: vblk adopts mdadm's raid1 and raid10 arrays", best->driver);
-      return NULL;
-    }
-  given = parse_attributes (g);
   if (given == NULL)
     return NULL;
   resolved = vb_driver_resolve_attributes (driver, NULL, given, &error);
@@ -305,11 +296,33 @@ build_md1_config (VbScanGroup *g, const VbDriver *driver)
       return NULL;
     }
   if (best->n_roles < driver->min_components || best->n_roles > driver->max_components)
-    problem (g, "driver '%s' takes %u to %u components, the array has %u", driver->name,
+    problem (g, "driver '%s' takes %u to %u components, the superblock has %u slots", driver->name,
              driver->min_components, driver->max_components, best->n_roles);
-  d = vb_device_config_new (best->device_name, g->uuid, driver->name, "kernel");
+  d = vb_device_config_new (best->device_name, g->uuid, driver->name, backend);
   g_hash_table_unref (d->attributes);
   d->attributes = resolved;
+  return d;
+}
+
+/* An mdadm array: each member's superblock names only its own role, so
+ * the slots come from the members (the newest holder of each); md runs it
+ * with its own superblocks (metadata=md1, backend kernel). */
+static VbDeviceConfig *
+build_md1_config (VbScanGroup *g, const VbDriver *driver)
+{
+  const VbSuperblock *best = g->best;
+  g_autoptr (VbDeviceConfig) d = NULL;
+  guint slots_found = 0;
+
+  if (driver == NULL
+      || (strcmp (driver->name, "raid1") != 0 && strcmp (driver->name, "raid10") != 0))
+    {
+      problem (g, "an mdadm %s array: vblk adopts mdadm's raid1 and raid10 arrays", best->driver);
+      return NULL;
+    }
+  d = new_config (g, driver, "kernel");
+  if (d == NULL)
+    return NULL;
   for (guint r = 0; r < best->n_roles; r++)
     {
       VbScanComponent *holder = NULL;
@@ -348,9 +361,6 @@ build_config (VbScanGroup *g)
   const VbSuperblock *best = g->best;
   const VbDriver *driver = vb_driver_lookup (best->driver);
   g_autoptr (VbDeviceConfig) d = NULL;
-  g_autoptr (GHashTable) given = NULL;
-  g_autoptr (GError) error = NULL;
-  GHashTable *resolved;
   guint slots_found = 0;
 
   if (strcmp (best->format, "md1") == 0)
@@ -360,23 +370,9 @@ build_config (VbScanGroup *g)
       problem (g, "driver '%s': unknown", best->driver);
       return NULL;
     }
-  given = parse_attributes (g);
-  if (given == NULL)
+  d = new_config (g, driver, "auto");
+  if (d == NULL)
     return NULL;
-  resolved = vb_driver_resolve_attributes (driver, NULL, given, &error);
-  if (resolved == NULL || !vb_check_redundancy (resolved, &error))
-    {
-      problem (g, "%s", error->message);
-      g_clear_pointer (&resolved, g_hash_table_unref);
-      return NULL;
-    }
-  if (best->n_roles < driver->min_components || best->n_roles > driver->max_components)
-    problem (g, "driver '%s' takes %u to %u components, the superblock has %u slots", driver->name,
-             driver->min_components, driver->max_components, best->n_roles);
-
-  d = vb_device_config_new (best->device_name, g->uuid, driver->name, "auto");
-  g_hash_table_unref (d->attributes);
-  d->attributes = resolved;
   for (guint i = 0; i < best->n_roles; i++)
     {
       const char *want = best->roles[i].uuid;
