@@ -371,6 +371,21 @@ assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, G
       if (best < 0 || found[i].events > found[best].events)
         best = i;
     }
+  /* two components claiming one role with equal events: which holds the
+   * data cannot be told */
+  for (guint i = 0; i < a->n; i++)
+    for (guint j = i + 1; j < a->n; j++)
+      if (present[i] && present[j] && found[i].role == found[j].role && found[i].role >= 0
+          && found[i].events == found[j].events
+          && strcmp (found[i].component_uuid, found[j].component_uuid) != 0)
+        {
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_FAILED,
+              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
+              "; refusing to start (nothing was written)",
+              a->members[i]->path, a->members[j]->path, found[i].role, a->name, found[i].events);
+          return FALSE;
+        }
   if (best < 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,

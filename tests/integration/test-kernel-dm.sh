@@ -53,6 +53,8 @@ vb_assert_eq $((32 << 20)) "$(nbdinfo --size "nbd+unix:///?socket=$T/w.sock")" "
 nbdcopy "nbd+unix:///?socket=$T/w.sock" "$T/w-export.img"
 cmp "$T/w-export.img" "$bd" || vb_fail "NBD export of w differs from its node"
 vbmgr export w --nbd --listen "unix:$T/w.sock" --stop
+mkfs.ext4 -q -F "$bd" || vb_fail "mkfs.ext4 on the window"
+fsck.ext4 -n -f "$bd" > "$T/fsck.log" 2>&1 || vb_fail "fsck on the window: $(cat "$T/fsck.log")"
 
 vb_log "linear over two files: ext4, fio verify, grown online by a third"
 vbmgr create l --driver linear --start "$T/a.img" "$T/b.img"

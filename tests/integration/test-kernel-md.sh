@@ -37,7 +37,7 @@ ext4_round () {
 }
 md_attr () { cat "/sys/block/$(basename "$1")/md/$2"; }
 
-for f in a b c d e f g h s x0 x1 k0 k1; do vb_mkimg "$T/$f.img" 48M; done
+for f in a b c d e f g h s x0 x1 k0 k1 q0 q1 q2; do vb_mkimg "$T/$f.img" 48M; done
 
 vb_log "raid1 on md (auto): external metadata, initial resync as a job"
 vbmgr create m --driver raid1 --start "$T/a.img" "$T/b.img"
@@ -115,6 +115,32 @@ sleep 1
 vb_assert_eq true "$(examine "$T/a.img" | jq -r .clean)" "the new monitor marks the array clean again"
 vbmgr stop m
 vbmgr delete m
+
+vb_log "refusals on md: a corrupt superblock, the last copy, a reshape, md1 by hand"
+vbmgr create q --driver raid1 --start "$T/q0.img" "$T/q1.img"
+vbmgr wait q > /dev/null || vb_fail "resync of q"
+vbmgr stop q
+sum_q0=$(sha256sum < "$T/q0.img")
+cp "$T/q1.img" "$T/q1.good"
+printf '\x55' | dd of="$T/q1.img" bs=1 seek=$((4096 + 300)) conv=notrunc status=none
+vb_expect_fail Failed vbmgr start q
+vb_assert_contains "$VB_ERR" "$T/q1.img" "error names the corrupted component"
+vb_assert_contains "$VB_ERR" "checksum" "error says checksum"
+vb_assert_eq "$sum_q0" "$(sha256sum < "$T/q0.img")" "the other component is untouched"
+vb_assert_eq 0 "$(md_arrays)" "no md array left by the refused start"
+[ -z "$(losetup -a | grep "$T/q" || true)" ] || vb_fail "loop devices left by the refused start: $(losetup -a)"
+cp "$T/q1.good" "$T/q1.img"
+vbmgr start q
+vbmgr fail q "$T/q0.img"
+vb_wait_state q degraded 10
+vb_expect_fail WouldLoseData vbmgr fail q "$T/q1.img"
+vb_assert_eq "faulty in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "the last copy stays in sync"
+vb_expect_fail NotSupported vbmgr reconfigure q --add "$T/q2.img"
+vb_assert_contains "$VB_ERR" "md array" "the refusal names md"
+vbmgr stop q
+vbmgr delete q
+vb_expect_fail InvalidArgument vbmgr create z --driver raid1 --attr metadata=md1 "$T/q0.img" "$T/q1.img"
+vb_assert_contains "$VB_ERR" "vbmgr scan --adopt" "md1 is for adopted arrays"
 
 vb_log "a component failed under fio verify (dm-flakey): recorded before md unblocks"
 fl_loop=$(losetup -f --show "$T/h.img")
