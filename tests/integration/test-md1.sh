@@ -176,6 +176,11 @@ vbmgr remove vb10 "$d"
 "$VB_REFMODEL" --device "$(vb_blockdev_of vb10)" --ops 200 --chunk $((64 << 10)) --seed 8 > "$T/ref.out" ||
   vb_fail "vb10 reference model after the rebuild: $(cat "$T/ref.out")"
 
+vbmgr stop vb10
+for m in "$c" "$k" "$e" "$f"; do member_agrees "$m"; done
+vbmgr start vb10
+detail_agrees vb10
+
 vb_log "stopped by vblk, assembled again by mdadm"
 vbmgr stop vb1
 vbmgr stop vb10
