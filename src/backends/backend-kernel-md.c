@@ -88,12 +88,14 @@ typedef struct {
   char *block_device; /* "/dev/md_vb…" */
   char *sysdir;       /* /sys/block/MD/md */
   char *name, *uuid, *instance, *driver;
-  guint n;          /* slots */
-  guint copies;     /* of every chunk: raid1 n, raid10 its copies, raid0 1 */
-  gboolean meta;    /* vblk superblocks on the components */
-  gboolean native;  /* md1: md's own superblocks, which md keeps */
-  char *md_version; /* native: "1.2" */
+  guint n;                 /* slots */
+  guint copies;            /* of every chunk: raid1 n, raid10 its copies, raid0 1 */
+  gboolean meta;           /* vblk superblocks on the components */
+  gboolean native;         /* md1: md's own superblocks, which md keeps */
+  char *md_version;        /* native: "1.2" */
+  guint32 next_dev_number; /* native: above every role-table entry handed to a spare */
   gboolean read_only;
+  gint refs; /* the table's, and each caller's between lookup_array and array_unref */
   GMutex lock;
   VbSuperblock sb;  /* meta: the role table, events, clean */
   Member **members; /* per slot; NULL: nothing there */
@@ -293,12 +295,14 @@ member_new (const char *path, const char *uuid, const char *node, gboolean meta,
 /* ---- metadata ---- */
 
 /* The current superblock to every member that has not failed, events
- * counted up. Called with a->lock held. */
-static void
+ * counted up. FALSE when no member took it. Called with a->lock held. */
+static gboolean
 write_all_locked (MdArray *a)
 {
+  guint written = 0;
+
   if (!a->meta)
-    return;
+    return TRUE;
   a->sb.events++;
   a->sb.utime = g_get_real_time ();
   for (guint i = 0; i < a->n; i++)
@@ -311,9 +315,12 @@ write_all_locked (MdArray *a)
       one = a->sb;
       g_strlcpy (one.component_uuid, m->uuid, sizeof one.component_uuid);
       one.role = (gint32) i;
-      if (!vb_superblock_write (m->fd, m->path, &one, &local))
+      if (vb_superblock_write (m->fd, m->path, &one, &local))
+        written++;
+      else
         g_warning ("%s: %s", a->name, local->message);
     }
+  return written > 0;
 }
 
 /* vblk's bitmap area of @m: every bit set (md runs the array and keeps no
@@ -483,11 +490,21 @@ array_free (MdArray *a)
   g_free (a);
 }
 
+static void
+array_unref (MdArray *a)
+{
+  if (a && g_atomic_int_dec_and_test (&a->refs))
+    array_free (a);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MdArray, array_unref)
+
 static MdArray *
 array_new (const char *instance, const char *uuid, const char *name, const char *driver, guint n)
 {
   MdArray *a = g_new0 (MdArray, 1);
 
+  a->refs = 1;
   g_mutex_init (&a->lock);
   a->md = md_name (instance, uuid);
   a->block_device = g_strdup_printf ("/dev/%s", a->md);
@@ -536,18 +553,29 @@ every_chunk_has_a_copy (MdArray *a, gint without)
   return TRUE;
 }
 
-static void
+/* The failure of slot @slot into the surviving superblocks. FALSE when no
+ * survivor took the write: md is not let go on (tried again later). */
+static gboolean
 record_failure_locked (MdArray *a, guint slot, const char *why, gboolean requested)
 {
   Member *m = a->members[slot];
+  VbRoleState was = a->sb.roles[slot].state;
 
   m->failed = TRUE;
-  m->rebuilding = FALSE;
   if (a->meta)
     {
       a->sb.roles[slot].state = VB_ROLE_FAULTY;
-      write_all_locked (a);
+      if (!write_all_locked (a))
+        {
+          g_warning ("%s: component %u (%s) %s, and no surviving superblock could record it; "
+                     "md keeps holding it",
+                     a->name, slot, m->path, why);
+          a->sb.roles[slot].state = was;
+          m->failed = FALSE;
+          return FALSE;
+        }
     }
+  m->rebuilding = FALSE;
   if (a->meta)
     g_message ("%s: component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")",
                a->name, slot, m->path, why, a->sb.events);
@@ -557,6 +585,7 @@ record_failure_locked (MdArray *a, guint slot, const char *why, gboolean request
   vb_test_hook ("md:failure-recorded");
   /* as the engine reports them: negative, -ECANCELED for a request */
   vb_backends_report_failure (a->uuid, slot, requested ? -ECANCELED : -EIO);
+  return TRUE;
 }
 
 /* md1: a component md can take as a spare carries a superblock of the
@@ -579,7 +608,8 @@ native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
                    "%s: no in-sync member to take a superblock for '%s' from", a->name, m->path);
       return FALSE;
     }
-  if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, error))
+  if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, a->next_dev_number,
+                           &a->next_dev_number, error))
     return FALSE;
   g_message ("%s: '%s' got an md %s superblock as a spare of the array", a->name, m->path,
              a->md_version);
@@ -682,23 +712,33 @@ add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, G
 static gboolean
 take_spare_locked (MdArray *a, guint slot)
 {
-  while (a->copies > 1 && a->spare_paths->len > 0)
+  g_autofree char *action = NULL;
+  g_autoptr (GError) local = NULL;
+  Member *failed = a->members[slot];
+  const char *path, *uuid;
+
+  if (a->copies == 1 || a->spare_paths->len == 0)
+    return FALSE;
+  /* md places no member while a resync, recovery or check runs: the spare
+   * waits for the next look */
+  action = md_get (a, "sync_action");
+  if (g_strcmp0 (action, "idle") != 0 && g_strcmp0 (action, "frozen") != 0)
+    return FALSE;
+  path = a->spare_paths->pdata[0];
+  uuid = a->spare_uuids->pdata[0];
+  a->members[slot] = NULL;
+  if (!add_member_locked (a, slot, path, uuid, &local))
     {
-      g_autofree char *path = g_ptr_array_steal_index (a->spare_paths, 0);
-      g_autofree char *uuid = g_ptr_array_steal_index (a->spare_uuids, 0);
-      g_autoptr (GError) local = NULL;
-      Member *failed = a->members[slot];
-      a->members[slot] = NULL;
-      if (add_member_locked (a, slot, path, uuid, &local))
-        {
-          g_message ("%s: spare '%s' takes slot %u", a->name, path, slot);
-          member_free (failed);
-          return TRUE;
-        }
+      /* it stays a spare: tried again at the next look */
       a->members[slot] = failed;
       g_warning ("%s: spare '%s': %s", a->name, path, local->message);
+      return FALSE;
     }
-  return FALSE;
+  g_message ("%s: spare '%s' takes slot %u", a->name, path, slot);
+  g_ptr_array_remove_index (a->spare_paths, 0);
+  g_ptr_array_remove_index (a->spare_uuids, 0);
+  member_free (failed);
+  return TRUE;
 }
 
 /* A member md removed: its file let go; a spare, if there is one, takes
@@ -839,18 +879,32 @@ jobs_locked (MdArray *a, GArray *pfds)
   report_job_locked (a, VB_ENGINE_JOB_RUNNING);
 }
 
-/* One look at the array: every change md announced answered. TRUE when
- * something was done, so the look is taken again at once. */
+/* A member md marked faulty whose failure is not in the superblocks yet. */
 static gboolean
-act_locked (MdArray *a, GArray *pfds)
+unrecorded_failure_locked (MdArray *a)
 {
-  g_autofree char *state = watch (a, "array_state", pfds);
+  for (guint i = 0; i < a->n; i++)
+    {
+      Member *m = a->members[i];
+      g_autofree char *attr = NULL, *st = NULL;
+      if (m == NULL || m->removed || m->failed)
+        continue;
+      attr = dev_attr (m, "state");
+      st = md_get (a, attr);
+      if (has_word (st, "faulty"))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The members' states answered: failures recorded, then unblocked and
+ * removed; recoveries recorded; spares placed. TRUE when something was
+ * done. */
+static gboolean
+members_locked (MdArray *a, GArray *pfds)
+{
   gboolean acted = FALSE;
 
-  if (state == NULL || strcmp (state, "inactive") == 0 || strcmp (state, "clear") == 0)
-    return FALSE; /* stopped under us */
-
-  /* components first: a failure is in the superblocks before md goes on */
   for (guint i = 0; i < a->n; i++)
     {
       Member *m = a->members[i];
@@ -876,12 +930,20 @@ act_locked (MdArray *a, GArray *pfds)
         {
           if (!m->failed)
             {
-              record_failure_locked (a, i, "was marked faulty by md", FALSE);
+              if (!record_failure_locked (a, i, "was marked faulty by md", FALSE))
+                continue; /* md keeps holding it; tried again at the next look */
               acted = TRUE;
             }
           /* md1: md unblocks it once its own superblocks say faulty */
           if (has_word (st, "blocked"))
-            acted |= !a->native && md_set (a, attr, "-blocked") == 0;
+            {
+              g_autofree char *after = NULL;
+              if (!a->native && md_set (a, attr, "-blocked") == 0)
+                {
+                  after = md_get (a, attr);
+                  acted |= g_strcmp0 (after, st) != 0; /* no spinning on a state md keeps */
+                }
+            }
           else if (md_set (a, attr, "remove") == 0)
             {
               member_gone_locked (a, i, TRUE);
@@ -900,6 +962,22 @@ act_locked (MdArray *a, GArray *pfds)
           acted = TRUE;
         }
     }
+  return acted;
+}
+
+/* One look at the array: every change md announced answered. TRUE when
+ * something was done, so the look is taken again at once. */
+static gboolean
+act_locked (MdArray *a, GArray *pfds)
+{
+  g_autofree char *state = watch (a, "array_state", pfds);
+  gboolean acted;
+
+  if (state == NULL || strcmp (state, "inactive") == 0 || strcmp (state, "clear") == 0)
+    return FALSE; /* stopped under us */
+
+  /* components first: a failure is in the superblocks before md goes on */
+  acted = members_locked (a, pfds);
 
   if (a->native)
     ; /* md keeps its own superblocks clean and dirty */
@@ -910,7 +988,12 @@ act_locked (MdArray *a, GArray *pfds)
           a->sb.clean = FALSE;
           write_all_locked (a);
         }
-      acted |= md_set (a, "array_state", "active") == 0;
+      /* "active" lets md acknowledge the writes it holds: a member that
+       * failed since the look above is recorded first */
+      if (unrecorded_failure_locked (a))
+        acted = TRUE;
+      else
+        acted |= md_set (a, "array_state", "active") == 0;
     }
   else if (!a->read_only
            && (strcmp (state, "active-idle") == 0 || strcmp (state, "read-auto") == 0))
@@ -988,16 +1071,34 @@ monitor_stop (MdArray *a)
   a->thread = NULL;
 }
 
+/* The table takes a reference of its own. */
 static void
 register_array (MdArray *a)
 {
   g_mutex_lock (&arrays_lock);
   if (arrays == NULL)
     arrays = g_hash_table_new (g_str_hash, g_str_equal);
+  g_atomic_int_inc (&a->refs);
   g_hash_table_insert (arrays, a->block_device, a);
   g_mutex_unlock (&arrays_lock);
 }
 
+static void
+unregister_array (MdArray *a)
+{
+  gboolean held;
+
+  g_mutex_lock (&arrays_lock);
+  held = arrays && g_hash_table_lookup (arrays, a->block_device) == a;
+  if (held)
+    g_hash_table_remove (arrays, a->block_device);
+  g_mutex_unlock (&arrays_lock);
+  if (held)
+    array_unref (a);
+}
+
+/* A reference to the array of @block_device (array_unref), or NULL: a
+ * stop on another thread may free it meanwhile otherwise. */
 static MdArray *
 lookup_array (const char *block_device)
 {
@@ -1005,11 +1106,27 @@ lookup_array (const char *block_device)
 
   g_mutex_lock (&arrays_lock);
   a = arrays ? g_hash_table_lookup (arrays, block_device) : NULL;
+  if (a)
+    g_atomic_int_inc (&a->refs);
   g_mutex_unlock (&arrays_lock);
   return a;
 }
 
 /* ---- start ---- */
+
+/* array_state=clear, retried while something (udev's probe) holds the
+ * node open: md stops the array and deletes it. */
+static int
+clear_array (MdArray *a)
+{
+  int r = -EBUSY;
+
+  for (guint i = 0; i < CLEAR_TRIES && (r = md_set (a, "array_state", "clear")) == -EBUSY; i++)
+    g_usleep (100000);
+  if (r < 0)
+    g_warning ("%s: md array %s could not be stopped: %s", a->name, a->md, g_strerror (-r));
+  return r;
+}
 
 static gboolean
 configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
@@ -1017,7 +1134,7 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
   guint64 data_offset = a->meta ? a->sb.data_offset : 0;
   guint64 data_size = a->meta ? a->sb.data_size : layout->component_size;
   int r;
-  const char *what = "new_array";
+  g_autofree char *what = g_strdup ("new_array");
 
   r = sys_write (NEW_ARRAY, a->md);
   if (r == -EEXIST)
@@ -1028,7 +1145,8 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
 #define SET(attr, value)                                                                           \
   if (r == 0)                                                                                      \
     {                                                                                              \
-      what = (attr);                                                                               \
+      g_free (what);                                                                               \
+      what = g_strdup (attr);                                                                      \
       r = (value);                                                                                 \
     }
   SET ("metadata_version", md_set (a, "metadata_version", MD_METADATA));
@@ -1057,14 +1175,16 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
       SET ("new_dev", md_set (a, "new_dev", dev));
       SET (offset, md_set_u64 (a, offset, data_offset / SECTOR));
       SET (size, md_set_u64 (a, size, data_size / 1024));
-      /* as mdadm does: in-sync before the slot, else where recovery starts */
+      /* as mdadm does: in-sync before the slot; where recovery starts
+       * after it (setting the slot of an inactive array marks the
+       * member in sync) */
+      if (!m->rebuilding && a->copies > 1)
+        md_set (a, state, "insync");
+      SET (slot, md_set_u64 (a, slot, i));
       if (m->rebuilding)
         {
           SET (rstart, md_set (a, rstart, "0"));
         }
-      else if (a->copies > 1)
-        md_set (a, state, "insync");
-      SET (slot, md_set_u64 (a, slot, i));
     }
   if (a->copies > 1)
     SET ("component_size", md_set_u64 (a, "component_size", data_size / 1024));
@@ -1075,7 +1195,7 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused %s of %s (%s): %s", what, a->md,
                    a->name, g_strerror (-r));
-      md_set (a, "array_state", "clear");
+      clear_array (a);
       return FALSE;
     }
   return TRUE;
@@ -1122,7 +1242,7 @@ configure_native (MdArray *a, GError **error)
                    "md refused %s of %s (%s): %s (does every component carry a superblock of "
                    "the array, md %s?)",
                    what, a->md, a->name, g_strerror (-r), a->md_version);
-      md_set (a, "array_state", "clear");
+      clear_array (a);
       return FALSE;
     }
   /* started read-auto, md would wait for a write to resync */
@@ -1183,6 +1303,7 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
   struct udev_monitor *monitor = NULL;
   gboolean resync = FALSE;
   struct stat st;
+  char *block_device;
 
   request->driver->layout (request->attributes, request->components, request->n_components,
                            &layout);
@@ -1233,14 +1354,16 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
     udev_monitor_unref (monitor);
   if (udev)
     udev_unref (udev);
-  return g_strdup (a->block_device);
+  block_device = g_strdup (a->block_device);
+  array_unref (a); /* the table keeps it */
+  return block_device;
 
 fail:
   if (monitor)
     udev_monitor_unref (monitor);
   if (udev)
     udev_unref (udev);
-  array_free (a);
+  array_unref (a);
   vb_kernel_detach_all (attached);
   return NULL;
 }
@@ -1278,7 +1401,7 @@ attach_running (const char *md, const char *instance)
   a = array_new (instance, lines[0], lines[1], level, (guint) g_ascii_strtoull (disks, NULL, 10));
   if (a->n == 0 || strcmp (a->md, md) != 0)
     {
-      array_free (a);
+      array_unref (a);
       return NULL;
     }
   layout = md_get (a, "layout");
@@ -1311,8 +1434,9 @@ attach_running (const char *md, const char *instance)
           g_warning ("%s: %s", md, local->message);
           continue;
         }
-      m->failed = has_word (state, "faulty");
-      m->rebuilding = !m->failed && !has_word (state, "in_sync");
+      /* a faulty member is recorded by the monitor (again, if the killed
+       * vblkd had done it): its superblocks may not say so yet */
+      m->rebuilding = !has_word (state, "faulty") && !has_word (state, "in_sync");
       if (a->native && vb_metadata_md1.read (-1, m->node, &sb, NULL))
         {
           g_free (m->uuid);
@@ -1322,7 +1446,7 @@ attach_running (const char *md, const char *instance)
         {
           g_free (m->uuid);
           m->uuid = g_strdup (sb.component_uuid);
-          if (!m->failed && (best < 0 || sb.events > best_events))
+          if (best < 0 || sb.events > best_events)
             {
               best = (gint) s;
               best_events = sb.events;
@@ -1335,7 +1459,7 @@ attach_running (const char *md, const char *instance)
   if (a->meta && best < 0)
     {
       g_warning ("%s: no member holds a readable vblk superblock; not watching it", md);
-      array_free (a);
+      array_unref (a);
       return NULL;
     }
   return a;
@@ -1351,7 +1475,7 @@ vb_kernel_md_scan (const char *instance, GPtrArray *found)
   while (dir && (entry = g_dir_read_name (dir)))
     {
       g_autofree char *bd = NULL;
-      MdArray *a;
+      g_autoptr (MdArray) a = NULL;
       VbBackendInstance *node;
       if (!g_str_has_prefix (entry, prefix))
         continue;
@@ -1382,14 +1506,23 @@ vb_kernel_md_stop (const char *block_device, const char *instance, const char *u
   g_autofree char *tag = vb_kernel_loop_tag (instance, uuid);
   g_autofree char *resync = NULL, *path = NULL;
   g_autoptr (GPtrArray) loops = NULL;
-  MdArray *a = lookup_array (block_device);
-  int r = -EBUSY;
+  g_autoptr (GArray) pfds = g_array_new (FALSE, FALSE, sizeof (struct pollfd));
+  g_autoptr (MdArray) a = lookup_array (block_device);
+  gboolean watched = a != NULL;
+  int r;
 
   if (a == NULL && access (block_device, F_OK) == 0)
     {
       a = attach_running (base, instance);
-      if (a)
-        register_array (a);
+      if (a == NULL)
+        {
+          g_autofree char *file = run_file (base);
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "%s runs, but vblkd cannot tell which device it is (%s is gone); not "
+                       "stopping it (mdadm --stop does)",
+                       block_device, file);
+          return FALSE;
+        }
     }
   if (a == NULL)
     {
@@ -1405,21 +1538,26 @@ vb_kernel_md_stop (const char *block_device, const char *instance, const char *u
       return FALSE;
     }
   monitor_stop (a);
+  /* a failure md found since the monitor's last look is recorded first */
   g_mutex_lock (&a->lock);
+  members_locked (a, pfds);
   resync = md_get (a, "resync_start");
-  for (guint i = 0; i < CLEAR_TRIES && (r = md_set (a, "array_state", "clear")) == -EBUSY; i++)
-    g_usleep (100000);
+  g_mutex_unlock (&a->lock);
+  for (guint i = 0; i < pfds->len; i++)
+    close (g_array_index (pfds, struct pollfd, i).fd);
+  r = clear_array (a);
   if (r < 0)
     {
       g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
                    "stopping md array %s: %s", a->md,
                    r == -EBUSY ? "it is in use (mounted or open)" : g_strerror (-r));
-      g_mutex_unlock (&a->lock);
-      monitor_start (a);
+      if (watched)
+        monitor_start (a);
       return FALSE;
     }
   /* md has written everything: the copies are equal unless a resync was
    * still to run */
+  g_mutex_lock (&a->lock);
   if (a->meta && !a->read_only)
     {
       a->sb.clean = a->copies == 1 || g_strcmp0 (resync, "none") == 0;
@@ -1429,13 +1567,10 @@ vb_kernel_md_stop (const char *block_device, const char *instance, const char *u
           write_bitmap (a, a->members[i], FALSE);
     }
   g_mutex_unlock (&a->lock);
-  g_mutex_lock (&arrays_lock);
-  g_hash_table_remove (arrays, a->block_device);
-  g_mutex_unlock (&arrays_lock);
+  unregister_array (a);
   path = run_file (a->md);
   unlink (path);
   g_message ("%s: md array %s stopped%s", a->name, a->md, a->meta && a->sb.clean ? " clean" : "");
-  array_free (a);
   loops = vb_kernel_tagged_loops (tag, instance);
   vb_kernel_detach_all (loops);
   return TRUE;
@@ -1446,7 +1581,7 @@ vb_kernel_md_stop (const char *block_device, const char *instance, const char *u
 gboolean
 vb_kernel_md_update (const char *block_device, const VbBackendRequest *request, GError **error)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   static const char *const speeds[] = { "sync_speed_min", "sync_speed_max" };
 
   if (a == NULL)
@@ -1477,7 +1612,7 @@ gboolean
 vb_kernel_md_component_status (const char *block_device, guint component, gboolean *faulty,
                                gboolean *rebuilding, guint64 *errors)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   Member *m;
 
   if (a == NULL || component >= a->n)
@@ -1500,7 +1635,7 @@ vb_kernel_md_component_status (const char *block_device, guint component, gboole
 gboolean
 vb_kernel_md_component_missing (const char *block_device, guint component)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   gboolean missing;
 
   if (a == NULL || component >= a->n)
@@ -1514,7 +1649,7 @@ vb_kernel_md_component_missing (const char *block_device, guint component)
 gboolean
 vb_kernel_md_lost_data (const char *block_device)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   gboolean lost;
 
   if (a == NULL)
@@ -1529,7 +1664,7 @@ vb_kernel_md_lost_data (const char *block_device)
 int
 vb_kernel_md_set_faulty (const char *block_device, guint component)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   Member *m;
   g_autofree char *attr = NULL, *st = NULL;
   int r = 0;
@@ -1567,7 +1702,7 @@ out:
 void
 vb_kernel_md_release (const char *block_device, guint component)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   Member *m;
 
   if (a == NULL || component >= a->n)
@@ -1587,7 +1722,7 @@ vb_kernel_md_release (const char *block_device, guint component)
 gint64
 vb_kernel_md_check (const char *block_device, gboolean repair)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   g_autofree char *action = NULL;
   gint64 id;
   int r;
@@ -1621,7 +1756,7 @@ vb_kernel_md_check (const char *block_device, gboolean repair)
 int
 vb_kernel_md_cancel_job (const char *block_device, guint64 job)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   int r;
 
   if (a == NULL)
@@ -1647,7 +1782,7 @@ gboolean
 vb_kernel_md_readd (const char *block_device, guint slot, const char *path, const char *uuid,
                     GError **error)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
   Member *m;
   g_autofree char *keep_uuid = NULL;
   gboolean ok;
@@ -1692,7 +1827,7 @@ void
 vb_kernel_md_set_spares (const char *block_device, guint n, const char *const *paths,
                          const char *const *uuids)
 {
-  MdArray *a = lookup_array (block_device);
+  g_autoptr (MdArray) a = lookup_array (block_device);
 
   if (a == NULL)
     return;

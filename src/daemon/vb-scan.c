@@ -320,6 +320,11 @@ build_md1_config (VbScanGroup *g, const VbDriver *driver)
       problem (g, "an mdadm %s array: vblk adopts mdadm's raid1 and raid10 arrays", best->driver);
       return NULL;
     }
+  if (strstr (best->attributes, "md_layout="))
+    {
+      problem (g, "an mdadm raid10 with a far or offset layout: vblk adopts the near layout only");
+      return NULL;
+    }
   d = new_config (g, driver, "kernel");
   if (d == NULL)
     return NULL;

@@ -157,7 +157,14 @@ md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
   if (chunk)
     g_string_append_printf (attrs, "chunk_size=%u\n", chunk);
   if (level == 10)
-    g_string_append_printf (attrs, "copies=%u\n", layout & 0xff);
+    {
+      g_string_append_printf (attrs, "copies=%u\n", layout & 0xff);
+      /* md's far (f2 = 0x201) and offset (o2 = 0x10201) layouts are not
+       * the near layout vblk computes with: named, so that adopting is
+       * refused */
+      if ((layout & ~0xffu) != 0x100)
+        g_string_append_printf (attrs, "md_layout=0x%x\n", layout);
+    }
   g_strlcpy (sb->attributes, attrs->str, sizeof sb->attributes);
   g_string_free (attrs, TRUE);
   sb->events = le64 (b + OFF (events));
@@ -349,7 +356,7 @@ open_direct (const char *path, int flags)
 
 gboolean
 vb_md1_write_spare (const char *member, const char *version, const char *path,
-                    const char *component_uuid, GError **error)
+                    const char *component_uuid, guint32 at_least, guint32 *next, GError **error)
 {
   guint8 *tmpl = NULL, *block = NULL;
   int tfd = -1, fd = -1;
@@ -393,7 +400,8 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
   used = le64 (tmpl + OFF (size));
   off = sb_offset_for (version, size);
   if (size < 3 * MD1_BLOCK
-      || (strcmp (version, "1.0") == 0 ? used * 512 > off : (data_offset + used) * 512 > size))
+      || (strcmp (version, "1.0") == 0 ? (data_offset + used) * 512 > off
+                                       : (data_offset + used) * 512 > size))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "'%s': %" G_GUINT64_FORMAT " bytes, too small for the array (%" G_GUINT64_FORMAT
@@ -405,28 +413,31 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
   memcpy (block, tmpl, MD1_BLOCK);
   memcpy (block + OFF (device_uuid), uuid, 16);
   put_le64 (block + OFF (super_offset), off / 512);
+  /* 1.0: the bitmap and bad block log lie between the data and the
+   * superblock, so the data is what the array uses */
   put_le64 (block + OFF (data_size),
-            strcmp (version, "1.0") == 0 ? off / 512 - data_offset : size / 512 - data_offset);
+            strcmp (version, "1.0") == 0 ? used : size / 512 - data_offset);
+  block[OFF (devflags)] = 0; /* not write-mostly or failfast because a member is */
   put_le64 (block + OFF (recovery_offset), 0);
   features = le32 (block + OFF (feature_map));
   features &= ~(guint32) (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT
                           | MD_FEATURE_RECOVERY_BITMAP | MD_FEATURE_BAD_BLOCKS);
   put_le32 (block + OFF (feature_map), features);
-  /* a free entry of the role table (md renumbers a clash itself) */
+  /* a new entry after the role table: md writes max_dev as one past the
+   * highest device number in use, and an entry 0xffff may be an idle
+   * spare's; @at_least skips the numbers handed out since */
   max_dev = le32 (block + OFF (max_dev));
-  for (dev_number = 0; dev_number < max_dev; dev_number++)
-    if ((block[256 + 2 * dev_number] | block[256 + 2 * dev_number + 1] << 8) == MD_DISK_ROLE_SPARE)
-      break;
-  if (dev_number == max_dev)
+  dev_number = MAX (max_dev, at_least);
+  if (dev_number + 1 > MD1_MAX_DEV)
     {
-      if (max_dev + 1 > MD1_MAX_DEV)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': the array's role table is full",
-                       member);
-          goto out;
-        }
-      put_le32 (block + OFF (max_dev), ++max_dev);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': the array's role table is full",
+                   member);
+      goto out;
     }
+  for (guint32 d = max_dev; d <= dev_number; d++)
+    block[256 + 2 * d] = block[256 + 2 * d + 1] = 0xff;
+  max_dev = dev_number + 1;
+  put_le32 (block + OFF (max_dev), max_dev);
   put_le32 (block + OFF (dev_number), dev_number);
   block[256 + 2 * dev_number] = 0xff;
   block[256 + 2 * dev_number + 1] = 0xff;
@@ -455,6 +466,8 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
       goto out;
     }
   ok = TRUE;
+  if (next)
+    *next = dev_number + 1;
 out:
   if (tfd >= 0)
     close (tfd);

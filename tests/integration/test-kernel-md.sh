@@ -135,6 +135,19 @@ vbmgr fail q "$T/q0.img"
 vb_wait_state q degraded 10
 vb_expect_fail WouldLoseData vbmgr fail q "$T/q1.img"
 vb_assert_eq "faulty in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "the last copy stays in sync"
+
+vb_log "a stale component at start: md recovers it in full, never reads it"
+head -c 2M /dev/urandom > "$T/qpattern"
+dd if="$T/qpattern" of="$(vb_blockdev_of q)" bs=1M seek=3 oflag=direct status=none
+vbmgr stop q
+vbmgr start q
+qbd=$(vb_blockdev_of q)
+cmp -n $((2 << 20)) -i 0:$((3 << 20)) "$T/qpattern" "$qbd" || vb_fail "q read stale data after the start"
+vbmgr wait q > /dev/null || vb_fail "recovery of the stale leg"
+vb_assert_eq "in-sync in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "q after the recovery"
+vbmgr stop q
+cmp -i 1M:1M "$T/q0.img" "$T/q1.img" || vb_fail "q's legs differ after the recovery"
+vbmgr start q
 vb_expect_fail NotSupported vbmgr reconfigure q --add "$T/q2.img"
 vb_assert_contains "$VB_ERR" "md array" "the refusal names md"
 vbmgr stop q

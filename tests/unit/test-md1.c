@@ -214,13 +214,14 @@ test_write_spare (void)
   g_autoptr (GError) error = NULL;
   g_autofree char *member = NULL, *blank = NULL, *small = NULL;
   VbSuperblock sb, spare;
+  guint32 next = 0;
   int fd;
 
   make (b, 1);
   member = file_with (b, 4096);
   blank = file_with (NULL, 0);
-  g_assert_true (
-      vb_md1_write_spare (member, "1.2", blank, "01234567-89ab-cdef-0123-456789abcdef", &error));
+  g_assert_true (vb_md1_write_spare (member, "1.2", blank, "01234567-89ab-cdef-0123-456789abcdef",
+                                     0, &next, &error));
   g_assert_no_error (error);
   g_assert_true (vb_metadata_md1.read (-1, member, &sb, NULL));
   g_assert_true (vb_metadata_md1.read (-1, blank, &spare, &error));
@@ -231,6 +232,8 @@ test_write_spare (void)
   g_assert_cmpuint (spare.events, ==, sb.events);
   g_assert_cmpuint (spare.data_offset, ==, sb.data_offset);
   g_assert_cmpuint (spare.data_size, ==, sb.data_size);
+  /* a new entry after the member's four: device number 4 */
+  g_assert_cmpuint (next, ==, 5);
   /* the members' roles are untouched */
   g_assert_cmpuint (spare.roles[0].state, ==, VB_ROLE_IN_SYNC);
   g_assert_cmpuint (spare.roles[1].state, ==, VB_ROLE_IN_SYNC);
@@ -240,13 +243,13 @@ test_write_spare (void)
   fd = open (small, O_RDWR);
   g_assert_cmpint (ftruncate (fd, 4 << 20), ==, 0);
   close (fd);
-  g_assert_false (
-      vb_md1_write_spare (member, "1.2", small, "01234567-89ab-cdef-0123-456789abcdef", &error));
+  g_assert_false (vb_md1_write_spare (member, "1.2", small, "01234567-89ab-cdef-0123-456789abcdef",
+                                      0, NULL, &error));
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
   g_assert_nonnull (strstr (error->message, "too small for the array"));
   g_clear_error (&error);
   g_assert_false (vb_metadata_md1.probe (-1, small));
-  g_assert_false (vb_md1_write_spare (member, "1.2", blank, "not-a-uuid", &error));
+  g_assert_false (vb_md1_write_spare (member, "1.2", blank, "not-a-uuid", 0, NULL, &error));
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
   g_unlink (member);
   g_unlink (blank);
