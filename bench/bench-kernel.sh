@@ -1,0 +1,89 @@
+#!/bin/bash
+# bench-kernel.sh: backend kernel's md part against the engine (a benchmark,
+# not a test). Boots the VM harness (Debian's kernel under qemu) and, in one
+# run there, puts the same fio jobs (io_uring, O_DIRECT, through the block
+# node) on:
+#   - a vblk raid1 of two image files on backend kernel (an md array,
+#     vblk's superblocks as external metadata, vblkd as its mdmon),
+#   - the same raid1 on the engine (backend loop: loop device, FUSE file,
+#     engine, io_uring on the images),
+#   - one leg alone on a plain loop device (what each copy costs).
+# Jobs: 4 KiB random read and random write at queue depth 8, 1 MiB
+# sequential write at depth 4, each for SECONDS. Prints IOPS / MiB/s and p99
+# per device and job, and the ratios against the md array. Under TCG the
+# absolute figures mean little; the ratios rank the paths. Asserts nothing.
+# Usage: bash bench/bench-kernel.sh [SECONDS]   (as root; builds first)
+# Environment: BENCH_BUILD_DIR (default build/ in the checkout), BENCH_MB
+#   (size of each image, 256).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+seconds=${1:-15}
+build=${BENCH_BUILD_DIR:-$repo/build}
+mb=${BENCH_MB:-256}
+
+if [ "${BENCH_IN_VM:-}" != 1 ]; then
+  bash "$repo/tools/install-deps.sh" > /dev/null
+  [ -d "$build/meson-private" ] || meson setup "$build" "$repo" > /dev/null
+  ninja -C "$build" > /dev/null
+  bash "$repo/tests/vm/build-cache.sh" > /dev/null
+  exec "$repo/tests/vm/run" --timeout $((seconds * 12 + 300)) \
+    "BENCH_IN_VM=1 BENCH_BUILD_DIR=$build BENCH_MB=$mb bash $repo/bench/bench-kernel.sh $seconds"
+fi
+
+for m in loop fuse dm-mod md-mod raid1; do modprobe "$m"; done
+export VBLKD=$build/src/daemon/vblkd VBMGR=$build/client/vbmgr VB_SRCDIR=$repo
+source "$repo/tests/integration/lib.sh"
+vb_setup
+vb_start_daemon
+
+for f in m0 m1 e0 e1 p; do vb_mkimg "$T/$f.img" "${mb}M"; done
+vbmgr create md --driver raid1 --backend kernel --start "$T/m0.img" "$T/m1.img"
+vbmgr create engine --driver raid1 --backend loop --start "$T/e0.img" "$T/e1.img"
+vbmgr wait md > /dev/null
+vbmgr wait engine > /dev/null
+# buffered, as the loop devices under an md array over image files are
+plain=$(losetup --find --show "$T/p.img")
+vb_on_cleanup "losetup -d $plain"
+
+declare -A node=([md]=$(vb_blockdev_of md) [engine]=$(vb_blockdev_of engine) [leg]=$plain)
+jobs=(randread randwrite seqwrite)
+declare -A result p99
+
+run_fio () { # DEVICE JOB -> "value p99_us"
+  local dev=$1 job=$2 rw bs depth out
+  case $job in
+    randread) rw=randread bs=4k depth=8 ;;
+    randwrite) rw=randwrite bs=4k depth=8 ;;
+    seqwrite) rw=write bs=1M depth=4 ;;
+  esac
+  out=$(fio --name=b --filename="$dev" --ioengine=io_uring --direct=1 --rw=$rw --bs=$bs \
+          --iodepth=$depth --time_based --runtime="$seconds" --size=$((mb - 2))M \
+          --output-format=json)
+  if [ "$job" = seqwrite ]; then
+    jq -r '.jobs[0].write | "\(.bw / 1024) \(.clat_ns.percentile["99.000000"] / 1000)"' <<< "$out"
+  else
+    jq -r --arg d "${rw#rand}" '.jobs[0][$d] | "\(.iops) \(.clat_ns.percentile["99.000000"] / 1000)"' <<< "$out"
+  fi
+}
+
+for job in "${jobs[@]}"; do
+  for dev in md engine leg; do
+    read -r v p <<< "$(run_fio "${node[$dev]}" "$job")"
+    result[$dev,$job]=$v
+    p99[$dev,$job]=$p
+  done
+done
+
+echo
+echo "raid1 of two ${mb} MiB images, ${seconds} s per job, kernel $(uname -r) under the VM harness"
+printf '%-10s %-8s %14s %12s %10s\n' job device "IOPS|MiB/s" "p99 us" "vs md"
+for job in "${jobs[@]}"; do
+  for dev in md engine leg; do
+    printf '%-10s %-8s %14.1f %12.0f %9.2fx\n' "$job" "$dev" "${result[$dev,$job]}" \
+      "${p99[$dev,$job]}" "$(awk -v a="${result[$dev,$job]}" -v b="${result[md,$job]}" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+  done
+done
+vbmgr stop md
+vbmgr stop engine
+vb_stop_daemon
