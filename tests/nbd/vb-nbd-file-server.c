@@ -1,9 +1,16 @@
 /* Serves one regular file over NBD through the engine's NBD server library,
  * so that the server can be tested with real clients (nbdinfo, qemu-img,
- * fio) without a daemon, root or an engine device. */
+ * fio) without a daemon, root or an engine device. With --kernel N it hands
+ * N socketpairs to the kernel nbd client over generic netlink instead (the
+ * half of backend nbd that talks to the kernel; root, module nbd) and prints
+ * the /dev/nbdX it got. */
 #include "config.h"
 
 #include "engine/nbd-server.h"
+#include "nbd-netlink.h"
+
+#include <linux/nbd.h>
+#include <sys/socket.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,7 +142,8 @@ main (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   VbNbdServer *server;
   VbFileExport f = { .fd = -1, .block_size = 512 };
-  int tcp_port = 0, block_size = 512, sig;
+  int tcp_port = 0, block_size = 512, sig, kernel = 0;
+  gint index = -1;
   gboolean read_only = FALSE;
   struct stat st;
   sigset_t mask;
@@ -146,16 +154,19 @@ main (int argc, char **argv)
     { "read-only", 0, 0, G_OPTION_ARG_NONE, &read_only, "Refuse writes", NULL },
     { "export", 0, 0, G_OPTION_ARG_STRING, &export_name, "Export name (\"\")", "NAME" },
     { "description", 0, 0, G_OPTION_ARG_STRING, &description, "Export description", "TEXT" },
+    { "kernel", 0, 0, G_OPTION_ARG_INT, &kernel, "Connect the kernel nbd client with N sockets",
+      "N" },
     { NULL },
   };
 
   context = g_option_context_new ("FILE - serve FILE over NBD");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!g_option_context_parse (context, &argc, &argv, &error) || argc != 2
-      || (socket_path == NULL) == (tcp_port == 0) || block_size <= 0 || tcp_port < 0
-      || tcp_port > 65535)
+      || (socket_path != NULL) + (tcp_port != 0) + (kernel > 0) != 1 || block_size <= 0
+      || tcp_port < 0 || kernel < 0 || kernel > 16 || tcp_port > 65535)
     {
-      g_printerr ("%s\n", error ? error->message : "usage: FILE and one of --socket or --tcp");
+      g_printerr ("%s\n",
+                  error ? error->message : "usage: FILE and one of --socket, --tcp or --kernel");
       return 2;
     }
 
@@ -178,19 +189,57 @@ main (int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
 
   server = vb_nbd_server_new (export_name ? export_name : "", description, &file_ops, &f, &error);
-  address = socket_path ? g_strconcat ("unix:", socket_path, NULL)
-                        : g_strdup_printf ("tcp:127.0.0.1:%d", tcp_port);
-  if (server == NULL || !vb_nbd_server_listen (server, address, &error))
+  if (server && kernel > 0)
+    {
+      int kernel_fds[16];
+      VbNbdConnect c = {
+        .index = -1,
+        .size = f.size,
+        .block_size = (guint64) block_size,
+        .server_flags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA
+                        | NBD_FLAG_SEND_TRIM | (read_only ? NBD_FLAG_READ_ONLY : 0)
+                        | (kernel > 1 ? NBD_FLAG_CAN_MULTI_CONN : 0),
+        .dead_conn_timeout_s = 30,
+        .backend_id = "vb-nbd-file-server",
+        .fds = kernel_fds,
+        .n_fds = (guint) kernel,
+      };
+      for (int i = 0; i < kernel && server; i++)
+        {
+          int pair[2];
+          if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+            g_error ("socketpair: %s", g_strerror (errno));
+          kernel_fds[i] = pair[0];
+          if (!vb_nbd_server_serve_fd (server, pair[1], VB_NBD_SERVE_NO_HANDSHAKE, &error))
+            g_clear_pointer (&server, vb_nbd_server_free);
+        }
+      if (server && (index = vb_nbd_netlink_connect (&c, &error)) < 0)
+        g_clear_pointer (&server, vb_nbd_server_free);
+      for (int i = 0; i < kernel; i++)
+        close (kernel_fds[i]); /* the kernel holds its own references */
+      if (server)
+        printf ("/dev/nbd%d\n", index);
+    }
+  else if (server)
+    {
+      address = socket_path ? g_strconcat ("unix:", socket_path, NULL)
+                            : g_strdup_printf ("tcp:127.0.0.1:%d", tcp_port);
+      if (!vb_nbd_server_listen (server, address, &error))
+        g_clear_pointer (&server, vb_nbd_server_free);
+      else
+        printf ("ready\n");
+    }
+  if (server == NULL)
     {
       g_printerr ("%s\n", error->message);
-      vb_nbd_server_free (server);
       return 1;
     }
-  printf ("ready\n");
   fflush (stdout);
 
   while (sigwait (&mask, &sig) != 0)
     ;
+  if (index >= 0 && !vb_nbd_netlink_disconnect (index, &error))
+    g_printerr ("%s\n", error->message);
   vb_nbd_server_free (server);
   close (f.fd);
   return 0;

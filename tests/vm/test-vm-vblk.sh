@@ -10,11 +10,11 @@ command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: no qemu-system-x86_64
 [ -s "${VB_VM_CACHE:-/var/cache/vblk-vm}/kernel-version" ] ||
   { echo "SKIP: no VM cache (tests/vm/build-cache.sh)" >&2; exit 77; }
 : "${VBLKD:?}" "${VBMGR:?}" "${VB_SRCDIR:?}"
-tests=${VB_VM_TESTS:-test-kernel-dm test-kernel-md test-md1 test-lifecycle test-metadata test-reconfigure-grow}
+tests=${VB_VM_TESTS:-test-kernel-dm test-kernel-md test-kernel-nbd test-md1 test-lifecycle test-metadata test-reconfigure-grow}
 exec "$here/run" --timeout 800 "
 set -u
-modprobe loop && modprobe fuse && modprobe dm-mod && modprobe raid0 && modprobe raid1 && modprobe raid10 && modprobe dm-flakey || exit 1
-export VBLKD=$VBLKD VBMGR=$VBMGR VB_SRCDIR=$VB_SRCDIR VB_REFMODEL=${VB_REFMODEL:-}
+modprobe loop && modprobe fuse && modprobe dm-mod && modprobe raid0 && modprobe raid1 && modprobe raid10 && modprobe dm-flakey && modprobe nbd || exit 1
+export VBLKD=$VBLKD VBMGR=$VBMGR VB_SRCDIR=$VB_SRCDIR VB_REFMODEL=${VB_REFMODEL:-} VB_NBD_FILE_SERVER=${VB_NBD_FILE_SERVER:-}
 failed=0
 for t in $tests; do
   start=\$(date +%s)
