@@ -83,6 +83,15 @@ typedef struct {
   gboolean rebuilding; /* md recovers it */
 } Member;
 
+/* A slot as status calls see it. */
+typedef struct {
+  gboolean present;    /* a member is there (not missing at start) */
+  gboolean healthy;    /* in md, in sync */
+  gboolean faulty;     /* failed, recorded */
+  gboolean rebuilding; /* md recovers it */
+  char *errors;        /* its md attribute dev-KNAME/errors, or NULL */
+} SlotStatus;
+
 typedef struct {
   char *md;           /* "md_vb…" */
   char *block_device; /* "/dev/md_vb…" */
@@ -95,8 +104,12 @@ typedef struct {
   char *md_version;        /* native: "1.2" */
   guint32 next_dev_number; /* native: above every role-table entry handed to a spare */
   gboolean read_only;
-  gint refs; /* the table's, and each caller's between lookup_array and array_unref */
-  GMutex lock;
+  gint refs;   /* the table's, and each caller's between lookup_array and array_unref */
+  GMutex lock; /* the members and superblocks; held across their I/O */
+  /* what status calls from the main thread read, never held across I/O
+   * (publish_status_locked copies it from the members) */
+  GMutex status_lock;
+  SlotStatus *status;
   VbSuperblock sb;  /* meta: the role table, events, clean */
   Member **members; /* per slot; NULL: nothing there */
   GPtrArray *spare_paths, *spare_uuids;
@@ -477,6 +490,10 @@ array_free (MdArray *a)
   if (a->wake >= 0)
     close (a->wake);
   g_mutex_clear (&a->lock);
+  for (guint i = 0; i < a->n; i++)
+    g_free (a->status[i].errors);
+  g_free (a->status);
+  g_mutex_clear (&a->status_lock);
   g_free (a->md);
   g_free (a->block_device);
   g_free (a->sysdir);
@@ -506,6 +523,7 @@ array_new (const char *instance, const char *uuid, const char *name, const char 
 
   a->refs = 1;
   g_mutex_init (&a->lock);
+  g_mutex_init (&a->status_lock);
   a->md = md_name (instance, uuid);
   a->block_device = g_strdup_printf ("/dev/%s", a->md);
   a->sysdir = g_strdup_printf ("/sys/block/%s/md", a->md);
@@ -516,6 +534,7 @@ array_new (const char *instance, const char *uuid, const char *name, const char 
   a->n = n;
   a->copies = 1;
   a->members = g_new0 (Member *, n);
+  a->status = g_new0 (SlotStatus, n);
   a->spare_paths = g_ptr_array_new_with_free_func (g_free);
   a->spare_uuids = g_ptr_array_new_with_free_func (g_free);
   a->wake = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -536,7 +555,7 @@ wake (MdArray *a)
  * (mod n), so n rows cover every placement. TRUE when every chunk keeps a
  * healthy copy with slot @without (-1: none) failed too. */
 static gboolean
-every_chunk_has_a_copy (MdArray *a, gint without)
+every_chunk_has_a_copy (MdArray *a, const gboolean *healthy, gint without)
 {
   for (guint row = 0; row < a->n; row++)
     {
@@ -544,13 +563,37 @@ every_chunk_has_a_copy (MdArray *a, gint without)
       for (guint k = 0; k < a->copies && !copy; k++)
         {
           guint slot = (row * a->copies + k) % a->n;
-          Member *m = a->members[slot];
-          copy = (gint) slot != without && m && !m->failed && !m->removed && !m->rebuilding;
+          copy = (gint) slot != without && healthy[slot];
         }
       if (!copy)
         return FALSE;
     }
   return TRUE;
+}
+
+static gboolean
+member_healthy (const Member *m)
+{
+  return m && !m->failed && !m->removed && !m->rebuilding;
+}
+
+/* The members' state, for the status calls. Called with a->lock held. */
+static void
+publish_status_locked (MdArray *a)
+{
+  g_mutex_lock (&a->status_lock);
+  for (guint i = 0; i < a->n; i++)
+    {
+      const Member *m = a->members[i];
+      SlotStatus *st = &a->status[i];
+      st->present = m != NULL;
+      st->healthy = member_healthy (m);
+      st->faulty = m && m->failed;
+      st->rebuilding = m && m->rebuilding;
+      g_free (st->errors);
+      st->errors = m && !m->removed ? dev_attr (m, "errors") : NULL;
+    }
+  g_mutex_unlock (&a->status_lock);
 }
 
 /* The failure of slot @slot into the surviving superblocks. FALSE when no
@@ -583,6 +626,8 @@ record_failure_locked (MdArray *a, guint slot, const char *why, gboolean request
     g_message ("%s: component %u (%s) %s%s", a->name, slot, m->path, why,
                a->native ? "; md records it in its superblocks" : "");
   vb_test_hook ("md:failure-recorded");
+  /* seen faulty by whoever hears of it */
+  publish_status_locked (a);
   /* as the engine reports them: negative, -ECANCELED for a request */
   vb_backends_report_failure (a->uuid, slot, requested ? -ECANCELED : -EIO);
   return TRUE;
@@ -1008,6 +1053,8 @@ act_locked (MdArray *a, GArray *pfds)
           acted = TRUE;
         }
     }
+  /* a job's end is heard with the states it leaves (a rebuilt slot in sync) */
+  publish_status_locked (a);
   jobs_locked (a, pfds);
   return acted;
 }
@@ -1032,6 +1079,7 @@ monitor_thread (gpointer data)
           break;
         }
       acted = act_locked (a, pfds);
+      publish_status_locked (a);
       timeout = a->job_op ? JOB_TICK_MS : IDLE_TICK_MS;
       g_mutex_unlock (&a->lock);
       if (!acted)
@@ -1128,6 +1176,18 @@ clear_array (MdArray *a)
   return r;
 }
 
+/* new_array: the empty array appears. An array of that name already
+ * there (-EEXIST) is said in @error; other errors are the caller's. */
+static int
+create_array (MdArray *a, GError **error)
+{
+  int r = sys_write (NEW_ARRAY, a->md);
+
+  if (r == -EEXIST)
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
+  return r;
+}
+
 static gboolean
 configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
 {
@@ -1136,12 +1196,9 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
   int r;
   g_autofree char *what = g_strdup ("new_array");
 
-  r = sys_write (NEW_ARRAY, a->md);
+  r = create_array (a, error);
   if (r == -EEXIST)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
-      return FALSE;
-    }
+    return FALSE;
 #define SET(attr, value)                                                                           \
   if (r == 0)                                                                                      \
     {                                                                                              \
@@ -1207,15 +1264,12 @@ static gboolean
 configure_native (MdArray *a, GError **error)
 {
   g_autofree char *state = NULL;
-  int r = sys_write (NEW_ARRAY, a->md);
+  int r = create_array (a, error);
   const char *what = "new_array";
   gboolean recover = FALSE;
 
   if (r == -EEXIST)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
-      return FALSE;
-    }
+    return FALSE;
   if (r == 0)
     {
       what = "metadata_version";
@@ -1346,6 +1400,7 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
   if (monitor && stat (a->block_device, &st) == 0)
     vb_udev_wait_event (monitor, st.st_rdev, "change");
   write_run_file (a);
+  publish_status_locked (a); /* nobody else has it yet */
   register_array (a);
   monitor_start (a);
   g_message ("%s: md array %s (%s, %u components%s)", a->name, a->md, a->driver, a->n,
@@ -1483,6 +1538,7 @@ vb_kernel_md_scan (const char *instance, GPtrArray *found)
       a = lookup_array (bd);
       if (a == NULL && (a = attach_running (entry, instance)) != NULL)
         {
+          publish_status_locked (a); /* nobody else has it yet */
           register_array (a);
           monitor_start (a);
           g_message ("%s: md array %s found running; watching it again", a->name, a->md);
@@ -1613,22 +1669,17 @@ vb_kernel_md_component_status (const char *block_device, guint component, gboole
                                gboolean *rebuilding, guint64 *errors)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
-  Member *m;
+  g_autofree char *attr = NULL, *text = NULL;
 
   if (a == NULL || component >= a->n)
     return FALSE;
-  g_mutex_lock (&a->lock);
-  m = a->members[component];
-  *faulty = m && m->failed;
-  *rebuilding = m && m->rebuilding;
-  *errors = 0;
-  if (m && !m->removed)
-    {
-      g_autofree char *attr = dev_attr (m, "errors");
-      g_autofree char *text = md_get (a, attr);
-      *errors = text ? g_ascii_strtoull (text, NULL, 10) : 0;
-    }
-  g_mutex_unlock (&a->lock);
+  g_mutex_lock (&a->status_lock);
+  *faulty = a->status[component].faulty;
+  *rebuilding = a->status[component].rebuilding;
+  attr = g_strdup (a->status[component].errors);
+  g_mutex_unlock (&a->status_lock);
+  text = attr ? md_get (a, attr) : NULL;
+  *errors = text ? g_ascii_strtoull (text, NULL, 10) : 0;
   return TRUE;
 }
 
@@ -1640,9 +1691,9 @@ vb_kernel_md_component_missing (const char *block_device, guint component)
 
   if (a == NULL || component >= a->n)
     return FALSE;
-  g_mutex_lock (&a->lock);
-  missing = a->members[component] == NULL;
-  g_mutex_unlock (&a->lock);
+  g_mutex_lock (&a->status_lock);
+  missing = !a->status[component].present;
+  g_mutex_unlock (&a->status_lock);
   return missing;
 }
 
@@ -1650,14 +1701,18 @@ gboolean
 vb_kernel_md_lost_data (const char *block_device)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
+  g_autofree gboolean *healthy = NULL;
   gboolean lost;
 
   if (a == NULL)
     return FALSE;
-  g_mutex_lock (&a->lock);
-  lost = !every_chunk_has_a_copy (a, -1);
+  healthy = g_new0 (gboolean, a->n);
+  g_mutex_lock (&a->status_lock);
+  for (guint i = 0; i < a->n; i++)
+    healthy[i] = a->status[i].healthy;
+  g_mutex_unlock (&a->status_lock);
   /* a raid0 has one copy: every member must be there */
-  g_mutex_unlock (&a->lock);
+  lost = !every_chunk_has_a_copy (a, healthy, -1);
   return lost;
 }
 
@@ -1665,19 +1720,24 @@ int
 vb_kernel_md_set_faulty (const char *block_device, guint component)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
+  g_autofree gboolean *healthy = NULL;
   Member *m;
   g_autofree char *attr = NULL, *st = NULL;
   int r = 0;
 
-  if (a == NULL || component >= a->n)
-    return -ENODEV;
-  if (a->copies == 1)
+  /* not an md array (a device-mapper node of backend kernel): no redundancy */
+  if (a == NULL || a->copies == 1)
     return -ENOTSUP;
+  if (component >= a->n)
+    return -ENODEV;
+  healthy = g_new0 (gboolean, a->n);
   g_mutex_lock (&a->lock);
   m = a->members[component];
   if (m == NULL || m->failed || m->removed)
     goto out;
-  if (!m->rebuilding && !every_chunk_has_a_copy (a, (gint) component))
+  for (guint i = 0; i < a->n; i++)
+    healthy[i] = member_healthy (a->members[i]);
+  if (!m->rebuilding && !every_chunk_has_a_copy (a, healthy, (gint) component))
     {
       r = -EBUSY;
       goto out;
@@ -1694,6 +1754,7 @@ vb_kernel_md_set_faulty (const char *block_device, guint component)
   /* recorded before md may go on; the monitor unblocks and removes it */
   record_failure_locked (a, component, "was set faulty", TRUE);
 out:
+  publish_status_locked (a);
   g_mutex_unlock (&a->lock);
   wake (a);
   return r;
@@ -1716,6 +1777,7 @@ vb_kernel_md_release (const char *block_device, guint component)
       if (md_set (a, attr, "remove") == 0)
         member_gone_locked (a, component, FALSE);
     }
+  publish_status_locked (a);
   g_mutex_unlock (&a->lock);
 }
 
@@ -1727,9 +1789,8 @@ vb_kernel_md_check (const char *block_device, gboolean repair)
   gint64 id;
   int r;
 
-  if (a == NULL)
-    return -ENODEV;
-  if (a->copies == 1)
+  /* not an md array (a device-mapper node of backend kernel): no copies */
+  if (a == NULL || a->copies == 1)
     return -ENOTSUP;
   g_mutex_lock (&a->lock);
   action = md_get (a, "sync_action");
@@ -1789,7 +1850,8 @@ vb_kernel_md_readd (const char *block_device, guint slot, const char *path, cons
 
   if (a == NULL || slot >= a->n)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no slot %u of an md array of vblkd's",
+      g_set_error (error, VB_ERROR, a ? VB_ERROR_FAILED : VB_ERROR_NOT_SUPPORTED,
+                   "%s: no slot %u of an md array of vblkd's (no redundancy to re-add to)",
                    block_device, slot);
       return FALSE;
     }
@@ -1818,6 +1880,7 @@ vb_kernel_md_readd (const char *block_device, guint slot, const char *path, cons
     }
   keep_uuid = g_strdup (uuid ? uuid : m ? m->uuid : a->sb.roles[slot].uuid);
   ok = add_member_locked (a, slot, path, keep_uuid, error);
+  publish_status_locked (a);
   g_mutex_unlock (&a->lock);
   wake (a);
   return ok;

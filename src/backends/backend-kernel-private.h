@@ -31,6 +31,8 @@ gboolean vb_kernel_md_update (const char *block_device, const VbBackendRequest *
 /* Arrays of @instance running in the kernel (VbBackendInstance*, appended
  * to @found); each gets its monitor again. */
 void vb_kernel_md_scan (const char *instance, GPtrArray *found);
+/* The engine-device calls of backend.h, for md arrays; any other node
+ * (device-mapper) finds no array: FALSE, -ENOTSUP, -ESRCH or nothing. */
 gboolean vb_kernel_md_component_status (const char *block_device, guint component, gboolean *faulty,
                                         gboolean *rebuilding, guint64 *errors);
 gboolean vb_kernel_md_component_missing (const char *block_device, guint component);

@@ -663,71 +663,8 @@ kernel_scan (const char *instance, GError **error)
   return g_steal_pointer (&found);
 }
 
-static gboolean
-kernel_component_status (const char *block_device, guint component, gboolean *faulty,
-                         gboolean *rebuilding, guint64 *errors)
-{
-  return vb_kernel_md_is_node (block_device)
-         && vb_kernel_md_component_status (block_device, component, faulty, rebuilding, errors);
-}
-
-static gboolean
-kernel_component_missing (const char *block_device, guint component)
-{
-  return vb_kernel_md_is_node (block_device)
-         && vb_kernel_md_component_missing (block_device, component);
-}
-
-static gboolean
-kernel_lost_data (const char *block_device)
-{
-  return vb_kernel_md_is_node (block_device) && vb_kernel_md_lost_data (block_device);
-}
-
-static int
-kernel_set_faulty (const char *block_device, guint component)
-{
-  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_set_faulty (block_device, component)
-                                             : -ENOTSUP;
-}
-
-static void
-kernel_release (const char *block_device, guint component)
-{
-  if (vb_kernel_md_is_node (block_device))
-    vb_kernel_md_release (block_device, component);
-}
-
-static gint64
-kernel_check (const char *block_device, gboolean repair)
-{
-  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_check (block_device, repair) : -ENOTSUP;
-}
-
-static int
-kernel_cancel_job (const char *block_device, guint64 job)
-{
-  return vb_kernel_md_is_node (block_device) ? vb_kernel_md_cancel_job (block_device, job) : -ESRCH;
-}
-
-static gboolean
-kernel_readd (const char *block_device, guint slot, const char *path, const char *uuid,
-              GError **error)
-{
-  if (vb_kernel_md_is_node (block_device))
-    return vb_kernel_md_readd (block_device, slot, path, uuid, error);
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s has no redundancy", block_device);
-  return FALSE;
-}
-
-static void
-kernel_set_spares (const char *block_device, guint n, const char *const *paths,
-                   const char *const *uuids)
-{
-  if (vb_kernel_md_is_node (block_device))
-    vb_kernel_md_set_spares (block_device, n, paths, uuids);
-}
-
+/* The calls only md arrays answer: on a device-mapper node they find no
+ * array and say so (no redundancy, no job, no component status). */
 const VbBackend vb_backend_kernel = {
   .name = "kernel",
   .available = kernel_available,
@@ -736,15 +673,15 @@ const VbBackend vb_backend_kernel = {
   .start = kernel_start,
   .stop = kernel_stop,
   .update = kernel_update,
-  .component_status = kernel_component_status,
-  .component_missing = kernel_component_missing,
-  .lost_data = kernel_lost_data,
-  .set_faulty = kernel_set_faulty,
-  .release = kernel_release,
-  .check = kernel_check,
-  .cancel_job = kernel_cancel_job,
-  .readd = kernel_readd,
-  .set_spares = kernel_set_spares,
+  .component_status = vb_kernel_md_component_status,
+  .component_missing = vb_kernel_md_component_missing,
+  .lost_data = vb_kernel_md_lost_data,
+  .set_faulty = vb_kernel_md_set_faulty,
+  .release = vb_kernel_md_release,
+  .check = vb_kernel_md_check,
+  .cancel_job = vb_kernel_md_cancel_job,
+  .readd = vb_kernel_md_readd,
+  .set_spares = vb_kernel_md_set_spares,
   .reconfigure = kernel_reconfigure,
   .scan = kernel_scan,
 };
