@@ -1,13 +1,17 @@
 #!/bin/bash
-# bench-kernel.sh: backend kernel's md part against the engine (a benchmark,
+# bench-kernel.sh: the kernel paths to one raid1, side by side (a benchmark,
 # not a test). Boots the VM harness (Debian's kernel under qemu) and, in one
 # run there, puts the same fio jobs (io_uring, O_DIRECT, through the block
 # node) on:
-#   - a vblk raid1 of two image files on backend kernel (an md array,
+#   - md: a vblk raid1 of two image files on backend kernel (an md array,
 #     vblk's superblocks as external metadata, vblkd as its mdmon),
-#   - the same raid1 on the engine (backend loop: loop device, FUSE file,
-#     engine, io_uring on the images),
-#   - one leg alone on a plain loop device (what each copy costs).
+#   - ublk: the same raid1 on the engine, backend ublk (ublk_drv, which the
+#     harness builds; io_uring queues in vblkd),
+#   - nbd: the same raid1 on the engine, backend nbd (kernel nbd client,
+#     socketpairs to vblk's NBD server),
+#   - fuse-loop: the same raid1 on the engine, backend loop (loop device,
+#     FUSE file, engine),
+#   - leg: one image alone on a plain loop device (what each copy costs).
 # Jobs: 4 KiB random read and random write at queue depth 8, 1 MiB
 # sequential write at depth 4, each for SECONDS. Prints IOPS / MiB/s and p99
 # per device and job, and the ratios against the md array. Under TCG the
@@ -27,26 +31,30 @@ if [ "${BENCH_IN_VM:-}" != 1 ]; then
   [ -d "$build/meson-private" ] || meson setup "$build" "$repo" > /dev/null
   ninja -C "$build" > /dev/null
   bash "$repo/tests/vm/build-cache.sh" > /dev/null
-  exec "$repo/tests/vm/run" --timeout $((seconds * 12 + 300)) \
+  # 9 images on the guest's tmpfs (75% of its memory)
+  exec "$repo/tests/vm/run" --memory 4096 --timeout $((seconds * 20 + 600)) \
     "BENCH_IN_VM=1 BENCH_BUILD_DIR=$build BENCH_MB=$mb bash $repo/bench/bench-kernel.sh $seconds"
 fi
 
-for m in loop fuse dm-mod md-mod raid1; do modprobe "$m"; done
+for m in loop fuse dm-mod md-mod raid1 nbd ublk_drv; do modprobe "$m"; done
 export VBLKD=$build/src/daemon/vblkd VBMGR=$build/client/vbmgr VB_SRCDIR=$repo
 source "$repo/tests/integration/lib.sh"
 vb_setup
 vb_start_daemon
 
-for f in m0 m1 e0 e1 p; do vb_mkimg "$T/$f.img" "${mb}M"; done
+for f in m0 m1 u0 u1 n0 n1 e0 e1 p; do vb_mkimg "$T/$f.img" "${mb}M"; done
 vbmgr create md --driver raid1 --backend kernel --start "$T/m0.img" "$T/m1.img"
-vbmgr create engine --driver raid1 --backend loop --start "$T/e0.img" "$T/e1.img"
-vbmgr wait md > /dev/null
-vbmgr wait engine > /dev/null
+vbmgr create ublk --driver raid1 --backend ublk --start "$T/u0.img" "$T/u1.img"
+vbmgr create nbd --driver raid1 --backend nbd --start "$T/n0.img" "$T/n1.img"
+vbmgr create fuse-loop --driver raid1 --backend loop --start "$T/e0.img" "$T/e1.img"
+devices=(md ublk nbd fuse-loop leg)
+for d in md ublk nbd fuse-loop; do vbmgr wait "$d" > /dev/null; done
 # buffered, as the loop devices under an md array over image files are
 plain=$(losetup --find --show "$T/p.img")
 vb_on_cleanup "losetup -d $plain"
 
-declare -A node=([md]=$(vb_blockdev_of md) [engine]=$(vb_blockdev_of engine) [leg]=$plain)
+declare -A node=([md]=$(vb_blockdev_of md) [ublk]=$(vb_blockdev_of ublk) [nbd]=$(vb_blockdev_of nbd)
+  [fuse-loop]=$(vb_blockdev_of fuse-loop) [leg]=$plain)
 jobs=(randread randwrite seqwrite)
 declare -A result p99
 
@@ -68,7 +76,7 @@ run_fio () { # DEVICE JOB -> "value p99_us"
 }
 
 for job in "${jobs[@]}"; do
-  for dev in md engine leg; do
+  for dev in "${devices[@]}"; do
     read -r v p <<< "$(run_fio "${node[$dev]}" "$job")"
     result[$dev,$job]=$v
     p99[$dev,$job]=$p
@@ -77,13 +85,12 @@ done
 
 echo
 echo "raid1 of two ${mb} MiB images, ${seconds} s per job, kernel $(uname -r) under the VM harness"
-printf '%-10s %-8s %14s %12s %10s\n' job device "IOPS|MiB/s" "p99 us" "vs md"
+printf '%-10s %-10s %14s %12s %10s\n' job device "IOPS|MiB/s" "p99 us" "vs md"
 for job in "${jobs[@]}"; do
-  for dev in md engine leg; do
-    printf '%-10s %-8s %14.1f %12.0f %9.2fx\n' "$job" "$dev" "${result[$dev,$job]}" \
+  for dev in "${devices[@]}"; do
+    printf '%-10s %-10s %14.1f %12.0f %9.2fx\n' "$job" "$dev" "${result[$dev,$job]}" \
       "${p99[$dev,$job]}" "$(awk -v a="${result[$dev,$job]}" -v b="${result[md,$job]}" 'BEGIN { print (b > 0 ? a / b : 0) }')"
   done
 done
-vbmgr stop md
-vbmgr stop engine
+for d in md ublk nbd fuse-loop; do vbmgr stop "$d"; done
 vb_stop_daemon

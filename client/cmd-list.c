@@ -304,6 +304,8 @@ vb_mgr_print_device (GDBusObjectManager *manager, VbDBusDevice *device)
              vb_dbus_device_get_previous_configuration (device),
              vb_mgr_or_dash (vb_dbus_device_get_driver (device)), _ ("rebuild running"));
   g_print ("%s: %s\n", _ ("Backend"), vb_mgr_or_dash (vb_dbus_device_get_backend (device)));
+  if (vb_mgr_str (vb_dbus_device_get_backend_reason (device))[0])
+    g_print ("%s: %s\n", _ ("Backend reason"), vb_dbus_device_get_backend_reason (device));
   g_print ("%s: %s\n", _ ("State"), vb_mgr_or_dash (vb_dbus_device_get_state (device)));
   g_print ("%s: %s\n", _ ("Block device"),
            vb_mgr_or_dash (vb_dbus_device_get_block_device (device)));

@@ -17,6 +17,8 @@ packages=(
   fio qemu-utils libnbd-bin python3
   # tests: the VM harness (tests/vm) and the kernel parts used inside it
   qemu-system-x86 cpio mdadm dmsetup
+  # tests: ublk_drv for the VM's kernel, built out of tree (objtool needs libelf1)
+  make gcc-12 binutils xz-utils libelf1
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -72,7 +72,7 @@ kernel_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
 {
   if (attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0)
     {
-      *reason = g_strdup ("attribute engine=true asks for the engine (backend loop)");
+      *reason = g_strdup ("attribute engine=true asks for the engine (backend nbd or loop)");
       return FALSE;
     }
   if (strcmp (driver->name, "window") == 0 || strcmp (driver->name, "linear") == 0)

@@ -12,7 +12,7 @@
 #include "config.h"
 
 #include "backend.h"
-#include "engine/engine-switch.h"
+#include "engine-runtime.h"
 #include "engine/engine.h"
 #include "engine/fuse-server.h"
 #include "loop-util.h"
@@ -65,99 +65,6 @@ loop_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
       return FALSE;
     }
   return TRUE;
-}
-
-/* The engine devices this process serves: block node -> runtime. */
-typedef struct {
-  char *uuid;
-  char *block_device;
-  VbEngineSwitch *sw; /* the engine, behind the switch that swaps it */
-  VbFuseServer *fuse;
-} EngineRuntime;
-
-static GMutex runtimes_lock;
-static GHashTable *runtimes; /* block_device -> EngineRuntime* */
-
-static void
-engine_runtime_free (EngineRuntime *rt)
-{
-  /* the loop device is detached before: nothing holds the FUSE file */
-  vb_fuse_server_free (rt->fuse);
-  vb_engine_switch_free (rt->sw);
-  g_free (rt->uuid);
-  g_free (rt->block_device);
-  g_free (rt);
-}
-
-static EngineRuntime *
-runtime_lookup (const char *block_device)
-{
-  EngineRuntime *rt;
-
-  g_mutex_lock (&runtimes_lock);
-  rt = runtimes ? g_hash_table_lookup (runtimes, block_device) : NULL;
-  g_mutex_unlock (&runtimes_lock);
-  return rt;
-}
-
-/* The engine of @block_device held against a swap (NULL: not an engine
- * device of this process); engine_put lets it go. */
-static VbEngine *
-engine_get (const char *block_device, EngineRuntime **out)
-{
-  EngineRuntime *rt = runtime_lookup (block_device);
-
-  *out = rt;
-  if (rt == NULL)
-    return NULL;
-  vb_engine_switch_lock (rt->sw);
-  return vb_engine_switch_engine (rt->sw);
-}
-
-static void
-engine_put (EngineRuntime *rt)
-{
-  if (rt)
-    vb_engine_switch_unlock (rt->sw);
-}
-
-/* Who the device of @request and its components are, for the engine. */
-static VbEngineIdentity
-identity_of (const VbBackendRequest *request)
-{
-  VbEngineIdentity identity = {
-    .uuid = request->uuid,
-    .component_uuids = request->component_uuids,
-    .n_spares = request->n_spares,
-    .spare_paths = request->spare_paths,
-    .spare_uuids = request->spare_uuids,
-    .out_of_sync = request->out_of_sync,
-  };
-  return identity;
-}
-
-/* What a device stacked on @path calls: the switch of an engine device of
- * this process (in place, no kernel round trip), or nothing. */
-static void
-source_for (const char *path, VbEngineSource *source)
-{
-  EngineRuntime *dep = path ? runtime_lookup (path) : NULL;
-
-  source->path = path;
-  source->ops = dep ? &vb_engine_switch_ops : NULL;
-  source->handle = dep ? dep->sw : NULL;
-}
-
-static void
-on_engine_job (VbEngine *engine, const VbEngineJob *job, gpointer user_data)
-{
-  vb_backends_report_job (user_data, job);
-}
-
-static void
-on_engine_failure (VbEngine *engine, guint component, int error, gpointer user_data)
-{
-  vb_backends_report_failure (user_data, component, error);
 }
 
 /* "vblk:INSTANCE:UUID", and ":engine" after it for a node the engine
@@ -242,99 +149,79 @@ start_extent (const VbBackendRequest *request, GError **error)
   return block_device;
 }
 
+/* The loop device over the FUSE file reads the file's new size. */
+static gboolean
+announce_size (VbEngineRuntime *rt, GError **error)
+{
+  int fd, r;
+
+  r = vb_fuse_server_size_changed (rt->transport);
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: the FUSE file's size: %s",
+                   rt->block_device, g_strerror (-r));
+      return FALSE;
+    }
+  fd = open (rt->block_device, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ioctl (fd, LOOP_SET_CAPACITY, 0) < 0)
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s", rt->block_device,
+                   g_strerror (e));
+      return FALSE;
+    }
+  close (fd);
+  return TRUE;
+}
+
 /* An engine device: engine, then its FUSE file, then a loop device with
  * direct I/O on that file. A component that is itself an engine device of
  * this process is called in place, without a kernel round trip. */
 static char *
 start_engine (const VbBackendRequest *request, GError **error)
 {
-  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   gboolean read_only
       = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
   g_autofree char *mountpoint = NULL;
   struct loop_config config = { 0 };
-  EngineRuntime *rt;
-  VbEngine *engine;
+  VbEngineRuntime *rt;
+  VbFuseServer *fuse;
   char *block_device;
   int fd;
 
-  for (guint i = 0; i < request->n_components; i++)
-    source_for (request->paths[i], &sources[i]);
-  VbEngineIdentity identity = identity_of (request);
-  rt = g_new0 (EngineRuntime, 1);
-  rt->uuid = g_strdup (request->uuid);
-  engine
-      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
-                       sources, request->components, &identity, read_only, error);
-  if (engine == NULL)
-    goto fail;
-  rt->sw = vb_engine_switch_new (engine);
-  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
-  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
+  rt = vb_engine_runtime_new (request, error);
+  if (rt == NULL)
+    return NULL;
   mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
-  rt->fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_switch_ops, rt->sw, error);
-  if (rt->fuse == NULL)
+  fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_switch_ops, rt->sw, error);
+  if (fuse == NULL)
     goto fail;
-  fd = open (vb_fuse_server_path (rt->fuse),
-             (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+  rt->transport = fuse;
+  rt->transport_free = (GDestroyNotify) vb_fuse_server_free;
+  rt->announce_size = announce_size;
+  fd = open (vb_fuse_server_path (fuse), (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
   if (fd < 0)
     {
       int e = errno;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", vb_fuse_server_path (rt->fuse),
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", vb_fuse_server_path (fuse),
                    g_strerror (e));
       goto fail;
     }
-  config.block_size = vb_engine_ops.block_size (engine);
+  config.block_size = vb_engine_ops.block_size (vb_engine_switch_engine (rt->sw));
   config.info.lo_flags = LO_FLAGS_DIRECT_IO | (read_only ? LO_FLAGS_READ_ONLY : 0);
   block_device = attach (fd, &config, request->instance, request->uuid, TRUE,
-                         vb_fuse_server_path (rt->fuse), error);
+                         vb_fuse_server_path (fuse), error);
   close (fd);
   if (block_device == NULL)
     goto fail;
-  rt->block_device = g_strdup (block_device);
-  g_mutex_lock (&runtimes_lock);
-  if (runtimes == NULL)
-    runtimes = g_hash_table_new (g_str_hash, g_str_equal);
-  g_hash_table_insert (runtimes, rt->block_device, rt);
-  g_mutex_unlock (&runtimes_lock);
-  /* resync or rebuild, if assembly found one necessary */
-  vb_engine_activate (engine);
+  vb_engine_runtime_register (rt, block_device);
   return block_device;
 
 fail:
-  if (rt->sw == NULL)
-    vb_engine_free (engine);
-  engine_runtime_free (rt);
+  vb_engine_runtime_free (rt);
   return NULL;
-}
-
-/* Superblocks and an all-dirty bitmap on the components of a new device:
- * the engine's own assembly of a fresh device, without starting it. For a
- * reconfiguration of a stopped device, the new role table (closed clean:
- * the next start rebuilds the slots that are new). */
-static gboolean
-loop_format (const VbBackendRequest *request, GError **error)
-{
-  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
-  VbEngineIdentity identity = {
-    .uuid = request->uuid,
-    .component_uuids = request->component_uuids,
-    .reconfigure = request->reconfigure,
-  };
-  VbEngine *engine;
-
-  for (guint i = 0; i < request->n_components; i++)
-    source_for (request->paths[i], &sources[i]);
-  engine
-      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
-                       sources, request->components, &identity, FALSE, error);
-  if (engine == NULL)
-    return FALSE;
-  if (request->reconfigure)
-    vb_engine_free (engine);
-  else
-    vb_engine_free_unclean (engine);
-  return TRUE;
 }
 
 static char *
@@ -382,11 +269,7 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
                    local->message);
       return FALSE;
     }
-  g_mutex_lock (&runtimes_lock);
-  EngineRuntime *rt = runtimes ? g_hash_table_lookup (runtimes, block_device) : NULL;
-  if (rt)
-    g_hash_table_remove (runtimes, block_device);
-  g_mutex_unlock (&runtimes_lock);
+  VbEngineRuntime *rt = vb_engine_runtime_unregister (block_device);
   if (rt)
     {
       /* the kernel defers the detach while someone (udev's probe, say)
@@ -396,145 +279,11 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
         {
           g_warning ("%s: still attached %d ms after the detach; ending its FUSE connection",
                      block_device, DETACH_WAIT_MS);
-          vb_fuse_server_abort (rt->fuse);
+          vb_fuse_server_abort (rt->transport);
         }
-      engine_runtime_free (rt);
+      vb_engine_runtime_free (rt);
     }
   return TRUE;
-}
-
-static gboolean
-loop_component_status (const char *block_device, guint component, gboolean *faulty,
-                       gboolean *rebuilding, guint64 *errors)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  gboolean ok = e && component < vb_engine_n_components (e);
-
-  if (ok)
-    {
-      *faulty = vb_engine_component_faulty (e, component);
-      *rebuilding = vb_engine_component_rebuilding (e, component);
-      *errors = vb_engine_component_errors (e, component);
-    }
-  engine_put (rt);
-  return ok;
-}
-
-static void
-loop_release (const char *block_device, guint component)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-
-  if (e && component < vb_engine_n_components (e))
-    vb_engine_release_component (e, component);
-  engine_put (rt);
-}
-
-static gboolean
-loop_component_missing (const char *block_device, guint component)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  gboolean r
-      = e && component < vb_engine_n_components (e) && vb_engine_component_missing (e, component);
-
-  engine_put (rt);
-  return r;
-}
-
-static gboolean
-loop_lost_data (const char *block_device)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  gboolean r = e && vb_engine_lost_data (e);
-
-  engine_put (rt);
-  return r;
-}
-
-static int
-loop_set_faulty (const char *block_device, guint component)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  int r = e == NULL                                 ? -ENOTSUP
-          : component >= vb_engine_n_components (e) ? -EINVAL
-                                                    : vb_engine_set_faulty (e, component);
-
-  engine_put (rt);
-  return r;
-}
-
-/* The switch, so that a reconfiguration reaches every user of the device. */
-static gboolean
-loop_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
-{
-  EngineRuntime *rt = runtime_lookup (block_device);
-
-  if (rt == NULL)
-    return FALSE;
-  *ops = &vb_engine_switch_ops;
-  *handle = rt->sw;
-  return TRUE;
-}
-
-static gint64
-loop_check (const char *block_device, gboolean repair)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  gint64 r = e ? vb_engine_check (e, repair) : -ENOTSUP;
-
-  engine_put (rt);
-  return r;
-}
-
-static int
-loop_cancel_job (const char *block_device, guint64 job)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  int r = e ? vb_engine_cancel_job (e, job) : -ESRCH;
-
-  engine_put (rt);
-  return r;
-}
-
-static gboolean
-loop_readd (const char *block_device, guint slot, const char *path, const char *uuid,
-            GError **error)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-  VbEngineSource source;
-  gboolean ok = FALSE;
-
-  /* an engine device of this process is called in place, as at start */
-  source_for (path, &source);
-  if (e == NULL)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
-                 block_device);
-  else if (slot >= vb_engine_n_components (e))
-    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device, slot);
-  else
-    ok = vb_engine_readd (e, slot, &source, uuid, error) == 0;
-  engine_put (rt);
-  return ok;
-}
-
-static void
-loop_set_spares (const char *block_device, guint n, const char *const *paths,
-                 const char *const *uuids)
-{
-  EngineRuntime *rt;
-  VbEngine *e = engine_get (block_device, &rt);
-
-  if (e)
-    vb_engine_set_spares (e, n, paths, uuids);
-  engine_put (rt);
 }
 
 static gboolean
@@ -548,17 +297,7 @@ loop_update (const char *block_device, const VbBackendRequest *request, GError *
   if (uses_engine (request))
     {
       /* an engine device: the engine takes its online attributes itself */
-      EngineRuntime *rt;
-      VbEngine *engine = engine_get (block_device, &rt);
-      if (engine == NULL)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: not an engine device of this vblkd",
-                       block_device);
-          return FALSE;
-        }
-      vb_engine_update (engine, request->attributes);
-      engine_put (rt);
-      return TRUE;
+      return vb_engine_runtime_update (block_device, request, error);
     }
   request->driver->extent (request->attributes, request->components, request->n_components,
                            &extent);
@@ -603,48 +342,12 @@ fail:
   return FALSE;
 }
 
-/* The loop device over the FUSE file reads the file's new size. */
-static gboolean
-announce_size (EngineRuntime *rt, GError **error)
-{
-  int fd, r;
-
-  r = vb_fuse_server_size_changed (rt->fuse);
-  if (r < 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: the FUSE file's size: %s",
-                   rt->block_device, g_strerror (-r));
-      return FALSE;
-    }
-  fd = open (rt->block_device, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ioctl (fd, LOOP_SET_CAPACITY, 0) < 0)
-    {
-      int e = errno;
-      if (fd >= 0)
-        close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s", rt->block_device,
-                   g_strerror (e));
-      return FALSE;
-    }
-  close (fd);
-  return TRUE;
-}
-
 static gboolean
 loop_reconfigure (const char *block_device, const VbBackendRequest *request, guint timeout_ms,
                   VbReconfigureReport *report, GError **error)
 {
-  EngineRuntime *rt = runtime_lookup (block_device);
-  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
-  g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
-  gboolean read_only
-      = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
-  g_autoptr (GError) local = NULL;
-  VbEngine *old, *engine;
-  int r;
-
   memset (report, 0, sizeof *report);
-  if (rt == NULL)
+  if (vb_engine_runtime_lookup (block_device) == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "%s runs on a kernel loop device directly on its component, which cannot "
@@ -661,71 +364,15 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
                    block_device, request->driver->name);
       return FALSE;
     }
-  old = vb_engine_switch_engine (rt->sw);
-  report->old_size = vb_engine_ops.size (old);
-  /* metadata=none: a slot is behind unless it is an in-sync component of
-   * the running engine (the superblocks say it where there are some) */
-  for (guint i = 0; i < request->n_components; i++)
-    {
-      behind[i] = TRUE;
-      for (guint j = 0; j < vb_engine_n_components (old); j++)
-        if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
-          behind[i] = !vb_engine_component_in_sync (old, j);
-      source_for (request->paths[i], &sources[i]);
-    }
-  VbEngineIdentity identity = identity_of (request);
-  identity.reconfigure = TRUE;
-  identity.out_of_sync = behind;
+  return vb_engine_runtime_reconfigure (block_device, request, timeout_ms, report, error);
+}
 
-  /* nothing but requests touches the components from here on */
-  vb_engine_quiesce (old);
-  r = vb_engine_switch_suspend (rt->sw, timeout_ms);
-  if (r < 0)
-    {
-      vb_engine_resume (old);
-      if (r == -ETIMEDOUT)
-        g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                     "%s: the requests in flight did not finish within %u ms; the "
-                     "reconfiguration was abandoned and the device goes on as it was",
-                     block_device, timeout_ms);
-      else
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "%s: flushing before the swap: %s; the device goes on as it was", block_device,
-                     g_strerror (-r));
-      return FALSE;
-    }
-  vb_test_hook ("reconfigure:suspended");
-  engine
-      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
-                       sources, request->components, &identity, read_only, &local);
-  if (engine == NULL)
-    {
-      report->held_us = vb_engine_switch_resume (rt->sw);
-      vb_engine_resume (old);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "the new configuration did not assemble: %s; the device goes on as it was",
-                   local->message);
-      return FALSE;
-    }
-  vb_test_hook ("reconfigure:assembled");
-  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
-  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
-  vb_engine_switch_replace (rt->sw, engine);
-  report->held_us = vb_engine_switch_resume (rt->sw);
-  report->new_size = vb_engine_ops.size (engine);
-  g_message ("%s: reconfigured to %s with %u components; requests held %" G_GINT64_FORMAT " us",
-             request->name, request->driver->name, request->n_components, report->held_us);
-  /* the old engine's superblock writes are over: the new one's count */
-  vb_engine_free_unclean (old);
-  vb_engine_activate (engine);
-  vb_test_hook ("reconfigure:swapped");
-  if (report->new_size != report->old_size)
-    {
-      report->size_changed = announce_size (rt, &local);
-      if (!report->size_changed)
-        g_warning ("%s: announcing the new size: %s", request->name, local->message);
-    }
-  return TRUE;
+static void
+add_live_mount (VbEngineRuntime *rt, gpointer data)
+{
+  /* only backend loop's runtimes have a FUSE mount */
+  if (rt->transport_free == (GDestroyNotify) vb_fuse_server_free)
+    g_hash_table_add (data, g_strdup (vb_fuse_server_mountpoint (rt->transport)));
 }
 
 static GPtrArray *
@@ -759,7 +406,7 @@ loop_scan (const char *instance, GError **error)
            * the backing path says whose it is; left attached it would
            * outlive the mount as "/data" */
           g_autofree char *prefix = g_strconcat (engine_dir, "/", NULL);
-          if (g_str_has_prefix (backing, prefix) && runtime_lookup (dev) == NULL)
+          if (g_str_has_prefix (backing, prefix) && vb_engine_runtime_lookup (dev) == NULL)
             {
               g_autoptr (GError) local = NULL;
               if (!bd_loop_teardown (dev, &local))
@@ -767,7 +414,7 @@ loop_scan (const char *instance, GError **error)
             }
           continue;
         }
-      if (engine && runtime_lookup (dev) == NULL)
+      if (engine && vb_engine_runtime_lookup (dev) == NULL)
         {
           /* served by a vblkd that died: its FUSE server is gone, so the
            * node can only fail; detach it, the device is started afresh */
@@ -784,17 +431,7 @@ loop_scan (const char *instance, GError **error)
     }
   /* the mounts this process serves are not stale */
   g_autoptr (GHashTable) live = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_mutex_lock (&runtimes_lock);
-  if (runtimes)
-    {
-      GHashTableIter iter;
-      gpointer key, value;
-      g_hash_table_iter_init (&iter, runtimes);
-      while (g_hash_table_iter_next (&iter, &key, &value))
-        g_hash_table_add (live,
-                          g_strdup (vb_fuse_server_mountpoint (((EngineRuntime *) value)->fuse)));
-    }
-  g_mutex_unlock (&runtimes_lock);
+  vb_engine_runtime_foreach (add_live_mount, live);
   vb_fuse_cleanup_stale (engine_dir, live);
   return g_steal_pointer (&found);
 }
@@ -803,20 +440,10 @@ const VbBackend vb_backend_loop = {
   .name = "loop",
   .available = loop_available,
   .supports = loop_supports,
-  .format = loop_format,
+  VB_ENGINE_RUNTIME_CALLBACKS,
   .start = loop_start,
   .stop = loop_stop,
   .update = loop_update,
-  .component_status = loop_component_status,
-  .lost_data = loop_lost_data,
-  .component_missing = loop_component_missing,
-  .set_faulty = loop_set_faulty,
-  .release = loop_release,
-  .block_ops = loop_block_ops,
-  .check = loop_check,
-  .cancel_job = loop_cancel_job,
-  .set_spares = loop_set_spares,
-  .readd = loop_readd,
   .reconfigure = loop_reconfigure,
   .scan = loop_scan,
 };

@@ -47,6 +47,9 @@ typedef struct {
   char *uuid;
   char *block_device; /* "/dev/loop3" */
   char *backing;      /* what it serves from, for messages */
+  /* the node outlived the vblkd that served it and waits for a new one:
+   * starting the device takes it over */
+  gboolean left_behind;
 } VbBackendInstance;
 
 void vb_backend_instance_free (VbBackendInstance *instance);
@@ -126,9 +129,10 @@ void vb_backends_report_failure (const char *uuid, guint component, int error);
 const VbBackend *const *vb_backends (void);
 const VbBackend *vb_backend_lookup (const char *name);
 /* The backend for @driver: @requested itself (checked), or for "auto" the
- * first available one that supports the driver. */
+ * first available one that supports the driver; @why (may be NULL) says
+ * why, for people. */
 const VbBackend *vb_backend_choose (const char *requested, const VbDriver *driver,
-                                    GHashTable *attributes, GError **error);
+                                    GHashTable *attributes, char **why, GError **error);
 /* "auto, loop" */
 char *vb_backends_known_names (void);
 

@@ -8,13 +8,16 @@
 
 extern const VbBackend vb_backend_kernel;
 extern const VbBackend vb_backend_loop;
+extern const VbBackend vb_backend_nbd;
+extern const VbBackend vb_backend_ublk;
 
 /* "auto" takes the first that is available and runs the driver: the
- * kernel's own devices where it has them, then loop (and the engine) */
+ * kernel's own devices where it has them, then the engine on ublk
+ * (io_uring, no socket), on the kernel nbd client (a socket per
+ * connection), then loop (a loop device for a driver with one extent; for
+ * the engine, loop over FUSE: two kernel crossings per request) */
 static const VbBackend *const all_backends[] = {
-  &vb_backend_kernel,
-  &vb_backend_loop,
-  NULL,
+  &vb_backend_kernel, &vb_backend_ublk, &vb_backend_nbd, &vb_backend_loop, NULL,
 };
 
 static char *run_dir;
@@ -91,7 +94,7 @@ vb_backends_known_names (void)
 
 const VbBackend *
 vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *attributes,
-                   GError **error)
+                   char **why, GError **error)
 {
   const VbBackend *backend;
   g_autofree char *reason = NULL;
@@ -101,14 +104,20 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
       g_autoptr (GString) reasons = g_string_new (NULL);
       for (guint i = 0; all_backends[i]; i++)
         {
-          g_autofree char *why = NULL;
-          if (!all_backends[i]->available (&why)
-              || !all_backends[i]->supports (driver, attributes, &why))
+          g_autofree char *not_here = NULL;
+          if (!all_backends[i]->available (&not_here)
+              || !all_backends[i]->supports (driver, attributes, &not_here))
             {
               g_string_append_printf (reasons, "%s%s: %s", reasons->len ? "; " : "",
-                                      all_backends[i]->name, why);
+                                      all_backends[i]->name, not_here);
               continue;
             }
+          if (why)
+            *why = reasons->len
+                       ? g_strdup_printf ("auto: the first that runs driver '%s' here; "
+                                          "passed over %s",
+                                          driver->name, reasons->str)
+                       : g_strdup_printf ("auto: the first that runs driver '%s'", driver->name);
           return all_backends[i];
         }
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
@@ -129,5 +138,7 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
                    "backend '%s': cannot run driver '%s': %s", backend->name, driver->name, reason);
       return NULL;
     }
+  if (why)
+    *why = g_strdup ("requested");
   return backend;
 }

@@ -259,8 +259,8 @@ vb_nbd_netlink_connect (const VbNbdConnect *c, GError **error)
 
 /* A command on device @index, with sockets or without. */
 static gboolean
-device_command (guint8 command, const char *what, gint index, const int *fds, guint n_fds,
-                GError **error)
+device_command (guint8 command, const char *what, gint index, const char *backend_id, guint64 size,
+                const int *fds, guint n_fds, GError **error)
 {
   guint16 family;
   int fd = open_family (&family);
@@ -271,6 +271,10 @@ device_command (guint8 command, const char *what, gint index, const int *fds, gu
     return fail (error, "no netlink family \"nbd\" (module nbd)", fd);
   msg = message_new (family, command);
   put_u32 (msg, NBD_ATTR_INDEX, (guint32) index);
+  if (backend_id)
+    put_attr (msg, NBD_ATTR_BACKEND_IDENTIFIER, backend_id, strlen (backend_id) + 1);
+  if (size)
+    put_u64 (msg, NBD_ATTR_SIZE_BYTES, size);
   if (fds)
     put_sockets (msg, fds, n_fds);
   r = transact (fd, msg, NULL, NULL);
@@ -279,13 +283,21 @@ device_command (guint8 command, const char *what, gint index, const int *fds, gu
 }
 
 gboolean
-vb_nbd_netlink_reconfigure (gint index, const int *fds, guint n_fds, GError **error)
+vb_nbd_netlink_reconfigure (gint index, const char *backend_id, const int *fds, guint n_fds,
+                            GError **error)
 {
-  return device_command (NBD_CMD_RECONFIGURE, "reconfigure", index, fds, n_fds, error);
+  return device_command (NBD_CMD_RECONFIGURE, "reconfigure", index, backend_id, 0, fds, n_fds,
+                         error);
+}
+
+gboolean
+vb_nbd_netlink_resize (gint index, const char *backend_id, guint64 size, GError **error)
+{
+  return device_command (NBD_CMD_RECONFIGURE, "resize", index, backend_id, size, NULL, 0, error);
 }
 
 gboolean
 vb_nbd_netlink_disconnect (gint index, GError **error)
 {
-  return device_command (NBD_CMD_DISCONNECT, "disconnect", index, NULL, 0, error);
+  return device_command (NBD_CMD_DISCONNECT, "disconnect", index, NULL, 0, NULL, 0, error);
 }

@@ -29,8 +29,14 @@ gboolean vb_nbd_netlink_available (char **reason);
 gint vb_nbd_netlink_connect (const VbNbdConnect *connect, GError **error);
 
 /* NBD_CMD_RECONFIGURE: new sockets for a live device whose connections
- * died (within its dead-connection timeout). */
-gboolean vb_nbd_netlink_reconfigure (gint index, const int *fds, guint n_fds, GError **error);
+ * died (within its dead-connection timeout). A device connected with a
+ * backend identifier takes only a command that names the same one. */
+gboolean vb_nbd_netlink_reconfigure (gint index, const char *backend_id, const int *fds,
+                                     guint n_fds, GError **error);
+
+/* NBD_CMD_RECONFIGURE with a new size: the kernel announces the capacity
+ * (a device connected over netlink refuses the ioctl NBD_SET_SIZE). */
+gboolean vb_nbd_netlink_resize (gint index, const char *backend_id, guint64 size, GError **error);
 
 /* NBD_CMD_DISCONNECT. */
 gboolean vb_nbd_netlink_disconnect (gint index, GError **error);

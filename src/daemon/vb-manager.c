@@ -51,7 +51,8 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
     }
   if (!g_variant_lookup (req->options, "backend", "s", &backend))
     backend = g_strdup ("auto");
-  if (strcmp (backend, "auto") != 0 && vb_backend_choose (backend, driver, resolved, error) == NULL)
+  if (strcmp (backend, "auto") != 0
+      && vb_backend_choose (backend, driver, resolved, NULL, error) == NULL)
     {
       g_hash_table_unref (resolved);
       return FALSE;

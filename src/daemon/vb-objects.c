@@ -192,6 +192,7 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   vb_dbus_device_set_driver (iface, d->driver);
   vb_dbus_device_set_attributes (iface, attributes_variant (d->attributes));
   vb_dbus_device_set_backend (iface, r ? r->backend : d->backend);
+  vb_dbus_device_set_backend_reason (iface, r && r->why ? r->why : "");
   vb_dbus_device_set_state (iface, vb_daemon_device_state (daemon, d));
   vb_dbus_device_set_block_device (iface, r ? r->block_device : "");
   vb_dbus_device_set_size (iface, st ? st->size : 0);

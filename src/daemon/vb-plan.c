@@ -41,7 +41,10 @@ vb_running_new (const char *block_device, const char *backend, GHashTable *attri
 VbRunning *
 vb_running_copy (const VbRunning *running)
 {
-  return vb_running_new (running->block_device, running->backend, running->attributes);
+  VbRunning *r = vb_running_new (running->block_device, running->backend, running->attributes);
+
+  r->why = g_strdup (running->why);
+  return r;
 }
 
 void
@@ -51,6 +54,7 @@ vb_running_free (VbRunning *running)
     return;
   g_free (running->block_device);
   g_free (running->backend);
+  g_free (running->why);
   g_clear_pointer (&running->attributes, g_hash_table_unref);
   g_free (running);
 }

@@ -13,6 +13,7 @@ typedef struct {
   char *block_device;     /* "/dev/loop3" */
   char *backend;          /* "loop" */
   GHashTable *attributes; /* the attributes the running node was made with */
+  char *why;              /* why this backend, for people (NULL: not known) */
 } VbRunning;
 
 VbRunning *vb_running_new (const char *block_device, const char *backend, GHashTable *attributes);

@@ -17,7 +17,10 @@ struct _VbOp {
   gboolean applied;
   gboolean export_rolled_back; /* passed the checks and was saved */
   char *hook_after_persist;
-  GHashTable *running;     /* uuid -> VbRunning*, a copy the worker updates */
+  GHashTable *running; /* uuid -> VbRunning*, a copy the worker updates */
+  /* uuid -> backend name: nodes that outlived the vblkd that served them,
+   * which starting their device takes over (found by the scan) */
+  GHashTable *left_behind;
   GHashTable *status;      /* name -> VbDeviceStatus*, computed by the worker */
   GPtrArray *events;       /* "kind\nname[\ndetails as GVariant text]" */
   char *reconfigured_from; /* "NAME\nOLD CONFIGURATION": a reconfiguration's rebuild runs */

@@ -34,8 +34,13 @@ vb_op_format_new (VbOp *op)
           || !vb_driver_has_metadata (d->attributes)
           || vb_device_config_n_slots (d) < driver->min_components)
         continue;
-      backend = vb_backend_choose (d->backend, driver, d->attributes, &local);
+      backend = vb_backend_choose (d->backend, driver, d->attributes, NULL, &local);
       if (backend == NULL || backend->format == NULL)
+        continue;
+      /* a start on a backend this kernel lacks is refused and the device
+       * rolled back: its components must not keep its superblocks */
+      g_autofree char *not_here = NULL;
+      if (d->started && !backend->available (&not_here))
         continue;
       vb_probe_init (&probe, op->candidate, block_devices);
       ok = vb_probe_components (&probe, d, &paths, &infos, &local);

@@ -31,6 +31,7 @@ op_free (VbOp *op)
   g_clear_pointer (&op->status, g_hash_table_unref);
   g_clear_pointer (&op->events, g_ptr_array_unref);
   g_free (op->reconfigured_from);
+  g_clear_pointer (&op->left_behind, g_hash_table_unref);
   g_clear_error (&op->error);
   if (op->destroy)
     op->destroy (op->user_data);
@@ -150,9 +151,29 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
-  backend = vb_backend_choose (config->backend, driver, config->attributes, error);
+  const char *left = op->left_behind ? g_hash_table_lookup (op->left_behind, config->uuid) : NULL;
+  g_autofree char *why = NULL;
+  if (left)
+    {
+      /* the node a vblkd that ended left, whatever auto would pick now */
+      backend = vb_backend_lookup (left);
+      why = g_strdup_printf ("took over the node the vblkd that ended left running (%s)",
+                             config->backend);
+    }
+  else
+    backend = vb_backend_choose (config->backend, driver, config->attributes, &why, error);
   if (backend == NULL)
     return NULL;
+  if (!left)
+    {
+      g_autofree char *not_here = NULL;
+      if (!backend->available (&not_here))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "backend '%s' is not available here: %s", backend->name, not_here);
+          return NULL;
+        }
+    }
 
   g_ptr_array_add (paths, NULL);
   component_uuids = vb_op_slot_uuids (config);
@@ -185,7 +206,10 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   };
   node = backend->start (&request, error);
   if (node)
-    *out = vb_running_new (node, backend->name, config->attributes);
+    {
+      *out = vb_running_new (node, backend->name, config->attributes);
+      (*out)->why = g_steal_pointer (&why);
+    }
   return node;
 }
 
@@ -449,7 +473,12 @@ stop_self_served (VbOp *op)
       if (!vb_probe_node_unused (d->name, r->block_device, &local)
           || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
         {
-          g_warning ("vblk: %s: %s; it stops serving when vblkd exits", d->name, local->message);
+          /* loop's FUSE file dies with vblkd; nbd and ublk hold the
+           * requests for the next vblkd, which takes the node over */
+          g_warning ("vblk: %s: %s; %s", d->name, local->message,
+                     strcmp (r->backend, "loop") == 0
+                         ? "it stops serving when vblkd exits"
+                         : "the kernel holds its requests for the next vblkd");
           continue;
         }
       g_message ("vblk: %s: stopped %s (served by vblkd itself); it starts again with vblkd",
@@ -481,7 +510,7 @@ note_vanished (VbOp *op, GHashTable *before_scan)
 }
 
 static void
-scan_running (VbOp *op)
+scan_running (VbOp *op, GHashTable *before_scan)
 {
   g_hash_table_remove_all (op->running);
   for (const VbBackend *const *b = vb_backends (); *b; b++)
@@ -506,15 +535,28 @@ scan_running (VbOp *op)
             if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid)
                 == 0)
               d = op->candidate->devices->pdata[j];
+          if (inst->left_behind && d && d->started)
+            {
+              /* not running until its device starts and takes it over */
+              if (op->left_behind == NULL)
+                op->left_behind = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+              g_hash_table_replace (op->left_behind, g_strdup (inst->uuid), (gpointer) (*b)->name);
+              g_message ("vblk: %s: %s outlived the vblkd that served it; starting %s takes it "
+                         "over",
+                         d->name, inst->block_device, d->name);
+              continue;
+            }
           if (d && op->mode == VB_OP_STARTUP)
             g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
                        inst->block_device, (*b)->name, inst->backing);
           else if (d == NULL)
             g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
                        inst->block_device, inst->uuid);
-          g_hash_table_replace (
-              op->running, g_strdup (inst->uuid),
-              vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL));
+          VbRunning *r = vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL);
+          const VbRunning *known = g_hash_table_lookup (before_scan, inst->uuid);
+          r->why = known && known->why ? g_strdup (known->why)
+                                       : g_strdup ("found running when vblkd started");
+          g_hash_table_replace (op->running, g_strdup (inst->uuid), r);
         }
     }
 }
@@ -540,7 +582,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
     resolved = vb_reconfig_resolve_intent (op->daemon, op->candidate);
   if (op->mode != VB_OP_CHANGE && op->mode != VB_OP_POLICY && op->mode != VB_OP_SHUTDOWN
       && op->mode != VB_OP_RECONFIGURE)
-    scan_running (op);
+    scan_running (op, before_scan);
   if (resolved)
     {
       /* a device that outlived the killed vblkd (the kernel's) may run

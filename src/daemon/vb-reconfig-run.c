@@ -362,7 +362,7 @@ vb_op_reconfigure (VbOp *op)
     return;
   r = g_hash_table_lookup (op->running, d->uuid);
   backend = vb_backend_choose (r ? r->backend : d->backend, vb_driver_lookup (d->driver),
-                               d->attributes, &local);
+                               d->attributes, NULL, &local);
   if (backend == NULL)
     {
       fail (op, g_steal_pointer (&local));

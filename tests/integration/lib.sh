@@ -426,6 +426,11 @@ vb__unmount_all () {
 # them (md arrays, dm devices). Last registered, first run.
 VB_CLEANUP_CMDS=()
 vb_on_cleanup () { VB_CLEANUP_CMDS+=("$*"); }
+# vb_on_cleanup_early CMD — run CMD (eval) right after vblkd is ended, before
+# the unmounts: for block nodes that would hold an unmount (nbd nodes whose
+# server was killed wait for a new one).
+VB_CLEANUP_EARLY_CMDS=()
+vb_on_cleanup_early () { VB_CLEANUP_EARLY_CMDS+=("$*"); }
 
 vb_cleanup () {
   local rc=$?
@@ -443,12 +448,15 @@ vb_cleanup () {
     kill -KILL "$VBLKD_PID" 2> /dev/null
     wait "$VBLKD_PID" 2> /dev/null
   fi
+  local i
+  for ((i = ${#VB_CLEANUP_EARLY_CMDS[@]} - 1; i >= 0; i--)); do
+    eval "${VB_CLEANUP_EARLY_CMDS[$i]}" > /dev/null 2>&1
+  done
   # engine loop devices first, while their FUSE file still has its path
   # under $T (once the mount is gone it shows as "/data"); then what a
   # mounted filesystem held
   vb__detach_loops
   vb__unmount_all
-  local i
   for ((i = ${#VB_CLEANUP_CMDS[@]} - 1; i >= 0; i--)); do
     eval "${VB_CLEANUP_CMDS[$i]}" > /dev/null 2>&1
   done

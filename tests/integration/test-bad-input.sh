@@ -147,6 +147,18 @@ vb_assert_contains "$VB_ERR" "component 'relative.img': not an absolute path" "r
 refuse InvalidArgument mgr b file "{}" "['$T/b.img', '$T/b.img']" "{}"
 vb_assert_contains "$VB_ERR" "given twice" "duplicate component message"
 
+# refused before the superblocks are written: the same components serve
+# the next try, and would be Busy ("carries the vblk superblock") otherwise
+vb_log "backends this kernel lacks (ublk, nbd on the development machines)"
+for b in ublk nbd; do
+  case $b in
+    ublk) [ ! -e /dev/ublk-control ] || continue; want="no /dev/ublk-control" ;;
+    nbd) [ ! -d /sys/module/nbd ] || continue; want="no kernel nbd client" ;;
+  esac
+  refuse NotSupported vbmgr create "on$b" --driver raid1 --backend $b --start "$T/m.img" "$T/other.img"
+  vb_assert_contains "$VB_ERR" "backend '$b' is not available here: $want" "$b missing message"
+done
+
 vb_log "the longest allowed name (64) is accepted"
 name64=$(printf 'n%.0s' {1..64})
 vbmgr create "$name64" --driver file "$T/b.img"

@@ -92,11 +92,14 @@ wait "$fio_pid" || vb_fail "fio saw an error around the rolled-back swap: $(tail
 grep -q "err= 0" "$T/fio.log" || vb_fail "fio errors: $(cat "$T/fio.log")"
 cmp -n 32M "$T/r.bin" "$bd" || vb_fail "data changed by the refused reconfigurations"
 
-vb_log "backends: unknown, not built in, or another node for a started device"
+vb_log "backends: unknown, or another node for a started device"
 refused InvalidArgument "not known" r --backend nosuch
 refused NotSupported "another block node" r --backend ublk
 vbmgr stop r
-refused NotSupported "no backend nbd yet" r --backend nbd
+for b in ublk nbd; do
+  vbmgr reconfigure r --backend $b
+  vb_assert_eq $b "$(jq -r '.devices[0].backend' "$VB_STATE_FILE")" "backend of the stopped device"
+done
 vbmgr reconfigure r --backend loop
 vb_assert_eq loop "$(jq -r '.devices[0].backend' "$VB_STATE_FILE")" "backend of the stopped device"
 vbmgr delete r

@@ -142,7 +142,7 @@ main (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   VbNbdServer *server;
   VbFileExport f = { .fd = -1, .block_size = 512 };
-  int tcp_port = 0, block_size = 512, sig, kernel = 0;
+  int tcp_port = 0, block_size = 512, sig, kernel = 0, disconnect = -1;
   gint index = -1;
   gboolean read_only = FALSE;
   struct stat st;
@@ -156,14 +156,25 @@ main (int argc, char **argv)
     { "description", 0, 0, G_OPTION_ARG_STRING, &description, "Export description", "TEXT" },
     { "kernel", 0, 0, G_OPTION_ARG_INT, &kernel, "Connect the kernel nbd client with N sockets",
       "N" },
+    { "disconnect", 0, 0, G_OPTION_ARG_INT, &disconnect,
+      "Only disconnect /dev/nbdN (a test's cleanup) and exit", "N" },
     { NULL },
   };
 
   context = g_option_context_new ("FILE - serve FILE over NBD");
   g_option_context_add_main_entries (context, entries, NULL);
-  if (!g_option_context_parse (context, &argc, &argv, &error) || argc != 2
-      || (socket_path != NULL) + (tcp_port != 0) + (kernel > 0) != 1 || block_size <= 0
-      || tcp_port < 0 || kernel < 0 || kernel > 16 || tcp_port > 65535)
+  gboolean parsed = g_option_context_parse (context, &argc, &argv, &error);
+  if (parsed && disconnect >= 0 && argc == 1)
+    {
+      if (!vb_nbd_netlink_disconnect (disconnect, &error))
+        {
+          g_printerr ("/dev/nbd%d: %s\n", disconnect, error->message);
+          return 1;
+        }
+      return 0;
+    }
+  if (!parsed || argc != 2 || (socket_path != NULL) + (tcp_port != 0) + (kernel > 0) != 1
+      || block_size <= 0 || tcp_port < 0 || kernel < 0 || kernel > 16 || tcp_port > 65535)
     {
       g_printerr ("%s\n",
                   error ? error->message : "usage: FILE and one of --socket, --tcp or --kernel");

@@ -2,9 +2,11 @@
 # Builds the VM harness's cache (outside the checkout): Debian 12's own
 # kernel image and modules, unpacked from the linux-image-*-amd64 package
 # (not installed), busybox-static, and an initramfs that loads what it
-# takes to mount the host's root over 9p with a writable overlay.
-# VB_VM_CACHE (default /var/cache/vblk-vm). Idempotent: an existing cache
-# for the same kernel package is kept.
+# takes to mount the host's root over 9p with a writable overlay; and
+# ublk_drv, which that kernel lacks, built out of tree from Debian's source
+# of the same kernel. VB_VM_CACHE (default /var/cache/vblk-vm). Idempotent:
+# an existing cache for the same kernel package is kept (and given ublk_drv
+# when it has none).
 set -euo pipefail
 
 CACHE=${VB_VM_CACHE:-/var/cache/vblk-vm}
@@ -24,13 +26,96 @@ if [ -z "$kpkg" ]; then
 fi
 [ -n "$kpkg" ] || { echo "build-cache: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
 kver=${kpkg#linux-image-}
+
+# Debian 12 does not build ublk_drv (CONFIG_BLK_DEV_UBLK unset): built here
+# from linux-source of the version the cached image was built from, against
+# that image's headers (all unpacked under $CACHE, none installed), into
+# the module tree's extra/
+ublk_module () {
+  local mods="$CACHE/kernel/lib/modules/$kver" build="$CACHE/ublk-build"
+  local ko="$mods/extra/ublk_drv.ko" ver mm hdr common p tool out missing=() get=()
+  if [ -e "$ko" ] && grep -q '^extra/ublk_drv.ko:' "$mods/modules.dep"; then
+    return 0
+  fi
+  for tool in make gcc-12 xz strip modinfo; do
+    command -v "$tool" > /dev/null || missing+=("$tool")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "build-cache: ublk_drv: missing ${missing[*]} (tools/install-deps.sh)" >&2
+    return 1
+  fi
+  # the banner ("... Debian 6.1.192-3 (date)") names the source version
+  ver=$(LC_ALL=C grep -aoE -m1 'Debian [0-9][^ ]* \(' "$CACHE/kernel/boot/vmlinuz-$kver" |
+    sed -n '1s/^Debian \(.*\) ($/\1/p') || true
+  if [ -z "$ver" ]; then
+    echo "build-cache: ublk_drv: no Debian version in the banner of vmlinuz-$kver" >&2
+    return 1
+  fi
+  IFS=. read -r mm p _ <<< "$kver"
+  mm=$mm.$p
+  common=linux-headers-${kver%-*}-common
+  local pkgs=("linux-source-$mm" "linux-headers-$kver" "$common" "linux-kbuild-$mm")
+  for p in "${pkgs[@]}"; do
+    compgen -G "$CACHE/dl/${p}_${ver}_*.deb" > /dev/null || get+=("$p=$ver")
+  done
+  mkdir -p "$CACHE/dl"
+  if [ "${#get[@]}" -gt 0 ] && ! out=$(cd "$CACHE/dl" && apt-get download "${get[@]}" 2>&1); then
+    # lists older than the cached kernel: fetched once more
+    apt-get update -q > /dev/null 2>&1 || true
+    out=$(cd "$CACHE/dl" && apt-get download "${get[@]}" 2>&1) || {
+      echo "$out" >&2
+      echo "build-cache: ublk_drv: cannot download ${get[*]} (gone from the archive? remove $CACHE to rebuild for the current kernel)" >&2
+      return 1
+    }
+  fi
+
+  rm -rf "$build"
+  mkdir -p "$build/src"
+  for p in "${pkgs[@]:1}"; do
+    dpkg-deb -x "$CACHE/dl/${p}_${ver}_"*.deb "$build/root"
+  done
+  # lib/modules/*/build and source point at the host's /usr/src: dropped
+  find "$build/root" -lname '/*' -delete
+  hdr=$build/root/usr/src/linux-headers-$kver
+  [ -e "$hdr/Module.symvers" ] || { echo "build-cache: ublk_drv: no Module.symvers in linux-headers-$kver $ver" >&2; return 1; }
+  [ -e "$build/root/usr/src/$common/include/uapi/linux/ublk_cmd.h" ] ||
+    { echo "build-cache: ublk_drv: no include/uapi/linux/ublk_cmd.h in $common $ver" >&2; return 1; }
+  # the flavour's Makefile includes the common one by its absolute path
+  sed -i "s|^include /usr/src/|include $build/root/usr/src/|" "$hdr/Makefile"
+  grep -q "^include $build/root/usr/src/$common/Makefile\$" "$hdr/Makefile" ||
+    { echo "build-cache: ublk_drv: unexpected $hdr/Makefile: $(head -1 "$hdr/Makefile")" >&2; return 1; }
+  # only the one file from the 1.3 GB tree (xz -T0: its blocks in parallel)
+  dpkg-deb --fsys-tarfile "$CACHE/dl/linux-source-${mm}_${ver}_all.deb" |
+    tar -xO "./usr/src/linux-source-$mm.tar.xz" | xz -dc -T0 |
+    tar -x -C "$build/src" --strip-components=3 "linux-source-$mm/drivers/block/ublk_drv.c" ||
+    { echo "build-cache: ublk_drv: no drivers/block/ublk_drv.c in linux-source-$mm $ver" >&2; return 1; }
+  echo 'obj-m := ublk_drv.o' > "$build/src/Kbuild"
+  if ! make -C "$hdr" M="$build/src" modules > "$build/make.log" 2>&1; then
+    tail -20 "$build/make.log" >&2
+    echo "build-cache: ublk_drv: the build failed (all of it in $build/make.log)" >&2
+    return 1
+  fi
+  local vermagic
+  vermagic=$(modinfo -F vermagic "$build/src/ublk_drv.ko")
+  [ "${vermagic%% *}" = "$kver" ] || { echo "build-cache: ublk_drv: built for '$vermagic', not $kver" >&2; return 1; }
+  strip --strip-debug "$build/src/ublk_drv.ko"
+  mkdir -p "$mods/extra"
+  cp "$build/src/ublk_drv.ko" "$ko.tmp"
+  mv "$ko.tmp" "$ko"
+  depmod -b "$CACHE/kernel" "$kver"
+  grep -q '^extra/ublk_drv.ko:' "$mods/modules.dep" || { echo "build-cache: ublk_drv: depmod did not list $ko" >&2; return 1; }
+  rm -rf "$build"
+  echo "$CACHE: ublk_drv for $kver built from linux-source-$mm $ver"
+}
+
 if [ -s "$CACHE/initrd-$kver.img" ] && [ -e "$CACHE/kernel/boot/vmlinuz-$kver" ]; then
+  ublk_module
   echo "$CACHE: kernel $kver ready"
   exit 0
 fi
 
 mkdir -p "$CACHE/dl"
-rm -rf "$CACHE/kernel" "$CACHE/busybox" "$CACHE/initrd"
+rm -rf "$CACHE/kernel" "$CACHE/busybox" "$CACHE/initrd" "$CACHE/ublk-build"
 (cd "$CACHE/dl" && rm -f ./*.deb && apt-get download "$kpkg" busybox-static 2> /dev/null)
 dpkg-deb -x "$CACHE"/dl/linux-image-*.deb "$CACHE/kernel"
 dpkg-deb -x "$CACHE"/dl/busybox-static_*.deb "$CACHE/busybox"
@@ -93,3 +178,4 @@ chmod +x "$root/init"
 mv "$CACHE/initrd-$kver.img.tmp" "$CACHE/initrd-$kver.img"
 echo "$kver" > "$CACHE/kernel-version"
 echo "$CACHE: kernel $kver, initramfs with ${#order[@]} modules"
+ublk_module

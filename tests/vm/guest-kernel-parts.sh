@@ -2,7 +2,8 @@
 # Inside the VM (tests/vm/run): Debian's own kernel with the parts the
 # development machines lack — md (linear, raid0/1/10/456), device-mapper
 # (linear, flakey), nbd — loaded and used for real with mdadm and dmsetup,
-# so that the harness is known to give the backends what they need.
+# and ublk_drv (built by build-cache.sh) loaded, so that the harness is
+# known to give the backends what they need.
 set -euo pipefail
 fail () { echo "FAIL: $*" >&2; exit 1; }
 log () { echo "# $*"; }
@@ -20,6 +21,16 @@ done
 [ -e /dev/mapper/control ] || fail "no /dev/mapper/control"
 [ -e /sys/block/nbd0 ] || fail "no nbd devices"
 log "$(head -1 /proc/mdstat)"
+
+# not in Debian 12's kernel: build-cache.sh builds it into extra/
+modprobe ublk_drv || fail "modprobe ublk_drv (tests/vm/build-cache.sh builds it)"
+[ "$(modinfo -F vermagic ublk_drv | cut -d' ' -f1)" = "$kver" ] || fail "ublk_drv not built for $kver"
+[ -c /dev/ublk-control ] || fail "no /dev/ublk-control"
+grep -q ' ublk-char$' /proc/devices || fail "ublk_drv registered no ublk-char major"
+[ -d /sys/class/ublk-char ] || fail "no /sys/class/ublk-char"
+[ -z "$(ls /sys/class/ublk-char)" ] || fail "ublk devices before any was added: $(ls /sys/class/ublk-char)"
+: <> /dev/ublk-control || fail "cannot open /dev/ublk-control"
+log "ublk_drv $(modinfo -F filename ublk_drv | sed 's|.*/lib/modules/[^/]*/||'): /dev/ublk-control $(stat -c '%Hr:%Lr' /dev/ublk-control)"
 
 work=$(mktemp -d)
 loops=()

@@ -10,15 +10,16 @@ command -v qemu-system-x86_64 > /dev/null || { echo "SKIP: no qemu-system-x86_64
 [ -s "${VB_VM_CACHE:-/var/cache/vblk-vm}/kernel-version" ] ||
   { echo "SKIP: no VM cache (tests/vm/build-cache.sh)" >&2; exit 77; }
 : "${VBLKD:?}" "${VBMGR:?}" "${VB_SRCDIR:?}"
-tests=${VB_VM_TESTS:-test-kernel-dm test-kernel-md test-kernel-nbd test-md1 test-lifecycle test-metadata test-reconfigure-grow}
-exec "$here/run" --timeout 800 "
+tests=${VB_VM_TESTS:-test-kernel-dm test-kernel-md test-kernel-nbd test-backend-nbd test-md1 test-lifecycle test-metadata test-reconfigure-grow test-backend-ublk}
+exec "$here/run" --timeout 2000 "
 set -u
 modprobe loop && modprobe fuse && modprobe dm-mod && modprobe raid0 && modprobe raid1 && modprobe raid10 && modprobe dm-flakey && modprobe nbd || exit 1
-export VBLKD=$VBLKD VBMGR=$VBMGR VB_SRCDIR=$VB_SRCDIR VB_REFMODEL=${VB_REFMODEL:-} VB_NBD_FILE_SERVER=${VB_NBD_FILE_SERVER:-}
+export VBLKD=$VBLKD VBMGR=$VBMGR VB_SRCDIR=$VB_SRCDIR VB_REFMODEL=${VB_REFMODEL:-} VB_NBD_FILE_SERVER=${VB_NBD_FILE_SERVER:-} VB_UBLK_CTL=${VB_UBLK_CTL:-}
 failed=0
 for t in $tests; do
   start=\$(date +%s)
-  if bash $VB_SRCDIR/tests/integration/\$t.sh > /tmp/\$t.log 2>&1; then
+  # a hang shows as that test's failure with its log, not the whole run's
+  if timeout -k 10 600 bash $VB_SRCDIR/tests/integration/\$t.sh > /tmp/\$t.log 2>&1; then
     echo \"# \$t: OK in \$((\$(date +%s) - start)) s on \$(uname -r)\"
   else
     echo \"# \$t: FAILED on \$(uname -r)\"; tail -40 /tmp/\$t.log; failed=1

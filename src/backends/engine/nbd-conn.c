@@ -80,6 +80,9 @@ typedef struct {
   const VbNbdExport *export;
   int fd;
   VbNbdTerms terms;
+  /* no handshake: the peer (the kernel nbd client) is told of a new size
+   * by its owner, so requests are checked against the size of now */
+  gboolean live_size;
 
   /* Transmission. rbuf belongs to the reader (the connection's thread);
    * lock guards everything after send_lock, and send_lock keeps each
@@ -271,7 +274,8 @@ check_request (VbNbdConn *c, const VbNbdRequest *req, const char **why)
     return *why = "read longer than the maximum block size", NBD_EINVAL;
   if (req->offset % e->block_size || req->length % e->block_size)
     return *why = "offset or length not a multiple of the minimum block size", NBD_EINVAL;
-  if (req->offset > c->terms.size || req->length > c->terms.size - req->offset)
+  guint64 size = c->live_size ? e->ops->size (e->handle) : c->terms.size;
+  if (req->offset > size || req->length > size - req->offset)
     {
       *why = "request beyond the end of the export";
       /* The spec's choice: ENOSPC for writes, EINVAL for reads and trims. */
@@ -742,7 +746,10 @@ vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake)
   g_return_val_if_fail (export != NULL && fd >= 0, -EINVAL);
 
   if (!handshake)
-    vb_nbd_terms_load (export, &c.terms);
+    {
+      vb_nbd_terms_load (export, &c.terms);
+      c.live_size = TRUE;
+    }
   else
     r = vb_nbd_handshake (export, fd, &c.terms);
   if (r == 1)

@@ -31,7 +31,8 @@ typedef enum {
   VB_NBD_SERVE_DEFAULT = 0,
   /* The peer already knows size and flags (e.g. the kernel nbd client on
    * one end of a socketpair): start in the transmission phase, simple
-   * replies only. */
+   * replies only; requests are checked against the size of now, which
+   * the peer learns from whoever owns it. */
   VB_NBD_SERVE_NO_HANDSHAKE = 1 << 0,
 } VbNbdServeFlags;
 

@@ -1,0 +1,875 @@
+/* Backend "ublk": the engine served to the kernel's ublk driver
+ * (linux/ublk_cmd.h). Control commands go to /dev/ublk-control as
+ * io_uring URING_CMDs in 128-byte SQEs (ADD_DEV, SET_PARAMS, START_DEV,
+ * STOP_DEV, DEL_DEV, GET_DEV_INFO, START/END_USER_RECOVERY). Each hardware
+ * queue has a thread that owns an io_uring on /dev/ublkcN: it arms every
+ * tag with FETCH_REQ, hands each request the kernel completes to a pool of
+ * workers that run it against the engine, and answers with
+ * COMMIT_AND_FETCH_REQ (the driver takes commands for a queue only from
+ * the thread that fetched them). Data is copied by the driver between the
+ * request and a buffer per tag.
+ *
+ * The node outlives the vblkd that made it: devices are added with
+ * UBLK_F_USER_RECOVERY and _REISSUE, so when the queue threads die with
+ * their process the driver quiesces the device (within its 5 s monitor
+ * period) and requeues what was in flight instead of failing it. A vblkd
+ * started again finds the device by the tag it left in the device info
+ * (ublksrv_flags and the two reserved words the driver keeps: magic,
+ * instance, UUID), assembles the engine, and takes the node over with
+ * START_USER_RECOVERY, new queue threads and END_USER_RECOVERY.
+ *
+ * Linux 6.1's driver sets parameters only before START_DEV: the size of a
+ * live device cannot change (a reconfiguration that changes it is
+ * refused). */
+#include "config.h"
+
+#include "backend.h"
+#include "engine-runtime.h"
+#include "loop-util.h"
+#include "ublk-control.h"
+#include "vb-error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/ublk_cmd.h>
+#include <liburing.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define CONTROL "/dev/ublk-control"
+#define QUEUE_DEPTH 64
+#define IO_BUF_BYTES (512u << 10) /* the largest request, and each tag's buffer */
+#define MAX_QUEUES 2
+#define WORKERS 16
+#define TAG_MAGIC 0x6b6c6276u  /* "vblk" */
+#define RECOVERY_WAIT_MS 30000 /* the driver quiesces within its 5 s monitor period */
+#define EVENT_DATA G_MAXUINT64 /* user_data of the eventfd read */
+
+static gboolean
+ublk_available (char **reason)
+{
+  if (access (CONTROL, F_OK) != 0)
+    {
+      *reason = g_strdup ("no " CONTROL " (kernel module ublk_drv not loaded; Debian 12's "
+                          "kernel does not build it)");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- control commands ---- */
+
+static const char *
+op_name (guint32 op)
+{
+  switch (op)
+    {
+    case UBLK_CMD_ADD_DEV:
+      return "ADD_DEV";
+    case UBLK_CMD_SET_PARAMS:
+      return "SET_PARAMS";
+    case UBLK_CMD_START_DEV:
+      return "START_DEV";
+    case UBLK_CMD_STOP_DEV:
+      return "STOP_DEV";
+    case UBLK_CMD_DEL_DEV:
+      return "DEL_DEV";
+    case UBLK_CMD_START_USER_RECOVERY:
+      return "START_USER_RECOVERY";
+    case UBLK_CMD_END_USER_RECOVERY:
+      return "END_USER_RECOVERY";
+    default:
+      return "GET_DEV_INFO";
+    }
+}
+
+static gboolean
+control_or_fail (guint32 op, guint32 dev_id, void *buf, guint16 len, guint64 data0, GError **error)
+{
+  int r = vb_ublk_control (op, dev_id, buf, len, data0);
+
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
+                   "ublk %s (device %u): %s", op_name (op), dev_id, g_strerror (-r));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The device info's tag: magic and instance in ublksrv_flags (the
+ * server's own word), the UUID in the two reserved words after it. */
+static void
+tag_info (struct ublksrv_ctrl_dev_info *info, const char *instance, const char *uuid)
+{
+  guint8 bytes[16] = { 0 };
+  guint n = 0;
+
+  for (const char *p = uuid; *p && n < 32; p++)
+    if (g_ascii_isxdigit (*p))
+      {
+        bytes[n / 2] |= (guint8) (g_ascii_xdigit_value (*p) << (n % 2 ? 0 : 4));
+        n++;
+      }
+  info->ublksrv_flags
+      = ((guint64) TAG_MAGIC << 32) | (g_ascii_strtoull (instance, NULL, 16) & G_MAXUINT32);
+  memcpy (&info->reserved1, bytes, 8);
+  memcpy (&info->reserved2, bytes + 8, 8);
+}
+
+static gboolean
+info_is (const struct ublksrv_ctrl_dev_info *info, const char *instance, const char *uuid)
+{
+  struct ublksrv_ctrl_dev_info want = { 0 };
+
+  tag_info (&want, instance, uuid);
+  return info->ublksrv_flags == want.ublksrv_flags && info->reserved1 == want.reserved1
+         && info->reserved2 == want.reserved2;
+}
+
+/* The UUID in the tag of @info, or NULL when @info is not of @instance. */
+static char *
+info_uuid (const struct ublksrv_ctrl_dev_info *info, const char *instance)
+{
+  guint8 b[16];
+
+  if (info->ublksrv_flags
+      != (((guint64) TAG_MAGIC << 32) | (g_ascii_strtoull (instance, NULL, 16) & G_MAXUINT32)))
+    return NULL;
+  memcpy (b, &info->reserved1, 8);
+  memcpy (b + 8, &info->reserved2, 8);
+  return g_strdup_printf ("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                          b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                          b[12], b[13], b[14], b[15]);
+}
+
+/* ---- the queues ---- */
+
+typedef struct _UblkDevice UblkDevice;
+
+typedef struct {
+  UblkDevice *dev;
+  guint q_id;
+  guint tag;
+} UblkJob;
+
+typedef struct {
+  UblkDevice *dev;
+  guint q_id;
+  struct io_uring ring;
+  struct ublksrv_io_desc *iods; /* the driver's descriptors, mapped read-only */
+  gsize iods_len;
+  guint8 *bufs; /* IO_BUF_BYTES per tag */
+  UblkJob jobs[QUEUE_DEPTH];
+  int event_fd;
+  guint64 event_value;
+  GMutex lock;
+  GArray *done; /* (tag, result) pairs the workers finished */
+  GThread *thread;
+  gboolean ring_ready;
+  int ring_error; /* the ring's setup failed: -errno */
+  GMutex ready_lock;
+  GCond ready_cond;
+  gboolean ready; /* every tag fetched (or ring_error) */
+  gint quit;      /* leave without the driver's aborts (a failed takeover) */
+} UblkQueue;
+
+struct _UblkDevice {
+  guint dev_id;
+  guint n_queues;
+  int char_fd;
+  UblkQueue queues[MAX_QUEUES];
+  GThreadPool *workers;
+  VbEngineSwitch *sw;
+};
+
+typedef struct {
+  guint tag;
+  int result;
+} Done;
+
+static struct io_uring_sqe *
+next_sqe (UblkQueue *q)
+{
+  struct io_uring_sqe *sqe = io_uring_get_sqe (&q->ring);
+
+  if (sqe == NULL)
+    {
+      io_uring_submit (&q->ring);
+      sqe = io_uring_get_sqe (&q->ring);
+    }
+  return sqe;
+}
+
+static void
+queue_io_cmd (UblkQueue *q, guint32 op, guint tag, int result)
+{
+  struct io_uring_sqe *sqe = next_sqe (q);
+  struct ublksrv_io_cmd *cmd;
+
+  io_uring_prep_rw (IORING_OP_URING_CMD, sqe, q->dev->char_fd, NULL, 0, 0);
+  sqe->cmd_op = op;
+  cmd = (struct ublksrv_io_cmd *) sqe->cmd;
+  memset (cmd, 0, sizeof *cmd);
+  cmd->q_id = (guint16) q->q_id;
+  cmd->tag = (guint16) tag;
+  cmd->result = result;
+  cmd->addr = (guint64) (guintptr) (q->bufs + (gsize) tag * IO_BUF_BYTES);
+  io_uring_sqe_set_data64 (sqe, tag);
+}
+
+static void
+arm_event (UblkQueue *q)
+{
+  struct io_uring_sqe *sqe = next_sqe (q);
+
+  io_uring_prep_read (sqe, q->event_fd, &q->event_value, sizeof q->event_value, 0);
+  io_uring_sqe_set_data64 (sqe, EVENT_DATA);
+}
+
+/* A worker: one request against the engine. */
+static void
+run_job (gpointer data, gpointer user_data)
+{
+  UblkJob *job = data;
+  UblkDevice *dev = job->dev;
+  UblkQueue *q = &dev->queues[job->q_id];
+  const struct ublksrv_io_desc *iod = &q->iods[job->tag];
+  guint8 *buf = q->bufs + (gsize) job->tag * IO_BUF_BYTES;
+  guint32 op = iod->op_flags & 0xff;
+  gboolean fua = (iod->op_flags & UBLK_IO_F_FUA) != 0;
+  guint64 offset = iod->start_sector << 9, length = (guint64) iod->nr_sectors << 9;
+  const VbBlockOps *ops = &vb_engine_switch_ops;
+  Done done = { .tag = job->tag };
+  int r;
+  guint64 one = 1;
+
+  switch (op)
+    {
+    case UBLK_IO_OP_READ:
+      r = length > IO_BUF_BYTES ? -EINVAL : ops->pread (dev->sw, buf, length, offset);
+      done.result = r < 0 ? r : (int) length;
+      break;
+    case UBLK_IO_OP_WRITE:
+      r = length > IO_BUF_BYTES ? -EINVAL : ops->pwrite (dev->sw, buf, length, offset, fua);
+      done.result = r < 0 ? r : (int) length;
+      break;
+    case UBLK_IO_OP_FLUSH:
+      done.result = ops->flush ? ops->flush (dev->sw) : 0;
+      break;
+    case UBLK_IO_OP_DISCARD:
+      done.result = ops->discard ? ops->discard (dev->sw, length, offset) : -EOPNOTSUPP;
+      break;
+    case UBLK_IO_OP_WRITE_ZEROES:
+      done.result
+          = ops->write_zeroes ? ops->write_zeroes (dev->sw, length, offset, fua) : -EOPNOTSUPP;
+      break;
+    default:
+      done.result = -EOPNOTSUPP;
+    }
+  g_mutex_lock (&q->lock);
+  g_array_append_val (q->done, done);
+  g_mutex_unlock (&q->lock);
+  if (write (q->event_fd, &one, sizeof one) < 0)
+    g_warning ("ublk: waking queue %u: %s", q->q_id, g_strerror (errno));
+}
+
+static void
+set_ready (UblkQueue *q, int error)
+{
+  g_mutex_lock (&q->ready_lock);
+  q->ring_error = error;
+  q->ready = TRUE;
+  g_cond_broadcast (&q->ready_cond);
+  g_mutex_unlock (&q->ready_lock);
+}
+
+/* The queue's thread: fetch, dispatch, commit, until the driver aborts
+ * every tag (the device stopped, or this process ends). */
+static gpointer
+queue_thread (gpointer data)
+{
+  UblkQueue *q = data;
+  guint aborted = 0, in_worker = 0;
+  int r;
+
+  r = io_uring_queue_init (2 * QUEUE_DEPTH + 4, &q->ring, 0);
+  if (r < 0)
+    {
+      set_ready (q, r);
+      return NULL;
+    }
+  q->ring_ready = TRUE;
+  for (guint tag = 0; tag < QUEUE_DEPTH; tag++)
+    queue_io_cmd (q, UBLK_IO_FETCH_REQ, tag, 0);
+  arm_event (q);
+  r = io_uring_submit (&q->ring);
+  set_ready (q, r < 0 ? r : 0);
+  if (r < 0)
+    return NULL;
+  for (;;)
+    {
+      struct io_uring_cqe *cqe;
+      unsigned head, seen = 0;
+
+      r = io_uring_submit_and_wait (&q->ring, 1);
+      if (r < 0 && r != -EINTR)
+        {
+          g_warning ("ublk device %u queue %u: io_uring: %s", q->dev->dev_id, q->q_id,
+                     g_strerror (-r));
+          break;
+        }
+      io_uring_for_each_cqe (&q->ring, head, cqe)
+      {
+        guint64 what = io_uring_cqe_get_data64 (cqe);
+        seen++;
+        if (what == EVENT_DATA)
+          {
+            g_autoptr (GArray) done = NULL;
+            g_mutex_lock (&q->lock);
+            done = g_steal_pointer (&q->done);
+            q->done = g_array_new (FALSE, FALSE, sizeof (Done));
+            g_mutex_unlock (&q->lock);
+            for (guint i = 0; i < done->len; i++)
+              {
+                Done *d = &g_array_index (done, Done, i);
+                queue_io_cmd (q, UBLK_IO_COMMIT_AND_FETCH_REQ, d->tag, d->result);
+                in_worker--;
+              }
+            arm_event (q);
+          }
+        else if (cqe->res == UBLK_IO_RES_OK)
+          {
+            in_worker++;
+            g_thread_pool_push (q->dev->workers, &q->jobs[what], NULL);
+          }
+        else
+          {
+            /* UBLK_IO_RES_ABORT: the device is going; anything else is a
+             * command the driver refused, which ends the tag as well */
+            if (cqe->res != UBLK_IO_RES_ABORT)
+              g_warning ("ublk device %u queue %u tag %" G_GUINT64_FORMAT ": %s", q->dev->dev_id,
+                         q->q_id, what, g_strerror (-cqe->res));
+            aborted++;
+          }
+      }
+      io_uring_cq_advance (&q->ring, seen);
+      if ((aborted == QUEUE_DEPTH && in_worker == 0) || g_atomic_int_get (&q->quit))
+        break;
+    }
+  return NULL;
+}
+
+static void
+device_free (UblkDevice *dev)
+{
+  if (dev == NULL)
+    return;
+  for (guint i = 0; i < dev->n_queues; i++)
+    {
+      UblkQueue *q = &dev->queues[i];
+      guint64 one = 1;
+      if (q->thread == NULL)
+        continue;
+      /* after STOP_DEV it has ended or ends on its own */
+      g_atomic_int_set (&q->quit, 1);
+      if (write (q->event_fd, &one, sizeof one) < 0)
+        g_debug ("ublk: waking queue %u: %s", q->q_id, g_strerror (errno));
+      g_clear_pointer (&q->thread, g_thread_join);
+    }
+  /* the workers may still write to a queue's buffers and eventfd */
+  if (dev->workers)
+    g_thread_pool_free (dev->workers, FALSE, TRUE);
+  for (guint i = 0; i < dev->n_queues; i++)
+    {
+      UblkQueue *q = &dev->queues[i];
+      if (q->ring_ready)
+        io_uring_queue_exit (&q->ring);
+      if (q->iods)
+        munmap (q->iods, q->iods_len);
+      free (q->bufs);
+      if (q->event_fd >= 0)
+        close (q->event_fd);
+      g_clear_pointer (&q->done, g_array_unref);
+      g_mutex_clear (&q->lock);
+      g_mutex_clear (&q->ready_lock);
+      g_cond_clear (&q->ready_cond);
+    }
+  if (dev->char_fd >= 0)
+    close (dev->char_fd);
+  g_free (dev);
+}
+
+/* Opens /dev/ublkcID and starts every queue's thread; returns once each
+ * has fetched all its tags (what START_DEV and END_USER_RECOVERY wait
+ * for). The threads end when the driver aborts their tags. */
+static UblkDevice *
+device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw, GError **error)
+{
+  g_autofree char *path = g_strdup_printf ("/dev/ublkc%u", dev_id);
+  UblkDevice *dev = g_new0 (UblkDevice, 1);
+  gsize stride = (gsize) ((QUEUE_DEPTH * sizeof (struct ublksrv_io_desc) + 4095) & ~4095u);
+  gsize max_stride
+      = (gsize) ((UBLK_MAX_QUEUE_DEPTH * sizeof (struct ublksrv_io_desc) + 4095) & ~4095u);
+  int e;
+
+  dev->dev_id = dev_id;
+  dev->sw = sw;
+  dev->char_fd = -1;
+  for (guint i = 0; i < MAX_QUEUES; i++)
+    dev->queues[i].event_fd = -1;
+  /* udev makes the node; wait for it a little */
+  for (guint i = 0; i < 500 && (dev->char_fd = open (path, O_RDWR | O_CLOEXEC)) < 0; i++)
+    {
+      if (errno != ENOENT)
+        break;
+      g_usleep (10000);
+    }
+  if (dev->char_fd < 0)
+    {
+      e = errno;
+      g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED, "%s: %s", path,
+                   g_strerror (e));
+      goto fail;
+    }
+  dev->workers = g_thread_pool_new (run_job, NULL, WORKERS, FALSE, NULL);
+  dev->n_queues = n_queues;
+  for (guint i = 0; i < n_queues; i++)
+    {
+      UblkQueue *q = &dev->queues[i];
+      q->dev = dev;
+      q->q_id = i;
+      g_mutex_init (&q->lock);
+      g_mutex_init (&q->ready_lock);
+      g_cond_init (&q->ready_cond);
+      q->done = g_array_new (FALSE, FALSE, sizeof (Done));
+      for (guint t = 0; t < QUEUE_DEPTH; t++)
+        q->jobs[t] = (UblkJob){ .dev = dev, .q_id = i, .tag = t };
+      q->iods_len = stride;
+      q->iods = mmap (NULL, stride, PROT_READ, MAP_SHARED | MAP_POPULATE, dev->char_fd,
+                      UBLKSRV_CMD_BUF_OFFSET + (off_t) (i * max_stride));
+      if (q->iods == MAP_FAILED)
+        {
+          e = errno;
+          q->iods = NULL;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: mmap of queue %u: %s", path, i,
+                       g_strerror (e));
+          goto fail;
+        }
+      if (posix_memalign ((void **) &q->bufs, 4096, (gsize) QUEUE_DEPTH * IO_BUF_BYTES) != 0)
+        {
+          q->bufs = NULL;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no memory for queue %u", path, i);
+          goto fail;
+        }
+      q->event_fd = eventfd (0, EFD_CLOEXEC);
+      if (q->event_fd < 0)
+        {
+          e = errno;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "eventfd: %s", g_strerror (e));
+          goto fail;
+        }
+      q->thread = g_thread_new ("ublk-queue", queue_thread, q);
+      g_mutex_lock (&q->ready_lock);
+      while (!q->ready)
+        g_cond_wait (&q->ready_cond, &q->ready_lock);
+      g_mutex_unlock (&q->ready_lock);
+      if (q->ring_error < 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: queue %u: io_uring: %s", path, i,
+                       g_strerror (-q->ring_error));
+          goto fail;
+        }
+    }
+  return dev;
+
+fail:
+  /* a thread that fetched waits for aborts the caller's STOP_DEV or
+   * DEL_DEV brings; one that failed has ended */
+  for (guint i = 0; i < dev->n_queues; i++)
+    if (dev->queues[i].ring_error < 0 || !dev->queues[i].ready)
+      g_clear_pointer (&dev->queues[i].thread, g_thread_join);
+  return dev;
+}
+
+static gboolean
+device_opened (UblkDevice *dev)
+{
+  for (guint i = 0; i < dev->n_queues; i++)
+    if (dev->queues[i].thread == NULL)
+      return FALSE;
+  return dev->n_queues > 0;
+}
+
+/* ---- the backend ---- */
+
+typedef struct {
+  UblkDevice *dev;
+  guint dev_id;
+} UblkTransport;
+
+/* Stops the driver's device (its queue threads end), then deletes it. */
+static void
+remove_device (guint dev_id, UblkDevice *dev)
+{
+  int r = vb_ublk_control (UBLK_CMD_STOP_DEV, dev_id, NULL, 0, 0);
+
+  if (r < 0)
+    g_warning ("ublk STOP_DEV (device %u): %s", dev_id, g_strerror (-r));
+  /* the threads and /dev/ublkcN go before DEL_DEV, which waits for them */
+  device_free (dev);
+  r = vb_ublk_control (UBLK_CMD_DEL_DEV, dev_id, NULL, 0, 0);
+  if (r < 0)
+    g_warning ("ublk DEL_DEV (device %u): %s", dev_id, g_strerror (-r));
+}
+
+static void
+transport_free (UblkTransport *t)
+{
+  device_free (t->dev);
+  g_free (t);
+}
+
+static char *
+node_of (guint dev_id)
+{
+  return g_strdup_printf ("/dev/ublkb%u", dev_id);
+}
+
+/* The device id in "/dev/ublkbN", or -1. */
+static gint
+id_of (const char *block_device)
+{
+  gint64 id;
+  char *end;
+
+  if (!g_str_has_prefix (block_device, "/dev/ublkb"))
+    return -1;
+  id = g_ascii_strtoll (block_device + strlen ("/dev/ublkb"), &end, 10);
+  return *end == '\0' && end != block_device + strlen ("/dev/ublkb") && id >= 0 && id < G_MAXINT
+             ? (gint) id
+             : -1;
+}
+
+/* Every ublk device the driver has, by id. */
+static GArray *
+device_ids (void)
+{
+  GArray *ids = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr (GDir) dir = g_dir_open ("/sys/class/ublk-char", 0, NULL);
+  const char *entry;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      char *end;
+      guint64 id;
+      if (!g_str_has_prefix (entry, "ublkc"))
+        continue;
+      id = g_ascii_strtoull (entry + 5, &end, 10);
+      if (*end == '\0' && end != entry + 5 && id < G_MAXUINT32)
+        {
+          guint v = (guint) id;
+          g_array_append_val (ids, v);
+        }
+    }
+  return ids;
+}
+
+/* A device of @instance, @uuid left by a vblkd that ended: its id, or -1. */
+static gint
+find_left_behind (const char *instance, const char *uuid)
+{
+  g_autoptr (GArray) ids = device_ids ();
+
+  for (guint i = 0; i < ids->len; i++)
+    {
+      guint id = g_array_index (ids, guint, i);
+      struct ublksrv_ctrl_dev_info info = { 0 };
+      g_autofree char *node = node_of (id);
+      if (vb_ublk_control (UBLK_CMD_GET_DEV_INFO, id, &info, sizeof info, 0) == 0
+          && info_is (&info, instance, uuid) && vb_engine_runtime_lookup (node) == NULL)
+        return (gint) id;
+    }
+  return -1;
+}
+
+static UblkTransport *
+transport_new (VbEngineRuntime *rt, guint dev_id)
+{
+  UblkTransport *t = g_new0 (UblkTransport, 1);
+
+  t->dev_id = dev_id;
+  rt->transport = t;
+  rt->transport_free = (GDestroyNotify) transport_free;
+  return t;
+}
+
+/* Linux 6.1's ublk takes parameters only before START_DEV. */
+static gboolean
+announce_size (VbEngineRuntime *rt, GError **error)
+{
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+               "%s: the ublk driver cannot change the size of a started device", rt->block_device);
+  return FALSE;
+}
+
+/* Takes over ublk device @id that a vblkd which ended left quiesced. */
+static char *
+take_over (const VbBackendRequest *request, guint id, GError **error)
+{
+  g_autofree char *node = node_of (id);
+  struct ublksrv_ctrl_dev_info info = { 0 };
+  gint64 deadline = g_get_monotonic_time () + (gint64) RECOVERY_WAIT_MS * 1000;
+  VbEngineRuntime *rt;
+  UblkTransport *t;
+  int r;
+
+  /* the driver quiesces the device once it has seen its server die, and
+   * lets go of /dev/ublkcN once the dead process's ring is gone */
+  for (;;)
+    {
+      r = vb_ublk_control (UBLK_CMD_GET_DEV_INFO, id, &info, sizeof info, 0);
+      if (r == 0 && info.state == UBLK_S_DEV_QUIESCED)
+        r = vb_ublk_control (UBLK_CMD_START_USER_RECOVERY, id, NULL, 0, 0);
+      else if (r == 0)
+        r = -EBUSY;
+      if (r != -EBUSY || g_get_monotonic_time () > deadline)
+        break;
+      g_usleep (100000);
+    }
+  if (r < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "taking over %s: START_USER_RECOVERY: %s (device state %u)", node,
+                   g_strerror (-r), info.state);
+      return NULL;
+    }
+  rt = vb_engine_runtime_new (request, error);
+  if (rt == NULL)
+    return NULL;
+  rt->announce_size = announce_size;
+  t = transport_new (rt, id);
+  t->dev = device_open (id, info.nr_hw_queues, rt->sw, error);
+  if (!device_opened (t->dev)
+      || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
+    {
+      /* the device stays quiesced for another try */
+      g_prefix_error (error, "taking over %s: ", node);
+      vb_engine_runtime_free (rt);
+      return NULL;
+    }
+  g_message ("%s: took over %s (left by the vblkd that ended) with %u queue%s", request->name, node,
+             info.nr_hw_queues, info.nr_hw_queues == 1 ? "" : "s");
+  vb_engine_runtime_register (rt, node);
+  return g_steal_pointer (&node);
+}
+
+static char *
+ublk_start (const VbBackendRequest *request, GError **error)
+{
+  gint left = find_left_behind (request->instance, request->uuid);
+  struct ublksrv_ctrl_dev_info info = { 0 };
+  struct ublk_params params = { 0 };
+  VbEngineRuntime *rt;
+  UblkTransport *t;
+  guint32 block_size;
+  guint64 size;
+  guint shift = 9;
+  char *node;
+  struct udev *udev = NULL;
+  struct udev_monitor *monitor = NULL;
+  struct stat st;
+
+  if (left >= 0)
+    return take_over (request, (guint) left, error);
+  rt = vb_engine_runtime_new (request, error);
+  if (rt == NULL)
+    return NULL;
+  rt->announce_size = announce_size;
+  block_size = vb_engine_switch_ops.block_size (rt->sw);
+  size = vb_engine_switch_ops.size (rt->sw);
+  while ((1u << shift) < block_size)
+    shift++;
+
+  info.nr_hw_queues = (guint16) CLAMP (g_get_num_processors (), 1, MAX_QUEUES);
+  info.queue_depth = QUEUE_DEPTH;
+  info.max_io_buf_bytes = IO_BUF_BYTES;
+  info.dev_id = (guint32) -1;
+  info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+  tag_info (&info, request->instance, request->uuid);
+  if (!control_or_fail (UBLK_CMD_ADD_DEV, (guint32) -1, &info, sizeof info, 0, error))
+    {
+      vb_engine_runtime_free (rt);
+      return NULL;
+    }
+  if (!(info.flags & UBLK_F_USER_RECOVERY_REISSUE))
+    g_warning ("%s: this ublk driver cannot reissue requests after a vblkd restart", request->name);
+  t = transport_new (rt, info.dev_id);
+
+  params.len = sizeof params;
+  params.types = UBLK_PARAM_TYPE_BASIC;
+  params.basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA
+                       | (vb_engine_switch_ops.read_only (rt->sw) ? UBLK_ATTR_READ_ONLY : 0);
+  params.basic.logical_bs_shift = (guint8) shift;
+  params.basic.physical_bs_shift = (guint8) shift;
+  params.basic.io_min_shift = (guint8) shift;
+  params.basic.io_opt_shift = (guint8) shift;
+  params.basic.max_sectors = info.max_io_buf_bytes >> 9;
+  params.basic.dev_sectors = size >> 9;
+  if (vb_engine_switch_ops.discard)
+    {
+      params.types |= UBLK_PARAM_TYPE_DISCARD;
+      params.discard.discard_granularity = block_size;
+      params.discard.max_discard_sectors = G_MAXUINT32 >> 9;
+      params.discard.max_write_zeroes_sectors = G_MAXUINT32 >> 9;
+      params.discard.max_discard_segments = 1;
+    }
+  if (!control_or_fail (UBLK_CMD_SET_PARAMS, info.dev_id, &params, sizeof params, 0, error))
+    goto fail;
+  t->dev = device_open (info.dev_id, info.nr_hw_queues, rt->sw, error);
+  if (!device_opened (t->dev))
+    goto fail;
+  node = node_of (info.dev_id);
+  udev = udev_new ();
+  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  if (!control_or_fail (UBLK_CMD_START_DEV, info.dev_id, NULL, 0, (guint64) getpid (), error))
+    {
+      g_free (node);
+      goto fail;
+    }
+  /* the disk's add event, once udev has processed it */
+  if (monitor && stat (node, &st) == 0)
+    vb_udev_wait_event (monitor, st.st_rdev, "add");
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  vb_engine_runtime_register (rt, node);
+  return node;
+
+fail:
+  if (monitor)
+    udev_monitor_unref (monitor);
+  if (udev)
+    udev_unref (udev);
+  remove_device (t->dev_id, g_steal_pointer (&t->dev));
+  vb_engine_runtime_free (rt);
+  return NULL;
+}
+
+static gboolean
+ublk_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
+{
+  gint id = id_of (block_device);
+  struct ublksrv_ctrl_dev_info info = { 0 };
+  VbEngineRuntime *rt;
+  UblkDevice *dev = NULL;
+  int r;
+
+  if (id < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s is not a ublk node", block_device);
+      return FALSE;
+    }
+  r = vb_ublk_control (UBLK_CMD_GET_DEV_INFO, (guint) id, &info, sizeof info, 0);
+  if (r == -ENODEV)
+    {
+      vb_engine_runtime_free (vb_engine_runtime_unregister (block_device));
+      return TRUE; /* already gone */
+    }
+  if (r < 0 || !info_is (&info, instance, uuid))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "%s now belongs to another device or program (%s), not removing it",
+                   block_device, r < 0 ? g_strerror (-r) : "its tag differs");
+      return FALSE;
+    }
+  rt = vb_engine_runtime_unregister (block_device);
+  if (rt)
+    dev = g_steal_pointer (&((UblkTransport *) rt->transport)->dev);
+  /* STOP_DEV lets the requests in flight finish (the queue threads go on
+   * until the driver aborts their tags), then the device goes */
+  remove_device ((guint) id, dev);
+  vb_engine_runtime_free (rt);
+  return TRUE;
+}
+
+static gboolean
+ublk_update (const char *block_device, const VbBackendRequest *request, GError **error)
+{
+  return vb_engine_runtime_update (block_device, request, error);
+}
+
+static gboolean
+ublk_reconfigure (const char *block_device, const VbBackendRequest *request, guint timeout_ms,
+                  VbReconfigureReport *report, GError **error)
+{
+  VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
+  g_autoptr (GHashTable) attributes
+      = vb_driver_resolve_attributes (request->driver, NULL, request->attributes, NULL);
+
+  memset (report, 0, sizeof *report);
+  if (rt && attributes
+      && request->driver->size (attributes, request->components, request->n_components)
+             != vb_engine_switch_ops.size (rt->sw))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s: the ublk driver cannot change the size of a started device "
+                   "(%" G_GUINT64_FORMAT " bytes); stop it to reconfigure, or use backend nbd",
+                   block_device, vb_engine_switch_ops.size (rt->sw));
+      return FALSE;
+    }
+  return vb_engine_runtime_reconfigure (block_device, request, timeout_ms, report, error);
+}
+
+static GPtrArray *
+ublk_scan (const char *instance, GError **error)
+{
+  g_autoptr (GPtrArray) found
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_backend_instance_free);
+  g_autoptr (GArray) ids = device_ids ();
+
+  for (guint i = 0; i < ids->len; i++)
+    {
+      guint id = g_array_index (ids, guint, i);
+      struct ublksrv_ctrl_dev_info info = { 0 };
+      g_autofree char *uuid = NULL;
+      VbBackendInstance *node;
+
+      if (vb_ublk_control (UBLK_CMD_GET_DEV_INFO, id, &info, sizeof info, 0) != 0
+          || (uuid = info_uuid (&info, instance)) == NULL)
+        continue;
+      node = g_new0 (VbBackendInstance, 1);
+      node->uuid = g_steal_pointer (&uuid);
+      node->block_device = node_of (id);
+      node->left_behind = vb_engine_runtime_lookup (node->block_device) == NULL;
+      if (node->left_behind && info.state == UBLK_S_DEV_DEAD)
+        {
+          /* added, never started (a vblkd killed half way): nothing uses it */
+          remove_device (id, NULL);
+          vb_backend_instance_free (node);
+          continue;
+        }
+      node->backing
+          = g_strdup (node->left_behind ? "queues of a vblkd that ended (start takes it over)"
+                                        : "the engine over ublk");
+      g_ptr_array_add (found, node);
+    }
+  return g_steal_pointer (&found);
+}
+
+const VbBackend vb_backend_ublk = {
+  .name = "ublk",
+  .available = ublk_available,
+  .supports = vb_engine_runtime_supports,
+  VB_ENGINE_RUNTIME_CALLBACKS,
+  .start = ublk_start,
+  .stop = ublk_stop,
+  .update = ublk_update,
+  .reconfigure = ublk_reconfigure,
+  .scan = ublk_scan,
+};

@@ -1,0 +1,459 @@
+/* See engine-runtime.h. */
+#include "config.h"
+
+#include "engine-runtime.h"
+
+#include "engine/engine.h"
+#include "vb-error.h"
+#include "vb-testhook.h"
+
+#include <errno.h>
+#include <string.h>
+
+static GMutex runtimes_lock;
+static GHashTable *runtimes; /* block_device -> VbEngineRuntime* */
+
+VbEngineRuntime *
+vb_engine_runtime_lookup (const char *block_device)
+{
+  VbEngineRuntime *rt;
+
+  g_mutex_lock (&runtimes_lock);
+  rt = runtimes && block_device ? g_hash_table_lookup (runtimes, block_device) : NULL;
+  g_mutex_unlock (&runtimes_lock);
+  return rt;
+}
+
+void
+vb_engine_runtime_foreach (void (*func) (VbEngineRuntime *rt, gpointer data), gpointer data)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes)
+    {
+      g_hash_table_iter_init (&iter, runtimes);
+      while (g_hash_table_iter_next (&iter, NULL, &value))
+        func (value, data);
+    }
+  g_mutex_unlock (&runtimes_lock);
+}
+
+/* The engine of @block_device held against a swap (NULL: not an engine
+ * device of this process); engine_put lets it go. */
+static VbEngine *
+engine_get (const char *block_device, VbEngineRuntime **out)
+{
+  VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
+
+  *out = rt;
+  if (rt == NULL)
+    return NULL;
+  vb_engine_switch_lock (rt->sw);
+  return vb_engine_switch_engine (rt->sw);
+}
+
+static void
+engine_put (VbEngineRuntime *rt)
+{
+  if (rt)
+    vb_engine_switch_unlock (rt->sw);
+}
+
+/* Who the device of @request and its components are, for the engine. */
+static VbEngineIdentity
+identity_of (const VbBackendRequest *request)
+{
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+    .n_spares = request->n_spares,
+    .spare_paths = request->spare_paths,
+    .spare_uuids = request->spare_uuids,
+    .out_of_sync = request->out_of_sync,
+  };
+  return identity;
+}
+
+/* What a device stacked on @path calls: the switch of an engine device of
+ * this process (in place, no kernel round trip), or nothing. */
+static void
+source_for (const char *path, VbEngineSource *source)
+{
+  VbEngineRuntime *dep = vb_engine_runtime_lookup (path);
+
+  source->path = path;
+  source->ops = dep ? &vb_engine_switch_ops : NULL;
+  source->handle = dep ? dep->sw : NULL;
+}
+
+static void
+on_engine_job (VbEngine *engine, const VbEngineJob *job, gpointer user_data)
+{
+  vb_backends_report_job (user_data, job);
+}
+
+static void
+on_engine_failure (VbEngine *engine, guint component, int error, gpointer user_data)
+{
+  vb_backends_report_failure (user_data, component, error);
+}
+
+static gboolean
+read_only_of (const VbBackendRequest *request)
+{
+  return g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
+}
+
+VbEngineRuntime *
+vb_engine_runtime_new (const VbBackendRequest *request, GError **error)
+{
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  VbEngineIdentity identity = identity_of (request);
+  VbEngineRuntime *rt;
+  VbEngine *engine;
+
+  for (guint i = 0; i < request->n_components; i++)
+    source_for (request->paths[i], &sources[i]);
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, read_only_of (request), error);
+  if (engine == NULL)
+    return NULL;
+  rt = g_new0 (VbEngineRuntime, 1);
+  rt->uuid = g_strdup (request->uuid);
+  rt->sw = vb_engine_switch_new (engine);
+  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
+  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
+  return rt;
+}
+
+void
+vb_engine_runtime_free (VbEngineRuntime *rt)
+{
+  if (rt == NULL)
+    return;
+  /* the transport first: nothing calls the switch any more */
+  if (rt->transport && rt->transport_free)
+    rt->transport_free (rt->transport);
+  vb_engine_switch_free (rt->sw);
+  g_free (rt->uuid);
+  g_free (rt->block_device);
+  g_free (rt);
+}
+
+void
+vb_engine_runtime_register (VbEngineRuntime *rt, const char *block_device)
+{
+  rt->block_device = g_strdup (block_device);
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes == NULL)
+    runtimes = g_hash_table_new (g_str_hash, g_str_equal);
+  g_hash_table_insert (runtimes, rt->block_device, rt);
+  g_mutex_unlock (&runtimes_lock);
+  /* resync or rebuild, if assembly found one necessary */
+  vb_engine_activate (vb_engine_switch_engine (rt->sw));
+}
+
+VbEngineRuntime *
+vb_engine_runtime_unregister (const char *block_device)
+{
+  VbEngineRuntime *rt = NULL;
+
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes && (rt = g_hash_table_lookup (runtimes, block_device)))
+    g_hash_table_remove (runtimes, block_device);
+  g_mutex_unlock (&runtimes_lock);
+  return rt;
+}
+
+/* The engine's own assembly of a fresh device, without starting it. For a
+ * reconfiguration of a stopped device, the new role table (closed clean:
+ * the next start rebuilds the slots that are new). */
+gboolean
+vb_engine_runtime_format (const VbBackendRequest *request, GError **error)
+{
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  VbEngineIdentity identity = {
+    .uuid = request->uuid,
+    .component_uuids = request->component_uuids,
+    .reconfigure = request->reconfigure,
+  };
+  VbEngine *engine;
+
+  for (guint i = 0; i < request->n_components; i++)
+    source_for (request->paths[i], &sources[i]);
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, FALSE, error);
+  if (engine == NULL)
+    return FALSE;
+  if (request->reconfigure)
+    vb_engine_free (engine);
+  else
+    vb_engine_free_unclean (engine);
+  return TRUE;
+}
+
+gboolean
+vb_engine_runtime_supports (const VbDriver *driver, GHashTable *attributes, char **reason)
+{
+  if (driver->extent == NULL && driver->map == NULL)
+    {
+      *reason = g_strdup_printf ("driver '%s' has no placement for the engine", driver->name);
+      return FALSE;
+    }
+  if (attributes && g_strcmp0 (g_hash_table_lookup (attributes, "metadata"), "md1") == 0)
+    {
+      *reason = g_strdup ("metadata=md1 is an mdadm array, which md runs (backend kernel)");
+      return FALSE;
+    }
+  if (driver->extent
+      && !(attributes && g_strcmp0 (g_hash_table_lookup (attributes, "engine"), "true") == 0))
+    {
+      *reason = g_strdup_printf ("driver '%s' runs on a kernel loop device straight on its "
+                                 "component (backend loop), without the engine; attribute "
+                                 "engine=true asks for the engine",
+                                 driver->name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+vb_engine_runtime_component_status (const char *block_device, guint component, gboolean *faulty,
+                                    gboolean *rebuilding, guint64 *errors)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean ok = e && component < vb_engine_n_components (e);
+
+  if (ok)
+    {
+      *faulty = vb_engine_component_faulty (e, component);
+      *rebuilding = vb_engine_component_rebuilding (e, component);
+      *errors = vb_engine_component_errors (e, component);
+    }
+  engine_put (rt);
+  return ok;
+}
+
+void
+vb_engine_runtime_release (const char *block_device, guint component)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+
+  if (e && component < vb_engine_n_components (e))
+    vb_engine_release_component (e, component);
+  engine_put (rt);
+}
+
+gboolean
+vb_engine_runtime_component_missing (const char *block_device, guint component)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean r
+      = e && component < vb_engine_n_components (e) && vb_engine_component_missing (e, component);
+
+  engine_put (rt);
+  return r;
+}
+
+gboolean
+vb_engine_runtime_lost_data (const char *block_device)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gboolean r = e && vb_engine_lost_data (e);
+
+  engine_put (rt);
+  return r;
+}
+
+int
+vb_engine_runtime_set_faulty (const char *block_device, guint component)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  int r = e == NULL                                 ? -ENOTSUP
+          : component >= vb_engine_n_components (e) ? -EINVAL
+                                                    : vb_engine_set_faulty (e, component);
+
+  engine_put (rt);
+  return r;
+}
+
+/* The switch, so that a reconfiguration reaches every user of the device. */
+gboolean
+vb_engine_runtime_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
+{
+  VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
+
+  if (rt == NULL)
+    return FALSE;
+  *ops = &vb_engine_switch_ops;
+  *handle = rt->sw;
+  return TRUE;
+}
+
+gint64
+vb_engine_runtime_check (const char *block_device, gboolean repair)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  gint64 r = e ? vb_engine_check (e, repair) : -ENOTSUP;
+
+  engine_put (rt);
+  return r;
+}
+
+int
+vb_engine_runtime_cancel_job (const char *block_device, guint64 job)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  int r = e ? vb_engine_cancel_job (e, job) : -ESRCH;
+
+  engine_put (rt);
+  return r;
+}
+
+gboolean
+vb_engine_runtime_readd (const char *block_device, guint slot, const char *path, const char *uuid,
+                         GError **error)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  VbEngineSource source;
+  gboolean ok = FALSE;
+
+  /* an engine device of this process is called in place, as at start */
+  source_for (path, &source);
+  if (e == NULL)
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
+                 block_device);
+  else if (slot >= vb_engine_n_components (e))
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device, slot);
+  else
+    ok = vb_engine_readd (e, slot, &source, uuid, error) == 0;
+  engine_put (rt);
+  return ok;
+}
+
+void
+vb_engine_runtime_set_spares (const char *block_device, guint n, const char *const *paths,
+                              const char *const *uuids)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+
+  if (e)
+    vb_engine_set_spares (e, n, paths, uuids);
+  engine_put (rt);
+}
+
+gboolean
+vb_engine_runtime_update (const char *block_device, const VbBackendRequest *request, GError **error)
+{
+  VbEngineRuntime *rt;
+  VbEngine *engine = engine_get (block_device, &rt);
+
+  if (engine == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: not an engine device of this vblkd",
+                   block_device);
+      return FALSE;
+    }
+  vb_engine_update (engine, request->attributes);
+  engine_put (rt);
+  return TRUE;
+}
+
+gboolean
+vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest *request,
+                               guint timeout_ms, VbReconfigureReport *report, GError **error)
+{
+  VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
+  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
+  g_autoptr (GError) local = NULL;
+  VbEngine *old, *engine;
+  int r;
+
+  memset (report, 0, sizeof *report);
+  if (rt == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s: not an engine device of this vblkd", block_device);
+      return FALSE;
+    }
+  old = vb_engine_switch_engine (rt->sw);
+  report->old_size = vb_engine_ops.size (old);
+  /* metadata=none: a slot is behind unless it is an in-sync component of
+   * the running engine (the superblocks say it where there are some) */
+  for (guint i = 0; i < request->n_components; i++)
+    {
+      behind[i] = TRUE;
+      for (guint j = 0; j < vb_engine_n_components (old); j++)
+        if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
+          behind[i] = !vb_engine_component_in_sync (old, j);
+      source_for (request->paths[i], &sources[i]);
+    }
+  VbEngineIdentity identity = identity_of (request);
+  identity.reconfigure = TRUE;
+  identity.out_of_sync = behind;
+
+  /* nothing but requests touches the components from here on */
+  vb_engine_quiesce (old);
+  r = vb_engine_switch_suspend (rt->sw, timeout_ms);
+  if (r < 0)
+    {
+      vb_engine_resume (old);
+      if (r == -ETIMEDOUT)
+        g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                     "%s: the requests in flight did not finish within %u ms; the "
+                     "reconfiguration was abandoned and the device goes on as it was",
+                     block_device, timeout_ms);
+      else
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     "%s: flushing before the swap: %s; the device goes on as it was", block_device,
+                     g_strerror (-r));
+      return FALSE;
+    }
+  vb_test_hook ("reconfigure:suspended");
+  engine
+      = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
+                       sources, request->components, &identity, read_only_of (request), &local);
+  if (engine == NULL)
+    {
+      report->held_us = vb_engine_switch_resume (rt->sw);
+      vb_engine_resume (old);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "the new configuration did not assemble: %s; the device goes on as it was",
+                   local->message);
+      return FALSE;
+    }
+  vb_test_hook ("reconfigure:assembled");
+  vb_engine_set_failure_func (engine, on_engine_failure, rt->uuid);
+  vb_engine_set_job_func (engine, on_engine_job, rt->uuid);
+  vb_engine_switch_replace (rt->sw, engine);
+  report->held_us = vb_engine_switch_resume (rt->sw);
+  report->new_size = vb_engine_ops.size (engine);
+  g_message ("%s: reconfigured to %s with %u components; requests held %" G_GINT64_FORMAT " us",
+             request->name, request->driver->name, request->n_components, report->held_us);
+  /* the old engine's superblock writes are over: the new one's count */
+  vb_engine_free_unclean (old);
+  vb_engine_activate (engine);
+  vb_test_hook ("reconfigure:swapped");
+  if (report->new_size != report->old_size)
+    {
+      report->size_changed = rt->announce_size && rt->announce_size (rt, &local);
+      if (!report->size_changed)
+        g_warning ("%s: announcing the new size: %s", request->name,
+                   local ? local->message : "the backend cannot");
+    }
+  return TRUE;
+}

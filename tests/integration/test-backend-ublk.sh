@@ -1,0 +1,54 @@
+#!/bin/bash
+# Backend ublk: the engine served to the kernel's ublk driver (io_uring
+# commands on /dev/ublk-control and per-queue rings on /dev/ublkcN;
+# backend-engine.sh has the checks shared with nbd). Every engine driver
+# on it: /dev/ublkbN whose device info carries vblk's tag, the
+# reference-model I/O test, mkfs.ext4 + fsck, a stop deletes the device.
+# ext4 on a ublk raid1 under fio verify while vblkd is SIGKILLed and
+# started again: the driver quiesces the device and requeues what was in
+# flight, the new vblkd takes it over (START/END_USER_RECOVERY), fio sees
+# no error. Online reconfiguration: a raid1 gains a leg; a change of size
+# is refused (6.1's driver cannot resize a live device) and nothing
+# changes. Auto picks ublk first among the engine's backends, and vbmgr
+# show says why. Needs ublk_drv (the VM harness builds it): runs in the VM
+# (tests/vm), skips elsewhere.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/backend-engine.sh"
+modprobe ublk_drv 2> /dev/null || true
+if [ ! -e /dev/ublk-control ]; then
+  echo "SKIP: no ublk_drv in this kernel (run it in the VM: tests/vm)" >&2
+  exit 77
+fi
+: "${VB_UBLK_CTL:?}" "${VB_REFMODEL:?}"
+EB_BACKEND=ublk
+EB_NODE_PREFIX=/dev/ublkb
+# the driver's device exists and is not dead (the tag is vblkd's to read)
+eb_node_live () {
+  local info
+  info=$("$VB_UBLK_CTL" info "${1#/dev/ublkb}" 2> /dev/null) || return 1
+  [[ "$info" != "state 0 "* ]]
+}
+eb_cleanup_node () { "$VB_UBLK_CTL" delete "${1#/dev/ublkb}"; }
+vb_setup
+vb_start_daemon
+
+vb_log "each engine driver on backend ublk"
+eb_each_driver
+vb_log "auto: ublk where backend kernel cannot run the driver"
+eb_auto_reason
+vb_log "ext4 on ublk raid1 under fio verify; vblkd SIGKILLed and started again"
+eb_kill_restart
+
+vb_log "a reconfiguration that changes the size is refused on ublk; nothing changes"
+vb_mkimg "$T/g0.img" 40M
+vb_mkimg "$T/g1.img" 40M
+vbmgr create g --driver linear --backend ublk --start "$T/g0.img"
+eb_node_of g
+bd=$EB_BD
+vb_snapshot
+vb_expect_fail NotSupported vbmgr reconfigure g --add "$T/g1.img"
+vb_assert_unchanged "a refused change of size"
+vb_assert_eq "$(vb_json g .size)" "$(blockdev --getsize64 "$bd")" "size after the refusal"
+eb_refmodel g $((8 << 20))
+vbmgr stop g
+vb_stop_daemon
