@@ -1353,10 +1353,8 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
   MdArray *a = array_new (request->instance, request->uuid, request->name, request->driver->name,
                           request->n_components);
   VbLayout layout = { 0 };
-  struct udev *udev = NULL;
-  struct udev_monitor *monitor = NULL;
+  VbUdevWatch *watch = NULL;
   gboolean resync = FALSE;
-  struct stat st;
   char *block_device;
 
   request->driver->layout (request->attributes, request->components, request->n_components,
@@ -1393,31 +1391,22 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
             write_bitmap (a, a->members[i], TRUE);
         }
     }
-  udev = udev_new ();
-  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  watch = vb_udev_watch_begin ();
   if (!(a->native ? configure_native (a, error) : configure (a, &layout, resync, error)))
     goto fail;
-  if (monitor && stat (a->block_device, &st) == 0)
-    vb_udev_wait_event (monitor, st.st_rdev, "change");
+  vb_udev_watch_end (g_steal_pointer (&watch), vb_devnum_of (a->block_device), "change");
   write_run_file (a);
   publish_status_locked (a); /* nobody else has it yet */
   register_array (a);
   monitor_start (a);
   g_message ("%s: md array %s (%s, %u components%s)", a->name, a->md, a->driver, a->n,
              resync ? ", resyncing" : "");
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
   block_device = g_strdup (a->block_device);
   array_unref (a); /* the table keeps it */
   return block_device;
 
 fail:
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, 0, NULL);
   array_unref (a);
   vb_kernel_detach_all (attached);
   return NULL;

@@ -297,8 +297,7 @@ dm_start (const VbBackendRequest *request, GError **error)
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
   gboolean read_only = read_only_of (request);
-  struct udev *udev = NULL;
-  struct udev_monitor *monitor = NULL;
+  VbUdevWatch *watch = NULL;
   struct dm_task *dmt = NULL;
   struct dm_info info = { 0 };
   char *block_device = NULL;
@@ -308,8 +307,7 @@ dm_start (const VbBackendRequest *request, GError **error)
   if (!vb_kernel_component_nodes (request, tag, read_only, nodes, attached, error))
     goto out;
   vb_test_hook ("kernel:after-component-loops");
-  udev = udev_new ();
-  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  watch = vb_udev_watch_begin ();
   g_mutex_lock (&dm_lock);
   dmt = dm_task_create (DM_DEVICE_CREATE);
   if (dmt == NULL || !dm_task_set_name (dmt, name) || !dm_task_set_uuid (dmt, uuid)
@@ -321,16 +319,13 @@ dm_start (const VbBackendRequest *request, GError **error)
   if (dmt)
     dm_task_destroy (dmt);
   g_mutex_unlock (&dm_lock);
-  if (block_device && monitor)
-    vb_udev_wait_event (monitor, makedev (info.major, info.minor), "add");
+  vb_udev_watch_end (g_steal_pointer (&watch), block_device ? makedev (info.major, info.minor) : 0,
+                     "add");
 
 out:
   if (block_device == NULL)
     vb_kernel_detach_all (attached);
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, 0, NULL);
   return block_device;
 }
 

@@ -269,9 +269,7 @@ nbd_start (const VbBackendRequest *request, GError **error)
   NbdTransport *t;
   guint64 flags = 0;
   guint n;
-  struct udev *udev;
-  struct udev_monitor *monitor;
-  struct stat st;
+  VbUdevWatch *watch;
   char *block_device;
 
   if (index >= 0)
@@ -303,16 +301,12 @@ nbd_start (const VbBackendRequest *request, GError **error)
     .fds = fds,
     .n_fds = n,
   };
-  udev = udev_new ();
-  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  watch = vb_udev_watch_begin ();
   index = vb_nbd_netlink_connect (&connect, error);
   close_all (fds, n); /* the kernel holds its own references */
   if (index < 0)
     {
-      if (monitor)
-        udev_monitor_unref (monitor);
-      if (udev)
-        udev_unref (udev);
+      vb_udev_watch_end (watch, 0, NULL);
       vb_engine_runtime_free (rt);
       return NULL;
     }
@@ -320,12 +314,7 @@ nbd_start (const VbBackendRequest *request, GError **error)
   block_device = g_strdup_printf ("/dev/nbd%d", index);
   write_run_file (request->uuid, index, n);
   /* the capacity's change event, once udev has processed it */
-  if (monitor && stat (block_device, &st) == 0)
-    vb_udev_wait_event (monitor, st.st_rdev, "change");
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, vb_devnum_of (block_device), "change");
   vb_engine_runtime_register (rt, block_device);
   return block_device;
 }

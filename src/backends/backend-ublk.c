@@ -82,8 +82,10 @@ op_name (guint32 op)
       return "START_USER_RECOVERY";
     case UBLK_CMD_END_USER_RECOVERY:
       return "END_USER_RECOVERY";
-    default:
+    case UBLK_CMD_GET_DEV_INFO:
       return "GET_DEV_INFO";
+    default:
+      return "command";
     }
 }
 
@@ -680,9 +682,7 @@ ublk_start (const VbBackendRequest *request, GError **error)
   guint64 size;
   guint shift = 9;
   char *node;
-  struct udev *udev = NULL;
-  struct udev_monitor *monitor = NULL;
-  struct stat st;
+  VbUdevWatch *watch = NULL;
 
   if (left >= 0)
     return take_over (request, (guint) left, error);
@@ -734,28 +734,19 @@ ublk_start (const VbBackendRequest *request, GError **error)
   if (!device_opened (t->dev))
     goto fail;
   node = node_of (info.dev_id);
-  udev = udev_new ();
-  monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  watch = vb_udev_watch_begin ();
   if (!control_or_fail (UBLK_CMD_START_DEV, info.dev_id, NULL, 0, (guint64) getpid (), error))
     {
       g_free (node);
       goto fail;
     }
   /* the disk's add event, once udev has processed it */
-  if (monitor && stat (node, &st) == 0)
-    vb_udev_wait_event (monitor, st.st_rdev, "add");
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, vb_devnum_of (node), "add");
   vb_engine_runtime_register (rt, node);
   return node;
 
 fail:
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, 0, NULL);
   remove_device (t->dev_id, g_steal_pointer (&t->dev));
   vb_engine_runtime_free (rt);
   return NULL;

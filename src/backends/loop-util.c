@@ -61,8 +61,8 @@ vb_udevd_running (void)
 
 /* Blocks until udevd has announced an event for @devnum with @action, so
  * the caller returns only once udev rules (and /dev/disk links) are done. */
-void
-vb_udev_wait_event (struct udev_monitor *monitor, dev_t devnum, const char *action)
+static void
+udev_wait_event (struct udev_monitor *monitor, dev_t devnum, const char *action)
 {
   gint64 deadline = g_get_monotonic_time () + UDEV_WAIT_MS * 1000;
   struct pollfd pfd = { .fd = udev_monitor_get_fd (monitor), .events = POLLIN };
@@ -91,23 +91,55 @@ vb_udev_wait_event (struct udev_monitor *monitor, dev_t devnum, const char *acti
     }
 }
 
-struct udev_monitor *
-vb_udev_monitor_block (struct udev *udev)
-{
+struct _VbUdevWatch {
+  struct udev *udev;
   struct udev_monitor *monitor;
+};
+
+VbUdevWatch *
+vb_udev_watch_begin (void)
+{
+  VbUdevWatch *watch;
 
   if (!vb_udevd_running ())
     return NULL;
-  monitor = udev_monitor_new_from_netlink (udev, "udev");
-  if (monitor == NULL)
-    return NULL;
-  udev_monitor_filter_add_match_subsystem_devtype (monitor, "block", "disk");
-  if (udev_monitor_enable_receiving (monitor) < 0)
+  watch = g_new0 (VbUdevWatch, 1);
+  watch->udev = udev_new ();
+  watch->monitor = watch->udev ? udev_monitor_new_from_netlink (watch->udev, "udev") : NULL;
+  if (watch->monitor)
     {
-      udev_monitor_unref (monitor);
+      udev_monitor_filter_add_match_subsystem_devtype (watch->monitor, "block", "disk");
+      if (udev_monitor_enable_receiving (watch->monitor) < 0)
+        g_clear_pointer (&watch->monitor, udev_monitor_unref);
+    }
+  if (watch->monitor == NULL)
+    {
+      vb_udev_watch_end (watch, 0, NULL);
       return NULL;
     }
-  return monitor;
+  return watch;
+}
+
+void
+vb_udev_watch_end (VbUdevWatch *watch, dev_t devnum, const char *action)
+{
+  if (watch == NULL)
+    return;
+  if (watch->monitor && devnum != 0 && action)
+    udev_wait_event (watch->monitor, devnum, action);
+  if (watch->monitor)
+    udev_monitor_unref (watch->monitor);
+  if (watch->udev)
+    udev_unref (watch->udev);
+  g_free (watch);
+}
+
+dev_t
+vb_devnum_of (const char *node)
+{
+  struct stat st;
+
+  return node && stat (node, &st) == 0 && S_ISBLK (st.st_mode) ? st.st_rdev : 0;
 }
 
 static int
@@ -161,10 +193,8 @@ vb_loop_attach (int backing_fd, const struct loop_config *base, const char *tag,
                 GError **error)
 {
   struct loop_config config = *base;
-  struct udev *udev = udev_new ();
-  struct udev_monitor *monitor = udev ? vb_udev_monitor_block (udev) : NULL;
+  VbUdevWatch *watch = vb_udev_watch_begin ();
   char *block_device = NULL;
-  struct stat st;
   int err;
 
   config.fd = backing_fd;
@@ -183,12 +213,7 @@ vb_loop_attach (int backing_fd, const struct loop_config *base, const char *tag,
   else
     {
       vb_test_hook ("start:after-loop-setup");
-      if (monitor && stat (block_device, &st) == 0)
-        vb_udev_wait_event (monitor, st.st_rdev, "change");
     }
-  if (monitor)
-    udev_monitor_unref (monitor);
-  if (udev)
-    udev_unref (udev);
+  vb_udev_watch_end (watch, vb_devnum_of (block_device), "change");
   return block_device;
 }

@@ -29,9 +29,17 @@ char *vb_loop_get_name (const char *block_device);
 gboolean vb_loop_get_backing (const char *block_device, guint64 *device, guint64 *inode);
 
 gboolean vb_udevd_running (void);
-/* A monitor of block disk events, or NULL without udevd. */
-struct udev_monitor *vb_udev_monitor_block (struct udev *udev);
-/* Blocks until udevd announced @action for @devnum (10 s at most). */
-void vb_udev_wait_event (struct udev_monitor *monitor, dev_t devnum, const char *action);
+/* udev's block disk events, watched from before a node is made until
+ * udevd has processed it: vb_udev_watch_begin() before the kernel is
+ * asked, vb_udev_watch_end() after. NULL (nothing to wait for) without
+ * udevd. */
+typedef struct _VbUdevWatch VbUdevWatch;
+VbUdevWatch *vb_udev_watch_begin (void);
+/* Blocks until udevd announced @action for @devnum (10 s at most; not at
+ * all for devnum 0 or action NULL: the node was not made), then frees
+ * @watch (may be NULL). */
+void vb_udev_watch_end (VbUdevWatch *watch, dev_t devnum, const char *action);
+/* The device number of block node @node, or 0. */
+dev_t vb_devnum_of (const char *node);
 
 G_END_DECLS
