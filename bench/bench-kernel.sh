@@ -14,8 +14,10 @@
 #   - leg: one image alone on a plain loop device (what each copy costs).
 # Jobs: 4 KiB random read and random write at queue depth 8, 1 MiB
 # sequential write at depth 4, each for SECONDS. Prints IOPS / MiB/s and p99
-# per device and job, and the ratios against the md array. Under TCG the
-# absolute figures mean little; the ratios rank the paths. Asserts nothing.
+# per device and job, and the ratios against the md array. The harness
+# prints its accelerator first (KVM only where a probe boot with it answered;
+# VB_VM_ACCEL forces one): under TCG the absolute figures mean little; the
+# ratios rank the paths. Asserts nothing.
 # Usage: bash bench/bench-kernel.sh [SECONDS]   (as root; builds first)
 # Environment: BENCH_BUILD_DIR (default build/ in the checkout), BENCH_MB
 #   (size of each image, 256).

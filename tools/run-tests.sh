@@ -60,5 +60,10 @@ if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
   echo "run-tests.sh: meson test exited with status $rc" >&2
   failed=1
 fi
+# which accelerator the VM harness used and why (its cached verdict for this
+# boot of the host: no second probe), once, next to the result
+if [ "$(id -u)" -eq 0 ] && [ -s "${VB_VM_CACHE:-/var/cache/vblk-vm}/kernel-version" ]; then
+  bash "$repo/tests/vm/run" --which-accel 2>&1 > /dev/null | sed "s|^tests/vm/run: |run-tests.sh: the VM harness's |" || true
+fi
 summary "$passed" "$failed" "$skipped"
 [ "$failed" -eq 0 ]
