@@ -148,6 +148,22 @@ vb_kernel_md_is_node (const char *block_device)
   return g_str_has_prefix (block_device, "/dev/" MD_NAME_PREFIX);
 }
 
+gboolean
+vb_kernel_md_node_owner (const char *node, VbNodeOwner *owner)
+{
+  const char *rest, *sep;
+
+  if (!vb_kernel_md_is_node (node))
+    return FALSE;
+  rest = node + strlen ("/dev/" MD_NAME_PREFIX);
+  sep = strchr (rest, '_');
+  if (sep == NULL || sep == rest || sep[1] == '\0')
+    return FALSE;
+  owner->instance = g_strndup (rest, sep - rest);
+  owner->uuid = g_strdup (sep + 1);
+  return TRUE;
+}
+
 static char *
 md_name (const char *instance, const char *uuid)
 {

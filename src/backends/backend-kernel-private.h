@@ -20,6 +20,9 @@ gboolean vb_kernel_component_nodes (const VbBackendRequest *request, const char 
 GPtrArray *vb_kernel_tagged_loops (const char *tag, const char *instance);
 void vb_kernel_detach_all (GPtrArray *loops);
 
+/* An md array node "/dev/md_vbINSTANCE_HEX16" vblk made. */
+gboolean vb_kernel_md_node_owner (const char *node, VbNodeOwner *owner);
+
 /* The md part. Block nodes are "/dev/md_vb…". */
 gboolean vb_kernel_md_available (char **reason);
 gboolean vb_kernel_md_is_node (const char *block_device);

@@ -658,6 +658,32 @@ kernel_scan (const char *instance, GError **error)
   return g_steal_pointer (&found);
 }
 
+/* dm devices named "vblk-INSTANCE-UUID", md arrays "md_vbINSTANCE_HEX16". */
+static gboolean
+kernel_node_owner (dev_t devnum, VbNodeOwner *owner)
+{
+  g_autofree char *dm_name_file
+      = g_strdup_printf ("/sys/dev/block/%u:%u/dm/name", major (devnum), minor (devnum));
+  g_autofree char *text = NULL, *node = NULL;
+  const char *rest, *sep;
+
+  if (g_file_get_contents (dm_name_file, &text, NULL, NULL))
+    {
+      g_strstrip (text);
+      if (!g_str_has_prefix (text, DM_NAME_PREFIX))
+        return FALSE;
+      rest = text + strlen (DM_NAME_PREFIX);
+      sep = strchr (rest, '-');
+      if (sep == NULL || sep == rest || sep[1] == '\0')
+        return FALSE;
+      owner->instance = g_strndup (rest, sep - rest);
+      owner->uuid = g_strdup (sep + 1);
+      return TRUE;
+    }
+  node = vb_node_of_devnum (devnum);
+  return node != NULL && vb_kernel_md_node_owner (node, owner);
+}
+
 /* The calls only md arrays answer: on a device-mapper node they find no
  * array and say so (no redundancy, no job, no component status). */
 const VbBackend vb_backend_kernel = {
@@ -679,4 +705,5 @@ const VbBackend vb_backend_kernel = {
   .set_spares = vb_kernel_md_set_spares,
   .reconfigure = kernel_reconfigure,
   .scan = kernel_scan,
+  .node_owner = kernel_node_owner,
 };

@@ -436,6 +436,21 @@ loop_scan (const char *instance, GError **error)
   return g_steal_pointer (&found);
 }
 
+/* Any loop device named with a vblk tag: this backend's nodes and the
+ * loop devices the kernel backend puts under dm tables and md arrays. */
+static gboolean
+loop_node_owner (dev_t devnum, VbNodeOwner *owner)
+{
+  g_autofree char *loop_dir
+      = g_strdup_printf ("/sys/dev/block/%u:%u/loop", major (devnum), minor (devnum));
+  g_autofree char *node = NULL, *name = NULL;
+
+  if (!g_file_test (loop_dir, G_FILE_TEST_IS_DIR) || (node = vb_node_of_devnum (devnum)) == NULL)
+    return FALSE;
+  name = vb_loop_get_name (node);
+  return vb_node_owner_parse_tag (name, owner);
+}
+
 const VbBackend vb_backend_loop = {
   .name = "loop",
   .available = loop_available,
@@ -446,4 +461,5 @@ const VbBackend vb_backend_loop = {
   .update = loop_update,
   .reconfigure = loop_reconfigure,
   .scan = loop_scan,
+  .node_owner = loop_node_owner,
 };

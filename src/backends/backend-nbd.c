@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* How long the kernel holds requests for a vblkd started again. */
@@ -413,6 +414,19 @@ nbd_scan (const char *instance, GError **error)
   return g_steal_pointer (&found);
 }
 
+/* The backend identifier vblk gives the kernel: "vblk:INSTANCE:UUID". */
+static gboolean
+nbd_node_owner (dev_t devnum, VbNodeOwner *owner)
+{
+  g_autofree char *path
+      = g_strdup_printf ("/sys/dev/block/%u:%u/backend", major (devnum), minor (devnum));
+  g_autofree char *id = NULL;
+
+  if (!g_file_get_contents (path, &id, NULL, NULL))
+    return FALSE;
+  return vb_node_owner_parse_tag (g_strstrip (id), owner);
+}
+
 const VbBackend vb_backend_nbd = {
   .name = "nbd",
   .available = nbd_available,
@@ -423,4 +437,5 @@ const VbBackend vb_backend_nbd = {
   .update = nbd_update,
   .reconfigure = vb_engine_runtime_reconfigure,
   .scan = nbd_scan,
+  .node_owner = nbd_node_owner,
 };

@@ -853,6 +853,29 @@ ublk_scan (const char *instance, GError **error)
   return g_steal_pointer (&found);
 }
 
+/* The tag in the device info of /dev/ublkbN, whichever instance left it. */
+static gboolean
+ublk_node_owner (dev_t devnum, VbNodeOwner *owner)
+{
+  g_autofree char *node = vb_node_of_devnum (devnum);
+  struct ublksrv_ctrl_dev_info info = { 0 };
+  g_autofree char *instance = NULL;
+  char *end;
+  guint64 id;
+
+  if (node == NULL || !g_str_has_prefix (node, "/dev/ublkb"))
+    return FALSE;
+  id = g_ascii_strtoull (node + strlen ("/dev/ublkb"), &end, 10);
+  if (*end != '\0' || id > G_MAXUINT32
+      || vb_ublk_control (UBLK_CMD_GET_DEV_INFO, (guint) id, &info, sizeof info, 0) != 0
+      || (info.ublksrv_flags >> 32) != TAG_MAGIC)
+    return FALSE;
+  instance = g_strdup_printf ("%08x", (guint) (info.ublksrv_flags & G_MAXUINT32));
+  owner->uuid = info_uuid (&info, instance);
+  owner->instance = g_steal_pointer (&instance);
+  return owner->uuid != NULL;
+}
+
 const VbBackend vb_backend_ublk = {
   .name = "ublk",
   .available = ublk_available,
@@ -863,4 +886,5 @@ const VbBackend vb_backend_ublk = {
   .update = ublk_update,
   .reconfigure = ublk_reconfigure,
   .scan = ublk_scan,
+  .node_owner = ublk_node_owner,
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 #include "engine/block-ops.h"
 #include "engine/driver.h"
@@ -54,6 +55,23 @@ typedef struct {
 
 void vb_backend_instance_free (VbBackendInstance *instance);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbBackendInstance, vb_backend_instance_free)
+
+/* Who made a block node: any vblkd instance on the host, through some
+ * backend (the claim refuses such nodes as components, and the policy
+ * never takes them for blank disks). */
+typedef struct {
+  const char *backend; /* the backend's name */
+  char *instance;      /* the owner's instance id */
+  char *uuid;          /* its device's UUID; md names carry only the first 16 hex
+                          digits (compare with vb_node_owner_is) */
+  gboolean internal;   /* not a device's node: one vblk uses under another
+                          (a loop device under a dm table or an md array) */
+} VbNodeOwner;
+
+void vb_node_owner_clear (VbNodeOwner *owner);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VbNodeOwner, vb_node_owner_clear)
+/* Whether @owner names device @uuid of @instance. */
+gboolean vb_node_owner_is (const VbNodeOwner *owner, const char *instance, const char *uuid);
 
 typedef struct {
   const char *name;
@@ -107,6 +125,10 @@ typedef struct {
   /* Every block node this backend runs for @instance (VbBackendInstance*);
    * nodes of other vblkd instances on the host are left alone. */
   GPtrArray *(*scan) (const char *instance, GError **error);
+  /* Whether block node @devnum is one this backend made for a vblkd of
+   * any instance, and whose (sets @owner's instance, uuid, internal).
+   * Cheap: sysfs and at most one control ioctl; never blocks on I/O. */
+  gboolean (*node_owner) (dev_t devnum, VbNodeOwner *owner);
 } VbBackend;
 
 /* Called on an I/O thread when a component of an engine device fails;
@@ -135,5 +157,11 @@ const VbBackend *vb_backend_choose (const char *requested, const VbDriver *drive
                                     GHashTable *attributes, char **why, GError **error);
 /* "auto, loop" */
 char *vb_backends_known_names (void);
+/* Reads "vblk:INSTANCE:UUID[:SUFFIX]" (loop names, nbd identifiers); the
+ * suffix "dm" marks a node vblk uses under another. */
+gboolean vb_node_owner_parse_tag (const char *tag, VbNodeOwner *owner);
+/* Asks every backend whether it made block node @devnum (VbBackend's
+ * node_owner); a partition counts as its whole disk's. */
+gboolean vb_backends_node_owner (dev_t devnum, VbNodeOwner *owner);
 
 G_END_DECLS

@@ -4,7 +4,11 @@
 #include "backend.h"
 #include "vb-error.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <string.h>
+#include <sys/sysmacros.h>
 
 extern const VbBackend vb_backend_kernel;
 extern const VbBackend vb_backend_loop;
@@ -141,4 +145,84 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
   if (why)
     *why = g_strdup ("requested");
   return backend;
+}
+
+void
+vb_node_owner_clear (VbNodeOwner *owner)
+{
+  g_clear_pointer (&owner->instance, g_free);
+  g_clear_pointer (&owner->uuid, g_free);
+  owner->backend = NULL;
+  owner->internal = FALSE;
+}
+
+gboolean
+vb_node_owner_is (const VbNodeOwner *owner, const char *instance, const char *uuid)
+{
+  const char *p = owner->uuid, *q = uuid;
+
+  if (g_strcmp0 (owner->instance, instance) != 0 || p == NULL || *p == '\0')
+    return FALSE;
+  /* hex digits compared, dashes skipped: md names carry a prefix of them */
+  while (*p && *q)
+    {
+      if (*p == '-')
+        p++;
+      else if (*q == '-')
+        q++;
+      else if (g_ascii_tolower (*p++) != g_ascii_tolower (*q++))
+        return FALSE;
+    }
+  return *p == '\0';
+}
+
+/* The whole disk of partition @devnum, or @devnum itself. */
+static dev_t
+whole_disk_of (dev_t devnum)
+{
+  g_autofree char *part
+      = g_strdup_printf ("/sys/dev/block/%u:%u/partition", major (devnum), minor (devnum));
+  g_autofree char *link = NULL, *resolved = NULL, *parent_dev = NULL, *text = NULL;
+  guint maj, min;
+
+  if (!g_file_test (part, G_FILE_TEST_EXISTS))
+    return devnum;
+  link = g_strdup_printf ("/sys/dev/block/%u:%u", major (devnum), minor (devnum));
+  resolved = realpath (link, NULL);
+  if (resolved == NULL)
+    return devnum;
+  parent_dev = g_build_filename (resolved, "..", "dev", NULL);
+  if (!g_file_get_contents (parent_dev, &text, NULL, NULL) || sscanf (text, "%u:%u", &maj, &min) != 2)
+    return devnum;
+  return makedev (maj, min);
+}
+
+gboolean
+vb_backends_node_owner (dev_t devnum, VbNodeOwner *owner)
+{
+  dev_t disk = whole_disk_of (devnum);
+
+  for (guint i = 0; all_backends[i]; i++)
+    if (all_backends[i]->node_owner && all_backends[i]->node_owner (disk, owner))
+      {
+        owner->backend = all_backends[i]->name;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+gboolean
+vb_node_owner_parse_tag (const char *tag, VbNodeOwner *owner)
+{
+  g_auto (GStrv) parts = NULL;
+
+  if (tag == NULL || !g_str_has_prefix (tag, "vblk:"))
+    return FALSE;
+  parts = g_strsplit (tag + 5, ":", 3);
+  if (parts[0] == NULL || parts[1] == NULL || *parts[0] == '\0' || *parts[1] == '\0')
+    return FALSE;
+  owner->instance = g_strdup (parts[0]);
+  owner->uuid = g_strdup (parts[1]);
+  owner->internal = parts[2] != NULL && strcmp (parts[2], "dm") == 0;
+  return TRUE;
 }

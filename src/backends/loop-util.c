@@ -217,3 +217,20 @@ vb_loop_attach (int backing_fd, const struct loop_config *base, const char *tag,
   vb_udev_watch_end (watch, vb_devnum_of (block_device), "change");
   return block_device;
 }
+
+char *
+vb_node_of_devnum (dev_t devnum)
+{
+  g_autofree char *path
+      = g_strdup_printf ("/sys/dev/block/%u:%u/uevent", major (devnum), minor (devnum));
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    if (g_str_has_prefix (lines[i], "DEVNAME=") && lines[i][8] != '\0')
+      return g_strconcat ("/dev/", lines[i] + 8, NULL);
+  return NULL;
+}

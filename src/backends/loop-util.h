@@ -41,5 +41,7 @@ VbUdevWatch *vb_udev_watch_begin (void);
 void vb_udev_watch_end (VbUdevWatch *watch, dev_t devnum, const char *action);
 /* The device number of block node @node, or 0. */
 dev_t vb_devnum_of (const char *node);
+/* "/dev/NAME" of block device @devnum, from sysfs (NULL: none). */
+char *vb_node_of_devnum (dev_t devnum);
 
 G_END_DECLS

@@ -4,6 +4,7 @@
 #include "vb-util.h"
 #include "vb-error.h"
 
+#include <limits.h>
 #include <string.h>
 
 gboolean
@@ -19,8 +20,9 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
   len = strlen (name);
   if (len > VB_NAME_MAX)
     {
+      g_autofree char *shown = vb_shown (name);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s '%s': %zu characters, at most %d are allowed", what, name, len, VB_NAME_MAX);
+                   "%s '%s': %zu characters, at most %d are allowed", what, shown, len, VB_NAME_MAX);
       return FALSE;
     }
   for (const char *p = name; *p; p++)
@@ -89,6 +91,16 @@ vb_component_object_path (const char *name, guint index)
   return g_strdup_printf ("%s/components/%u", device, index);
 }
 
+char *
+vb_shown (const char *text)
+{
+  gsize len = strlen (text);
+
+  if (len <= VB_SHOWN_MAX)
+    return g_strdup (text);
+  return g_strdup_printf ("%.*s... (%" G_GSIZE_FORMAT " bytes)", VB_SHOWN_MAX - 24, text, len);
+}
+
 gboolean
 vb_source_parse (const char *source, VbSourceKind *kind, char **device_name, GError **error)
 {
@@ -114,8 +126,16 @@ vb_source_parse (const char *source, VbSourceKind *kind, char **device_name, GEr
     }
   if (source[0] != '/')
     {
+      g_autofree char *shown = vb_shown (source);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': not an absolute path, vblk:NAME or an NBD URI", source);
+                   "component '%s': not an absolute path, vblk:NAME or an NBD URI", shown);
+      return FALSE;
+    }
+  if (strlen (source) >= PATH_MAX)
+    {
+      g_autofree char *shown = vb_shown (source);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "component '%s': longer than a path can be (%d bytes)", shown, PATH_MAX - 1);
       return FALSE;
     }
   *kind = VB_SOURCE_PATH;

@@ -34,6 +34,12 @@ typedef enum {
 gboolean vb_source_parse (const char *source, VbSourceKind *kind, char **device_name,
                           GError **error);
 
+/* @text as a message shows what a caller gave: cut to at most
+ * VB_SHOWN_MAX bytes, with its length, so a huge value never fills a log
+ * line or an error. */
+#define VB_SHOWN_MAX 80
+char *vb_shown (const char *text);
+
 /* A random RFC 4122 v4 UUID, lower case. */
 char *vb_uuid_new (void);
 gboolean vb_uuid_is_valid (const char *uuid);

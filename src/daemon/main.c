@@ -116,12 +116,72 @@ print_startup_error (const GError *error)
     g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
 }
 
+#define RECONNECT_INTERVAL_S 1
+
+static void own_name (VbDaemon *daemon, GDBusConnection *connection);
+
 static void
 on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
 
-  daemon->connection = g_object_ref (connection);
+  /* the bus going away must not end vblkd (GDBus's default raises
+   * SIGTERM): the devices it serves outlive the bus */
+  g_dbus_connection_set_exit_on_close (connection, FALSE);
+  g_set_object (&daemon->connection, connection);
+}
+
+/* Every second until the system bus answers again; then the name is
+ * owned once more and the objects are exported on the new connection. */
+static gboolean
+reconnect (gpointer data)
+{
+  VbDaemon *daemon = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) connection = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
+
+  if (connection == NULL || g_dbus_connection_is_closed (connection))
+    return G_SOURCE_CONTINUE;
+  g_message ("vblk: the system bus is back; owning %s again", VB_BUS_NAME);
+  daemon->reconnect_source = 0;
+  own_name (daemon, connection);
+  return G_SOURCE_REMOVE;
+}
+
+/* The bus went away (a restart, a crash): nothing vblkd serves depends on
+ * it. The objects are unexported, polkit let go of (its proxy lived on
+ * that connection: every change is refused until the bus is back), and
+ * the bus is tried again every second. */
+static void
+bus_lost (VbDaemon *daemon)
+{
+  g_message ("vblk: the system bus went away; every device keeps running; reconnecting");
+  if (daemon->owner_id)
+    g_bus_unown_name (daemon->owner_id);
+  daemon->owner_id = 0;
+  g_dbus_object_manager_server_set_connection (daemon->object_manager, NULL);
+  g_clear_object (&daemon->connection);
+  g_clear_object (&daemon->authority);
+  if (daemon->reconnect_source == 0)
+    daemon->reconnect_source = g_timeout_add_seconds (RECONNECT_INTERVAL_S, reconnect, daemon);
+}
+
+static void
+got_authority (GObject *source, GAsyncResult *result, gpointer data)
+{
+  VbDaemon *daemon = data;
+  g_autoptr (GError) error = NULL;
+  PolkitAuthority *authority = polkit_authority_get_finish (result, &error);
+
+  if (authority == NULL)
+    g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
+  else if (daemon->connection == NULL)
+    g_object_unref (authority); /* the bus went away again meanwhile */
+  else
+    {
+      g_clear_object (&daemon->authority);
+      daemon->authority = authority;
+    }
 }
 
 static void
@@ -130,6 +190,16 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   VbDaemon *daemon = data;
   g_autoptr (GError) error = NULL;
 
+  if (daemon->object_manager != NULL)
+    {
+      /* owned again after the bus came back: the same objects */
+      if (daemon->authority == NULL)
+        polkit_authority_get_async (NULL, got_authority, daemon);
+      g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
+      vb_objects_sync (daemon);
+      g_message ("vblk: owns %s again", name);
+      return;
+    }
   /* with --replace the old vblkd lets go of the state only now */
   if (daemon->desired == NULL && !prepare_state (daemon, TRUE, &error))
     {
@@ -152,6 +222,12 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
 
+  if (daemon->object_manager != NULL
+      && (connection == NULL || g_dbus_connection_is_closed (connection)))
+    {
+      bus_lost (daemon);
+      return;
+    }
   if (daemon->object_manager != NULL)
     {
       /* we owned it: a vblkd --replace took over; hand over cleanly */
@@ -165,6 +241,16 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
     g_printerr ("vblkd: could not own the name %s (another vblkd? --replace takes over)\n", name);
   daemon->exit_status = 1;
   vb_daemon_quit (daemon);
+}
+
+static void
+own_name (VbDaemon *daemon, GDBusConnection *connection)
+{
+  g_dbus_connection_set_exit_on_close (connection, FALSE);
+  g_set_object (&daemon->connection, connection);
+  daemon->owner_id = g_bus_own_name_on_connection (connection, VB_BUS_NAME,
+                                                   G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT,
+                                                   on_name_acquired, on_name_lost, daemon, NULL);
 }
 
 /* Drivers and attributes of a loaded state are checked as CreateDevice
@@ -307,7 +393,6 @@ main (int argc, char **argv)
   BDPluginSpec loop_plugin = { BD_PLUGIN_LOOP, NULL };
   BDPluginSpec *plugins[] = { &loop_plugin, NULL };
   g_autofree char *marker = NULL;
-  guint owner;
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
@@ -393,12 +478,15 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   g_unix_signal_add (SIGHUP, on_sighup, &daemon);
-  owner = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
-                          G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
-                              | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
-                          on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
+  daemon.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
+                                    G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
+                                        | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                                    on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
   g_main_loop_run (daemon.loop);
-  g_bus_unown_name (owner);
+  if (daemon.owner_id)
+    g_bus_unown_name (daemon.owner_id);
+  if (daemon.reconnect_source)
+    g_source_remove (daemon.reconnect_source);
 
   if (daemon.exit_status == 0)
     record_exit (&daemon);
@@ -412,9 +500,14 @@ main (int argc, char **argv)
   g_hash_table_unref (daemon.device_objects);
   g_hash_table_unref (daemon.running);
   g_hash_table_unref (daemon.status);
+  g_hash_table_unref (daemon.reconfigured);
   g_clear_pointer (&daemon.desired, vb_state_free);
   g_clear_pointer (&daemon.policy, vb_policy_unref);
   g_free (daemon.policy_dir);
+  g_free (daemon.state_dir);
+  g_free (daemon.state_path);
+  g_free (daemon.run_dir);
+  g_free (daemon.dev_dir);
   g_main_loop_unref (daemon.loop);
   if (daemon.lock_fd >= 0)
     close (daemon.lock_fd);

@@ -44,6 +44,8 @@ struct _VbDaemon {
   GHashTable *status;  /* name -> VbDeviceStatus* */
 
   GDBusConnection *connection;
+  guint owner_id;         /* g_bus_own_name's */
+  guint reconnect_source; /* the bus went away: tries it again */
   GDBusObjectManagerServer *object_manager;
   VbDBusManager *manager;
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */

@@ -23,6 +23,7 @@
 
 #include "vb-hotplug.h"
 #include "vb-hotplug-private.h"
+#include "vb-inspect.h"
 
 #include "metadata.h"
 #include "vb-policy.h"
@@ -48,6 +49,7 @@ typedef struct {
   /* filled by the worker */
   gboolean gone;
   gboolean skip; /* could not be probed: no decision */
+  char *vblk_node; /* a node vblk made, or built on one: never a disk to take */
   guint64 size;
   const char *metadata; /* vblk, none, unknown */
   gboolean has_sb;
@@ -71,6 +73,7 @@ item_free (Item *item)
 {
   g_free (item->devnode);
   g_free (item->action);
+  g_free (item->vblk_node);
   g_clear_pointer (&item->properties, g_hash_table_unref);
   g_free (item);
 }
@@ -101,6 +104,10 @@ probe_item (Item *item)
       item->gone = TRUE;
       return;
     }
+  /* vblk's own nodes look blank; they are never disks to take (a device
+   * rebuilt onto its own node deadlocks), whichever vblkd made them */
+  if (vb_inspect_is_vblk_node (item->devnum, &item->vblk_node))
+    return;
   /* read-only: a close after writing would be a new change event */
   fd = open (item->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -455,6 +462,11 @@ decide (Item *item, GPtrArray *assemblies)
     .device_name = item->has_sb ? item->sb.device_name : NULL,
   };
 
+  if (item->vblk_node)
+    {
+      g_debug ("vblk: policy: %s: %s; not a disk for the rules", item->devnode, item->vblk_node);
+      return;
+    }
   if (item->has_sb)
     {
       g_hash_table_replace (hp.present, g_strdup (item->sb.component_uuid),

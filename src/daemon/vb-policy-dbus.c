@@ -9,6 +9,7 @@
 #include "vb-request.h"
 
 #include "metadata.h"
+#include "vb-inspect.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,6 +209,7 @@ typedef struct {
   /* probed (worker thread) */
   gboolean probed_vblk;
   gboolean probed_bad; /* a handler recognized it but could not read it */
+  char *vblk_node;     /* a node vblk made or built on one: never taken */
   char *probed_uuid;
   char *probed_name;
   guint64 probed_size;
@@ -226,6 +228,7 @@ evaluate_request_free (EvaluateRequest *req)
   g_free (req->device_name);
   g_free (req->probed_uuid);
   g_free (req->probed_name);
+  g_free (req->vblk_node);
   g_free (req->problem);
   g_free (req);
 }
@@ -325,6 +328,7 @@ probe_devnode (EvaluateRequest *req, GError **error)
       return FALSE;
     }
   close (fd);
+  vb_inspect_is_vblk_node (st.st_rdev, &req->vblk_node);
   if (!probe_udev (req, st.st_rdev, error))
     return FALSE;
   probe_metadata (req);
@@ -457,7 +461,14 @@ evaluate_finish (EvaluateRequest *req)
   in.device_name = req->device_name ? req->device_name : req->probed_name;
   in.metadata = evaluate_metadata (req);
 
-  rule = vb_policy_evaluate (req->daemon->policy, &in, &why);
+  /* as hotplug sees it: vblk's own nodes are no disks for the rules */
+  if (req->vblk_node)
+    {
+      rule = NULL;
+      why = g_strdup_printf ("%s: never a disk for the rules", req->vblk_node);
+    }
+  else
+    rule = vb_policy_evaluate (req->daemon->policy, &in, &why);
   g_debug ("vblk: policy: evaluate %s: %s (%s)", req->devnode ? req->devnode : "(properties)",
            rule ? rule->name : "no rule", why ? why : "");
   json = decision_json (req, &in, rule, why);

@@ -1,5 +1,6 @@
-/* Component probing and the checks that need the real files and block
- * devices: existence, size, sharing, mounts (libmount). */
+/* Component probing: what each component is and how large, from the
+ * facts vb-inspect.c gathers (once per path and op), and the driver's
+ * checks against them. */
 #include "config.h"
 
 #include "vb-probe.h"
@@ -10,31 +11,11 @@
 #include "vb-util.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libmount.h>
-#include <linux/fs.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define PROBE_MAX_DEPTH 32
 
-static gboolean block_size_of (const char *path, guint64 *size, GError **error);
-
-gboolean
-vb_probe_source_missing (const char *source)
-{
-  struct stat st;
-  guint64 size = 0;
-
-  if (source[0] != '/')
-    return FALSE;
-  if (stat (source, &st) < 0)
-    return TRUE;
-  return S_ISBLK (st.st_mode) && block_size_of (source, &size, NULL) && size == 0;
-}
 
 void
 vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
@@ -43,6 +24,8 @@ vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
   probe->state = state;
   probe->block_devices = block_devices;
   probe->sizes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  probe->facts
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_path_facts_free);
   probe->depth = 0;
 }
 
@@ -50,30 +33,32 @@ void
 vb_probe_clear (VbProbe *probe)
 {
   g_clear_pointer (&probe->sizes, g_hash_table_unref);
+  g_clear_pointer (&probe->facts, g_hash_table_unref);
 }
 
-static gboolean
-block_size_of (const char *path, guint64 *size, GError **error)
+const VbPathFacts *
+vb_probe_facts (VbProbe *probe, const char *path, VbInspectFlags flags, GError **error)
 {
-  int fd = open (path, O_RDONLY | O_CLOEXEC);
-  int e;
+  VbPathFacts *f = g_hash_table_lookup (probe->facts, path);
 
-  if (fd < 0)
-    goto fail;
-  if (ioctl (fd, BLKGETSIZE64, size) < 0)
-    {
-      e = errno;
-      close (fd);
-      errno = e;
-      goto fail;
-    }
-  close (fd);
-  return TRUE;
-fail:
-  e = errno;
-  g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-               "component '%s': %s", path, g_strerror (e));
-  return FALSE;
+  if (f && (f->flags & flags) == flags)
+    return f;
+  f = vb_inspect (path, flags | (f ? f->flags : 0), VB_INSPECT_TIMEOUT_MS, error);
+  if (f == NULL)
+    return NULL;
+  g_hash_table_replace (probe->facts, g_strdup (path), f);
+  return f;
+}
+
+gboolean
+vb_probe_source_missing (VbProbe *probe, const char *source)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (source[0] != '/')
+    return FALSE;
+  return vb_probe_facts (probe, source, VB_INSPECT_TYPE, &local) == NULL
+         && g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND);
 }
 
 static gboolean device_size (VbProbe *probe, const char *name, guint64 *size, GError **error);
@@ -83,7 +68,6 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
 {
   g_autofree char *dep = NULL;
   VbSourceKind kind;
-  struct stat st;
 
   if (!vb_source_parse (source, &kind, &dep, error))
     return FALSE;
@@ -102,38 +86,15 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
                                              : NULL);
       return device_size (probe, dep, &info->size, error);
 
-    case VB_SOURCE_PATH:
-      if (stat (source, &st) < 0)
-        {
-          int e = errno;
-          g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                       "component '%s': %s", source, g_strerror (e));
-          return FALSE;
-        }
+    case VB_SOURCE_PATH: {
+      const VbPathFacts *f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, error);
+      if (f == NULL)
+        return FALSE;
       *path = g_strdup (source);
-      if (S_ISREG (st.st_mode))
-        {
-          info->kind = VB_COMPONENT_KIND_FILE;
-          info->size = st.st_size;
-          return TRUE;
-        }
-      if (S_ISBLK (st.st_mode))
-        {
-          info->kind = VB_COMPONENT_KIND_BLOCK;
-          if (!block_size_of (source, &info->size, error))
-            return FALSE;
-          /* a loop device with nothing attached, an empty card reader */
-          if (info->size == 0)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                           "component '%s': the block device has no medium (size 0)", source);
-              return FALSE;
-            }
-          return TRUE;
-        }
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': neither a regular file nor a block device", source);
-      return FALSE;
+      info->kind = f->is_block ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
+      info->size = f->size;
+      return TRUE;
+    }
     }
   g_assert_not_reached ();
 }
@@ -220,27 +181,31 @@ gboolean
 vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **error)
 {
   const char *metadata = g_hash_table_lookup (config->attributes, "metadata");
-  const VbMetadataHandler *handler = metadata ? vb_metadata_lookup (metadata) : NULL;
 
-  if (handler == NULL)
+  if (metadata == NULL || vb_metadata_lookup (metadata) == NULL)
     return TRUE;
   for (guint i = 0; i < config->components->len; i++)
     {
       const VbComponentConfig *c = config->components->pdata[i];
-      VbSuperblock sb;
+      g_autoptr (GError) local = NULL;
+      const VbPathFacts *f;
+      const VbSuperblock *sb;
 
-      if (c->source[0] != '/' || !handler->probe (-1, c->source)
-          || !handler->read (-1, c->source, &sb, NULL))
+      if (c->source[0] != '/')
         continue;
+      f = vb_probe_facts (probe, c->source, VB_INSPECT_SUPERBLOCK, &local);
+      if (f == NULL || !f->has_superblock || strcmp (f->superblock.format, metadata) != 0)
+        continue;
+      sb = &f->superblock;
       /* a spare holds no data: one may move to another device */
-      if (strcmp (sb.device_uuid, config->uuid) != 0 && sb.role != VB_SB_ROLE_SPARE)
+      if (strcmp (sb->device_uuid, config->uuid) != 0 && sb->role != VB_SB_ROLE_SPARE)
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_BUSY,
               "component '%s' carries the %s superblock of device '%s' (%s), events %" G_GUINT64_FORMAT
               "; adopt that device (vbmgr scan --adopt) or wipe its "
               "metadata first",
-              c->source, handler->name, sb.device_name, sb.device_uuid, sb.events);
+              c->source, metadata, sb->device_name, sb->device_uuid, sb->events);
           return FALSE;
         }
     }
@@ -355,173 +320,3 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
   return TRUE;
 }
 
-/* An identity that sees through symlinks and aliases: "f:DEV:INO" for a
- * file, "b:MAJ:MIN" for a block device, "d:NAME" for a vblk device. */
-static char *
-identity_of (const char *source)
-{
-  struct stat st;
-
-  if (g_str_has_prefix (source, "vblk:"))
-    return g_strdup_printf ("d:%s", source + 5);
-  if (stat (source, &st) < 0)
-    return g_strdup_printf ("p:%s", source);
-  if (S_ISBLK (st.st_mode))
-    return g_strdup_printf ("b:%u:%u", major (st.st_rdev), minor (st.st_rdev));
-  return g_strdup_printf ("f:%lu:%lu", (gulong) st.st_dev, (gulong) st.st_ino);
-}
-
-static gboolean
-window_range (const VbDeviceConfig *config, guint64 *start, guint64 *end)
-{
-  const char *offset, *size;
-
-  if (strcmp (config->driver, "window") != 0)
-    return FALSE;
-  offset = g_hash_table_lookup (config->attributes, "offset");
-  size = g_hash_table_lookup (config->attributes, "size");
-  *start = offset ? g_ascii_strtoull (offset, NULL, 10) : 0;
-  *end = size && g_ascii_strtoull (size, NULL, 10) ? *start + g_ascii_strtoull (size, NULL, 10)
-                                                   : G_MAXUINT64;
-  return TRUE;
-}
-
-static gboolean
-may_share (const VbDeviceConfig *a, const VbDeviceConfig *b)
-{
-  guint64 a0, a1, b0, b1;
-
-  return window_range (a, &a0, &a1) && window_range (b, &b0, &b1) && (a1 <= b0 || b1 <= a0);
-}
-
-/* Whether the block device @rdev, or a partition of it, is mounted. */
-static char *
-mounted_on (dev_t rdev)
-{
-  struct libmnt_table *table = mnt_new_table_from_file ("/proc/self/mountinfo");
-  struct libmnt_iter *iter;
-  struct libmnt_fs *fs;
-  char *target = NULL;
-
-  if (table == NULL)
-    return NULL;
-  iter = mnt_new_iter (MNT_ITER_FORWARD);
-  while (target == NULL && mnt_table_next_fs (table, iter, &fs) == 0)
-    {
-      dev_t devno = mnt_fs_get_devno (fs);
-      g_autofree char *part = NULL;
-
-      if (devno == 0)
-        continue;
-      if (devno == rdev)
-        {
-          target = g_strdup (mnt_fs_get_target (fs));
-          break;
-        }
-      /* a partition of rdev: its sysfs node sits under rdev's */
-      part = g_strdup_printf ("/sys/dev/block/%u:%u/partition", major (devno), minor (devno));
-      if (access (part, F_OK) == 0)
-        {
-          g_autofree char *link
-              = g_strdup_printf ("/sys/dev/block/%u:%u", major (devno), minor (devno));
-          g_autofree char *resolved = realpath (link, NULL);
-          g_autofree char *parent = resolved ? g_path_get_dirname (resolved) : NULL;
-          g_autofree char *dev_file = parent ? g_build_filename (parent, "dev", NULL) : NULL;
-          g_autofree char *text = NULL;
-          g_autofree char *want = g_strdup_printf ("%u:%u\n", major (rdev), minor (rdev));
-          if (dev_file && g_file_get_contents (dev_file, &text, NULL, NULL)
-              && strcmp (text, want) == 0)
-            target = g_strdup (mnt_fs_get_target (fs));
-        }
-    }
-  mnt_free_iter (iter);
-  mnt_unref_table (table);
-  return target;
-}
-
-static gboolean
-block_in_use (const char *source, const char *path, GError **error)
-{
-  struct stat st;
-  g_autofree char *target = NULL;
-  int fd;
-
-  if (path == NULL || stat (path, &st) < 0 || !S_ISBLK (st.st_mode))
-    return TRUE;
-  target = mounted_on (st.st_rdev);
-  if (target)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA, "component '%s' is mounted on %s",
-                   source, target);
-      return FALSE;
-    }
-  /* O_EXCL on a block device fails while a filesystem, md or dm holds it;
-   * read-only, so closing it sends udev no change event */
-  fd = open (path, O_RDONLY | O_EXCL | O_CLOEXEC);
-  if (fd < 0 && errno == EBUSY)
-    {
-      g_set_error (
-          error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-          "component '%s' is in use (held open exclusively, e.g. by a filesystem or array)",
-          source);
-      return FALSE;
-    }
-  if (fd >= 0)
-    close (fd);
-  return TRUE;
-}
-
-gboolean
-vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config, const VbDeviceConfig *holder,
-                     GError **error)
-{
-  for (guint i = 0; i < config->components->len; i++)
-    {
-      const VbComponentConfig *c = config->components->pdata[i];
-      g_autofree char *id = identity_of (c->source);
-      const char *path = c->source;
-      gboolean held = FALSE;
-
-      /* the running device itself holds its components (md claims them) */
-      for (guint j = 0; holder && j < holder->components->len && !held; j++)
-        held
-            = strcmp (((VbComponentConfig *) holder->components->pdata[j])->source, c->source) == 0;
-      if (held)
-        continue;
-
-      for (guint d = 0; d < probe->state->devices->len && !probe->by_superblock; d++)
-        {
-          const VbDeviceConfig *other = probe->state->devices->pdata[d];
-          if (strcmp (other->name, config->name) == 0 || may_share (config, other))
-            continue;
-          for (guint j = 0; j < other->components->len; j++)
-            {
-              const VbComponentConfig *oc = other->components->pdata[j];
-              g_autofree char *oid = identity_of (oc->source);
-              if (strcmp (id, oid) == 0)
-                {
-                  g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                               "component '%s' is already used by device '%s'", c->source,
-                               other->name);
-                  return FALSE;
-                }
-            }
-        }
-      if (g_str_has_prefix (c->source, "vblk:") && probe->block_devices)
-        path = g_hash_table_lookup (probe->block_devices, c->source + 5);
-      if (!block_in_use (c->source, path, error))
-        return FALSE;
-    }
-  return TRUE;
-}
-
-gboolean
-vb_probe_node_unused (const char *name, const char *block_device, GError **error)
-{
-  g_autoptr (GError) local = NULL;
-
-  if (block_in_use (block_device, block_device, &local))
-    return TRUE;
-  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "device '%s' is in use: %s", name, local->message);
-  return FALSE;
-}

@@ -1,10 +1,12 @@
-/* Probing components (worker thread only): what each source is, its size,
- * whether it is free to use. Block devices are opened read-only. */
+/* Probing components (worker thread only): what each source is and its
+ * size, from vb-inspect.c's facts (looked at once per path per probe,
+ * bounded in time); block devices are opened read-only. */
 #pragma once
 
 #include <glib.h>
 
 #include "backend.h"
+#include "vb-inspect.h"
 #include "vb-state.h"
 
 G_BEGIN_DECLS
@@ -13,6 +15,8 @@ typedef struct {
   const VbState *state;
   GHashTable *block_devices; /* device name -> block node of a started device */
   GHashTable *sizes;         /* memo: device name -> guint64* */
+  GHashTable *facts;         /* memo: path -> VbPathFacts* */
+  const char *instance;      /* this vblkd's, to know its own block nodes (claim) */
   guint depth;
   /* A slot of a redundant device with metadata whose file or disk is gone
    * is started as missing (degraded), unless this is set: vblkd's own
@@ -24,10 +28,13 @@ typedef struct {
 } VbProbe;
 
 void vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices);
+void vb_probe_clear (VbProbe *probe);
+/* The facts of @path with at least @flags looked at (memoized). */
+const VbPathFacts *vb_probe_facts (VbProbe *probe, const char *path, VbInspectFlags flags,
+                                   GError **error);
 /* A path source that is not there: gone, or a block device without medium
  * (a detached loop device). */
-gboolean vb_probe_source_missing (const char *source);
-void vb_probe_clear (VbProbe *probe);
+gboolean vb_probe_source_missing (VbProbe *probe, const char *source);
 
 /* Every component of @config: its resolved path (NULL for an unstarted
  * vblk:NAME) and facts. */
@@ -45,17 +52,5 @@ gboolean vb_probe_spares (VbProbe *probe, const VbDeviceConfig *config, GPtrArra
  * Sets *@size and *@complete. */
 gboolean vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_complete,
                             guint64 *size, gboolean *complete, GError **error);
-
-/* Refuses a component another device of the state already uses (Busy),
- * unless both are windows on disjoint ranges, and a block device that is
- * mounted or held open exclusively (WouldLoseData) — but for the
- * components of @holder (may be NULL), the running device's own
- * configuration, which it holds itself. */
-gboolean vb_probe_check_free (VbProbe *probe, const VbDeviceConfig *config,
-                              const VbDeviceConfig *holder, GError **error);
-
-/* Refuses to take away @block_device while it is mounted or opened
- * exclusively (Busy, naming the mount point). */
-gboolean vb_probe_node_unused (const char *name, const char *block_device, GError **error);
 
 G_END_DECLS

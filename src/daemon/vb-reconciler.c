@@ -6,6 +6,7 @@
 
 #include "vb-daemon.h"
 #include "vb-exports.h"
+#include "vb-claim.h"
 #include "vb-probe.h"
 #include "vb-reconciler-private.h"
 #include "vb-testhook.h"
@@ -248,8 +249,16 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
 {
   const VbBackend *backend = vb_backend_lookup (step->backend);
 
-  if (step->name && !vb_probe_node_unused (step->name, step->block_device, error))
-    return FALSE;
+  if (step->name)
+    {
+      VbProbe probe;
+      gboolean unused;
+      vb_probe_init (&probe, op->candidate, NULL);
+      unused = vb_claim_node_unused (&probe, step->name, step->block_device, error);
+      vb_probe_clear (&probe);
+      if (!unused)
+        return FALSE;
+    }
   /* clients of an export go before the node they use */
   vb_exports_stop (op->daemon->exports, step->uuid);
   if (backend == NULL)
@@ -443,7 +452,7 @@ compute_status (VbOp *op)
       for (guint c = 0; c < d->components->len && c < 64; c++)
         {
           const char *source = ((VbComponentConfig *) d->components->pdata[c])->source;
-          if (vb_probe_source_missing (source))
+          if (vb_probe_source_missing (&probe, source))
             st->missing |= G_GUINT64_CONSTANT (1) << c;
         }
     }
@@ -470,7 +479,13 @@ stop_self_served (VbOp *op)
       if (backend == NULL || backend->block_ops == NULL
           || !backend->block_ops (r->block_device, &ops, &handle))
         continue;
-      if (!vb_probe_node_unused (d->name, r->block_device, &local)
+      VbProbe probe;
+      gboolean unused;
+
+      vb_probe_init (&probe, op->candidate, NULL);
+      unused = vb_claim_node_unused (&probe, d->name, r->block_device, &local);
+      vb_probe_clear (&probe);
+      if (!unused
           || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
         {
           /* loop's FUSE file dies with vblkd; nbd and ublk hold the
@@ -618,6 +633,7 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   /* a device the request changes is checked unless it is only being
    * stopped: a stop must work even when a component has vanished */
   vb_probe_init (&probe, op->candidate, block_devices);
+  probe.instance = op->daemon->instance;
   probe.by_superblock = op->mode == VB_OP_POLICY;
   /* the policy only records where components were found (by their
    * superblocks); a device it touches may well be incomplete still */
@@ -635,8 +651,8 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
         continue;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
-          && vb_probe_check_free (
-              &probe, d, old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL,
+          && vb_claim_device (
+              &probe, d, old, old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL,
               &op->error)
           && op->mode != VB_OP_POLICY)
         vb_probe_check_foreign (&probe, d, &op->error);
@@ -696,11 +712,14 @@ merge_status (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
 {
   VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
   VbDeviceStatus *old = g_hash_table_lookup (daemon->status, d->name);
+  char *key = NULL;
   gboolean running = g_hash_table_contains (daemon->running, d->uuid);
 
   if (st == NULL)
     return;
-  g_hash_table_steal (op->status, d->name);
+  /* the key goes with it: stealing keeps the table from freeing it */
+  g_hash_table_steal_extended (op->status, d->name, (gpointer *) &key, NULL);
+  g_free (key);
   st->was_started = running || (old && old->was_started);
   if (running)
     g_clear_pointer (&st->failure, g_free);

@@ -11,6 +11,7 @@
  * from a member's as mdadm --add makes it. */
 #include "handler-md1.h"
 #include "metadata.h"
+#include "vb-open.h"
 
 #include "vb-error.h"
 
@@ -281,9 +282,7 @@ md1_read (int fd, const char *path, VbSuperblock *sb, GError **error)
     {
       /* O_DIRECT: md writes its superblocks past the page cache of the
        * member's node, which would otherwise show an old one */
-      own = open (path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-      if (own < 0 && errno == EINVAL)
-        own = open (path, O_RDONLY | O_CLOEXEC);
+      own = vb_open_component (path, VB_OPEN_DIRECT, NULL);
       if (own < 0)
         {
           int e = errno;
@@ -347,11 +346,8 @@ put_le64 (guint8 *p, guint64 v)
 static int
 open_direct (const char *path, int flags)
 {
-  int fd = open (path, flags | O_DIRECT | O_CLOEXEC);
-
-  if (fd < 0 && errno == EINVAL)
-    fd = open (path, flags | O_CLOEXEC);
-  return fd;
+  return vb_open_component (path, ((flags & O_ACCMODE) == O_RDONLY ? 0 : VB_OPEN_WRITE) | VB_OPEN_DIRECT,
+                            NULL);
 }
 
 gboolean

@@ -1,6 +1,7 @@
 /* Metadata handler "vblk": the native superblock of superblock.c, at
  * VB_SB_OFFSET of every component. */
 #include "metadata.h"
+#include "vb-open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@ vblk_probe (int fd, const char *path)
    * when closed. */
   if (fd < 0)
     {
-      own_fd = open (path, O_RDONLY | O_CLOEXEC);
+      own_fd = vb_open_component (path, 0, NULL);
       if (own_fd < 0)
         return FALSE;
       fd = own_fd;

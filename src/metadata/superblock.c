@@ -40,6 +40,7 @@
 #include "config.h"
 
 #include "superblock.h"
+#include "vb-open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -535,15 +536,20 @@ target_open (Target *t, int fd, const char *path, int flags, GError **error)
   if (fd >= 0)
     return TRUE;
   g_return_val_if_fail (path != NULL, FALSE);
-  t->fd = open (path, flags | O_DIRECT | O_CLOEXEC);
-  if (t->fd < 0 && errno == EINVAL)
-    t->fd = open (path, flags | O_CLOEXEC);
+  t->fd = vb_open_component (path, (flags == O_RDONLY ? 0 : VB_OPEN_WRITE) | VB_OPEN_DIRECT, NULL);
   if (t->fd < 0)
     {
       int errsv = errno;
+      struct stat st;
 
-      g_set_error (error, VB_ERROR, errsv == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                   "'%s': cannot open: %s", path, g_strerror (errsv));
+      /* a FIFO, a directory, a device of another kind: never opened */
+      if (errsv == ENOTBLK && stat (path, &st) == 0)
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "'%s': %s, not a regular file or block device", path,
+                     vb_file_type_name (st.st_mode));
+      else
+        g_set_error (error, VB_ERROR, errsv == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+                     "'%s': cannot open: %s", path, g_strerror (errsv));
       return FALSE;
     }
   t->owned = TRUE;

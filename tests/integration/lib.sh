@@ -24,6 +24,7 @@ fi
 VB_SRCDIR=${VB_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 VBLKD=${VBLKD:-$VB_SRCDIR/build/src/daemon/vblkd}
 VBMGR=${VBMGR:-$VB_SRCDIR/build/client/vbmgr}
+VB_FUSE_STALL=${VB_FUSE_STALL:-$VB_SRCDIR/build/tests/tools/vb-fuse-stall}
 VB_POLKITD=${VB_POLKITD:-/usr/lib/polkit-1/polkitd}
 VB_UDEVD=${VB_UDEVD:-/lib/systemd/systemd-udevd}
 VB_BUS_NAME=org.vblk.VBlk1
@@ -133,6 +134,8 @@ EOF
 
 vb_start_bus () {
   vb__write_bus_config
+  # a bus started again (test-bus-restart) must not be read from the old address file
+  rm -f "$T/bus.address" "$T/bus"
   dbus-daemon --config-file="$T/bus.conf" --nofork --print-address \
     > "$T/bus.address" 2> "$T/dbus.log" &
   VB_DBUS_PID=$!
@@ -155,9 +158,14 @@ vb_start_polkitd () {
   cp /usr/share/polkit-1/actions/*.policy "$actions"/ 2> /dev/null || true
   cp "$VB_SRCDIR/data/polkit/org.vblk.policy" "$actions"/
   chmod -R a+rX "$actions"
-  # unshare and sh exec, so $! is polkitd's own PID.
+  # unshare and sh exec, so $! is polkitd's own PID. The new namespace
+  # starts with a copy of every mount, those of tests running beside this
+  # one too (their file systems on vblk nodes, their engines' FUSE mounts):
+  # a copy would hold them busy until this polkitd ends, so they go.
   unshare --mount --propagation private -- /bin/sh -c \
-    'mount --bind "$1" /usr/share/polkit-1/actions && shift && exec "$@"' \
+    'findmnt -rn -o TARGET | grep "^/tmp/vblk-test\." | sort -r |
+       while read -r m; do umount -l "$m" 2> /dev/null; done
+     mount --bind "$1" /usr/share/polkit-1/actions && shift && exec "$@"' \
     sh "$actions" "$VB_POLKITD" --no-debug > "$T/polkitd.log" 2>&1 &
   VB_POLKITD_PID=$!
   vb_wait_until 10 vb_name_has_owner org.freedesktop.PolicyKit1 ||

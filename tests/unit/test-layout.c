@@ -497,8 +497,11 @@ test_attributes (void)
 
   g_assert_cmpuint (g_hash_table_size (r0), ==, 1);
   g_assert_cmpstr (g_hash_table_lookup (r0, "chunk_size"), ==, "524288");
-  /* chunk_size, copies and the eight redundancy attributes */
-  g_assert_cmpuint (g_hash_table_size (r10), ==, 10);
+  /* chunk_size, copies and the five redundancy attributes of metadata=vblk
+   * (md_version, data_offset and data_size are metadata=md1's alone) */
+  g_assert_cmpuint (g_hash_table_size (r10), ==, 7);
+  g_assert_false (g_hash_table_contains (r10, "md_version"));
+  g_assert_false (g_hash_table_contains (r10, "data_offset"));
   g_assert_cmpstr (g_hash_table_lookup (r10, "metadata"), ==, "vblk");
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap"), ==, "internal");
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap_chunk"), ==, "67108864");
@@ -516,6 +519,35 @@ test_attributes (void)
     g_assert_cmpuint (vb_driver_data_offset (r1md), ==, 2 << 20);
     g_assert_true (vb_driver_has_metadata (r1md));
     g_assert_true (vb_check_redundancy (r1md, NULL));
+    g_assert_cmpstr (g_hash_table_lookup (r1md, "md_version"), ==, "1.0");
+    g_assert_cmpstr (g_hash_table_lookup (r1md, "data_size"), ==, "0");
+  }
+  {
+    /* md1's own attributes on another metadata: defaults (a state saved
+     * before) are dropped, anything else is refused naming it */
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GHashTable) old = attrs_from (ATTRS ("md_version", "1.2", "data_offset", "0"));
+    g_autoptr (GHashTable) bad = attrs_from (ATTRS ("md_version", "1.1"));
+    g_autoptr (GHashTable) r1old
+        = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, old, NULL);
+    g_autoptr (GHashTable) r1bad
+        = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, bad, &error);
+    g_assert_nonnull (r1old);
+    g_assert_false (g_hash_table_contains (r1old, "md_version"));
+    g_assert_false (g_hash_table_contains (r1old, "data_offset"));
+    g_assert_null (r1bad);
+    g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "attribute 'md_version': only an adopted mdadm"));
+  }
+  {
+    /* a huge value is named cut, with its length */
+    g_autoptr (GError) error = NULL;
+    g_autofree char *huge = g_strnfill (100000, 'x');
+    g_autoptr (GHashTable) huge_given = attrs_from (ATTRS ("chunk_size", huge));
+    g_assert_null (vb_driver_resolve_attributes (raid10, NULL, huge_given, &error));
+    g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+    g_assert_cmpuint (strlen (error->message), <, 200);
+    g_assert_nonnull (strstr (error->message, "(100000 bytes)"));
   }
   g_assert_cmpstr (g_hash_table_lookup (r10, "chunk_size"), ==, "524288");
   g_assert_cmpstr (g_hash_table_lookup (r10, "copies"), ==, "2");

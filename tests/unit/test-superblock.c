@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -929,9 +930,16 @@ test_io_refusals (void)
   assert_read_fails (empty, VB_ERROR_NOT_FOUND, "no vblk superblock (too small)");
   assert_read_fails (zeros, VB_ERROR_NOT_FOUND, "no vblk superblock");
   assert_read_fails (absent, VB_ERROR_NOT_FOUND, "cannot open");
-  /* No size to ask for: the read itself tells. */
-  assert_read_fails ("/dev/null", VB_ERROR_NOT_FOUND, "no vblk superblock (too small)");
-  assert_read_fails (dir, VB_ERROR_FAILED, "cannot read the superblock: ");
+  /* only a regular file or a block device is ever opened: a character
+   * device, a directory or a FIFO is named for what it is */
+  assert_read_fails ("/dev/null", VB_ERROR_INVALID_ARGUMENT, "a character device, not");
+  assert_read_fails (dir, VB_ERROR_INVALID_ARGUMENT, "a directory, not");
+  {
+    g_autofree char *fifo = g_build_filename (dir, "fifo", NULL);
+    g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+    assert_read_fails (fifo, VB_ERROR_INVALID_ARGUMENT, "a FIFO (named pipe), not");
+    unlink (fifo);
+  }
 
   /* A flipped byte in the stored block: the CRC names the mismatch. */
   {

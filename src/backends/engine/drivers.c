@@ -190,20 +190,23 @@ parse_size (const char *text, guint64 *out)
 }
 
 char *
-vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
+vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
 {
+  g_autofree char *value = NULL;
   guint64 v;
 
-  g_return_val_if_fail (spec != NULL && value != NULL, NULL);
+  g_return_val_if_fail (spec != NULL && given != NULL, NULL);
+  /* messages name the value; a huge one is shown cut */
+  value = vb_shown (given);
 
   switch (spec->type)
     {
     case VB_ATTR_BOOL:
-      if (g_ascii_strcasecmp (value, "true") == 0 || strcmp (value, "1") == 0
-          || g_ascii_strcasecmp (value, "yes") == 0 || g_ascii_strcasecmp (value, "on") == 0)
+      if (g_ascii_strcasecmp (given, "true") == 0 || strcmp (given, "1") == 0
+          || g_ascii_strcasecmp (given, "yes") == 0 || g_ascii_strcasecmp (given, "on") == 0)
         return g_strdup ("true");
-      if (g_ascii_strcasecmp (value, "false") == 0 || strcmp (value, "0") == 0
-          || g_ascii_strcasecmp (value, "no") == 0 || g_ascii_strcasecmp (value, "off") == 0)
+      if (g_ascii_strcasecmp (given, "false") == 0 || strcmp (given, "0") == 0
+          || g_ascii_strcasecmp (given, "no") == 0 || g_ascii_strcasecmp (given, "off") == 0)
         return g_strdup ("false");
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "attribute '%s': '%s' is not a boolean (true or false)", spec->name, value);
@@ -211,10 +214,10 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
 
       case VB_ATTR_UINT: {
         char *end = NULL;
-        if (!g_ascii_isdigit (*value))
+        if (!g_ascii_isdigit (*given))
           goto not_number;
         errno = 0;
-        v = g_ascii_strtoull (value, &end, 10);
+        v = g_ascii_strtoull (given, &end, 10);
         if (errno != 0 || *end != '\0')
           goto not_number;
         if (spec->allowed)
@@ -239,7 +242,7 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
       }
 
     case VB_ATTR_SIZE:
-      if (!parse_size (value, &v))
+      if (!parse_size (given, &v))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        "attribute '%s': '%s' is not a size (bytes, or a number with K, M, G or T)",
@@ -259,8 +262,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
       case VB_ATTR_CHOICE: {
         g_autofree char *list = NULL;
         for (guint i = 0; spec->choices[i]; i++)
-          if (strcmp (spec->choices[i], value) == 0)
-            return g_strdup (value);
+          if (strcmp (spec->choices[i], given) == 0)
+            return g_strdup (given);
         list = g_strjoinv (", ", (char **) spec->choices);
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                      "attribute '%s': '%s' is not allowed (allowed: %s)", spec->name, value, list);
@@ -268,6 +271,36 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **error)
       }
     }
   g_assert_not_reached ();
+}
+
+/* md_version, data_offset and data_size describe an adopted mdadm array:
+ * a device with any other metadata has none of them. Their defaults are
+ * dropped silently (states saved before carried them); another value is
+ * refused. */
+static gboolean
+drop_md1_attributes (const VbDriver *driver, GHashTable *out, GError **error)
+{
+  static const char *const md1_only[] = { "md_version", "data_offset", "data_size", NULL };
+
+  if (g_strcmp0 (g_hash_table_lookup (out, "metadata"), "md1") == 0)
+    return TRUE;
+  for (guint i = 0; md1_only[i]; i++)
+    {
+      const VbAttrSpec *spec = vb_driver_attr_spec (driver, md1_only[i]);
+      const char *v = g_hash_table_lookup (out, md1_only[i]);
+      if (spec == NULL || v == NULL)
+        continue;
+      if (strcmp (v, spec->default_value) != 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       "attribute '%s': only an adopted mdadm array has it (metadata=md1; this "
+                       "device has metadata=%s)",
+                       md1_only[i], (const char *) g_hash_table_lookup (out, "metadata"));
+          return FALSE;
+        }
+      g_hash_table_remove (out, md1_only[i]);
+    }
+  return TRUE;
 }
 
 GHashTable *
@@ -298,15 +331,16 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
           if (spec == NULL)
             {
               g_autofree char *allowed = vb_driver_attr_names (driver);
+              g_autofree char *name = vb_shown (keys[i]);
               /* linear and raid1 have none: say so rather than "(allowed: )" */
               if (*allowed == '\0')
                 g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                             "attribute '%s': driver '%s' has no attributes", (char *) keys[i],
+                             "attribute '%s': driver '%s' has no attributes", name,
                              driver->name);
               else
                 g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                              "attribute '%s': not an attribute of driver '%s' (allowed: %s)",
-                             (char *) keys[i], driver->name, allowed);
+                             name, driver->name, allowed);
               return NULL;
             }
           canonical = vb_attr_canonicalize (spec, g_hash_table_lookup (given, keys[i]), error);
@@ -318,6 +352,8 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
   for (const VbAttrSpec *a = driver->attributes; a && a->name; a++)
     if (!g_hash_table_contains (out, a->name))
       g_hash_table_insert (out, g_strdup (a->name), g_strdup (a->default_value));
+  if (!drop_md1_attributes (driver, out, error))
+    return NULL;
   return g_steal_pointer (&out);
 }
 

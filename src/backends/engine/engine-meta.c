@@ -18,6 +18,7 @@
 
 #include "metadata.h"
 #include "vb-error.h"
+#include "vb-open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -253,9 +254,7 @@ write_spares_locked (VbEngine *e)
   for (guint i = 0; i < m->spare_paths->len; i++)
     {
       const char *path = m->spare_paths->pdata[i];
-      int fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
-      if (fd < 0)
-        fd = open (path, O_RDWR | O_CLOEXEC);
+      int fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT, NULL);
       g_strlcpy (sb.component_uuid, m->spare_uuids->pdata[i], sizeof sb.component_uuid);
       sb.role = VB_SB_ROLE_SPARE;
       m->handler->encode (&sb, m->io);

@@ -10,6 +10,7 @@
 #include "engine-private.h"
 
 #include "vb-error.h"
+#include "vb-open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -667,14 +668,14 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
     }
   if (source->ops == NULL)
     {
-      fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
-      if (fd < 0)
-        fd = open (path, O_RDWR | O_CLOEXEC);
+      /* the faulty slot's own disk coming back is still claimed by its
+       * old fd: that one goes first (the slot stays faulty if this fails) */
+      vb_engine_release_component (e, slot);
+      fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
       if (fd < 0)
         {
           int err = errno;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", path,
-                       g_strerror (err));
+          vb_component_open_error (error, path, err);
           return -err;
         }
     }
@@ -737,9 +738,7 @@ take_spare_thread (gpointer data)
   g_free (t);
   if (!engine_meta_pop_spare (e, &path, &uuid))
     return NULL;
-  fd = open (path, O_RDWR | O_DIRECT | O_CLOEXEC);
-  if (fd < 0)
-    fd = open (path, O_RDWR | O_CLOEXEC);
+  fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
   if (fd < 0)
     {
       g_warning ("%s: spare %s: %s", e->name, path, g_strerror (errno));

@@ -10,6 +10,7 @@
 #include "engine.h"
 
 #include "vb-error.h"
+#include "vb-open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -151,44 +152,52 @@ engine_component_failed (VbEngine *e, guint i, int err)
 static gboolean
 open_component (Component *c, gboolean read_only, guint32 *align, GError **error)
 {
-  int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+  VbOpenFlags flags = read_only ? 0 : VB_OPEN_WRITE;
   struct statx stx = { 0 };
   struct stat st;
+  gboolean direct = FALSE;
+  guint32 dio_align = 0;
   int fd;
 
-  fd = open (c->path, flags);
+  /* a regular file or a block device only, its type known before it is
+   * opened for I/O */
+  fd = vb_open_component (c->path, flags, NULL);
   if (fd < 0 || fstat (fd, &st) < 0)
-    {
-      int e = errno;
-      g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                   "component '%s': %s", c->path, g_strerror (e));
-      if (fd >= 0)
-        close (fd);
-      return FALSE;
-    }
+    goto fail;
   c->is_block = S_ISBLK (st.st_mode);
   /* O_DIRECT where the component allows it: no double caching, and a
    * serving thread never waits on page-cache writeback */
   if (statx (fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 && (stx.stx_mask & STATX_DIOALIGN)
       && stx.stx_dio_offset_align > 0 && stx.stx_dio_offset_align <= BUFFER_ALIGN)
-    {
-      int dfd = open (c->path, flags | O_DIRECT);
-      if (dfd >= 0)
-        {
-          close (fd);
-          fd = dfd;
-          c->direct = TRUE;
-          *align = MAX (*align, stx.stx_dio_offset_align);
-        }
-    }
+    dio_align = stx.stx_dio_offset_align;
   else if (c->is_block)
     {
       int ss = 512;
       if (ioctl (fd, BLKSSZGET, &ss) == 0)
         *align = MAX (*align, (guint32) ss);
     }
+  close (fd);
+  /* the one fd it keeps: a block device claimed O_EXCL, as md and dm
+   * claim theirs, so that nothing else mounts or claims it meanwhile */
+  fd = vb_open_component (c->path, flags | VB_OPEN_EXCLUSIVE | (dio_align ? VB_OPEN_DIRECT : 0),
+                          &direct);
+  if (fd < 0)
+    goto fail;
+  if (direct)
+    {
+      c->direct = TRUE;
+      *align = MAX (*align, dio_align);
+    }
   c->fd = fd;
   return TRUE;
+fail:
+  {
+    int e = errno;
+    if (fd >= 0)
+      close (fd);
+    vb_component_open_error (error, c->path, e);
+    return FALSE;
+  }
 }
 
 VbEngine *

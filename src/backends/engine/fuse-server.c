@@ -240,6 +240,34 @@ vb_fuse_server_path (VbFuseServer *s)
   return s->path;
 }
 
+#define FUSECTL "/sys/fs/fuse/connections"
+
+/* Ends the kernel connection (fusectl's abort): every request waiting on
+ * it fails, every thread reading /dev/fuse wakes. FALSE when it was gone. */
+static gboolean
+abort_connection (VbFuseServer *s)
+{
+  g_autofree char *path = NULL;
+  gboolean ok;
+  int fd;
+
+  if (s->connection == 0)
+    return FALSE;
+  path = g_strdup_printf (FUSECTL "/%u/abort", s->connection);
+  /* fusectl is mounted at boot on most systems; not always in containers */
+  if (!g_file_test (path, G_FILE_TEST_EXISTS) && g_file_test (FUSECTL, G_FILE_TEST_IS_DIR))
+    mount ("fusectl", FUSECTL, "fusectl", 0, NULL);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    return FALSE;
+  g_debug ("%s: ending FUSE connection %u", s->path, s->connection);
+  /* a plain write: fusectl files take no temp file and rename */
+  fd = open (path, O_WRONLY | O_CLOEXEC);
+  ok = fd >= 0 && write (fd, "1", 1) == 1;
+  if (fd >= 0)
+    close (fd);
+  return ok;
+}
+
 void
 vb_fuse_server_free (VbFuseServer *s)
 {
@@ -249,9 +277,13 @@ vb_fuse_server_free (VbFuseServer *s)
     {
       fuse_exit (s->fuse);
       /* unmounting ends the kernel connection, which wakes every serving
-       * thread blocked on /dev/fuse */
+       * thread blocked on /dev/fuse — but only once the last reference to
+       * the mount is gone, and a process that made a mount namespace
+       * since (a service started with its own /tmp, say) holds a copy of
+       * it: the connection is ended by hand, nothing uses it any more */
       if (s->mounted)
         fuse_unmount (s->fuse);
+      abort_connection (s);
       if (s->thread)
         g_thread_join (s->thread);
       fuse_destroy (s->fuse);
@@ -263,21 +295,11 @@ vb_fuse_server_free (VbFuseServer *s)
   g_free (s);
 }
 
-#define FUSECTL "/sys/fs/fuse/connections"
-
 gboolean
 vb_fuse_server_abort (VbFuseServer *s)
 {
-  g_autofree char *path = NULL;
-  gboolean ok;
+  gboolean ok = abort_connection (s);
 
-  if (s->connection == 0)
-    return FALSE;
-  path = g_strdup_printf (FUSECTL "/%u/abort", s->connection);
-  /* fusectl is mounted at boot on most systems; not always in containers */
-  if (!g_file_test (path, G_FILE_TEST_EXISTS) && g_file_test (FUSECTL, G_FILE_TEST_IS_DIR))
-    mount ("fusectl", FUSECTL, "fusectl", 0, NULL);
-  ok = g_file_set_contents (path, "1", 1, NULL);
   if (ok)
     g_warning ("%s: FUSE connection %u aborted (its file was still in use)", s->path,
                s->connection);

@@ -1,0 +1,257 @@
+/* The claim of a device's components (vb-claim.h). */
+#include "config.h"
+
+#include "vb-claim.h"
+
+#include "vb-error.h"
+#include "vb-graph.h"
+#include "vb-util.h"
+
+#include <string.h>
+
+/* The device of this state whose node @owner is (any device: by UUID). */
+static const VbDeviceConfig *
+device_of_owner (const VbProbe *probe, const VbNodeOwner *owner)
+{
+  for (guint i = 0; probe->instance && i < probe->state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = probe->state->devices->pdata[i];
+      if (vb_node_owner_is (owner, probe->instance, d->uuid))
+        return d;
+    }
+  return NULL;
+}
+
+static gboolean
+refuse_vblk_node (VbProbe *probe, const VbDeviceConfig *config, const char *source,
+                  const VbNodeOwner *owner, GError **error)
+{
+  const VbDeviceConfig *d = device_of_owner (probe, owner);
+
+  if (g_strcmp0 (owner->instance, probe->instance) != 0)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is a block node of another vblkd (instance %s)", source,
+                 owner->instance);
+  else if (owner->internal)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is a node vblk uses inside device '%s' (%s backend), not a disk",
+                 source, d ? d->name : owner->uuid, owner->backend);
+  else if (d == NULL)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is a block node vblk made (for device %s, no longer known)",
+                 source, owner->uuid);
+  else if (strcmp (d->uuid, config->uuid) == 0)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is the block node of device '%s' itself", source, d->name);
+  else
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is the block node of device '%s' (to build on it, name it "
+                 "'vblk:%s')",
+                 source, d->name, d->name);
+  return FALSE;
+}
+
+/* A vblk node under the component that is @config's own or one built on
+ * it: the device would hold itself. */
+static gboolean
+refuse_cycle (VbProbe *probe, const VbDeviceConfig *config, const char *source,
+              const VbPathFacts *f, GError **error)
+{
+  g_autoptr (VbGraph) graph = vb_graph_new (probe->state);
+  g_auto (GStrv) above = vb_graph_stop_order (graph, config->name);
+
+  for (guint i = 0; f->below && i < f->below->len; i++)
+    {
+      const VbDeviceConfig *d = device_of_owner (probe, f->below->pdata[i]);
+      if (d && g_strv_contains ((const char *const *) above, d->name))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE,
+                       "component '%s' is built on the block node of device '%s'%s%s: '%s' "
+                       "cannot hold itself",
+                       source, d->name, strcmp (d->name, config->name) == 0 ? "" : ", built on ",
+                       strcmp (d->name, config->name) == 0 ? "" : config->name, config->name);
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+static gboolean
+held_by (const VbDeviceConfig *holder, const char *source)
+{
+  for (guint j = 0; holder && j < holder->components->len; j++)
+    if (strcmp (((VbComponentConfig *) holder->components->pdata[j])->source, source) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+window_range (const VbDeviceConfig *config, guint64 *start, guint64 *end)
+{
+  const char *offset, *size;
+
+  if (strcmp (config->driver, "window") != 0)
+    return FALSE;
+  offset = g_hash_table_lookup (config->attributes, "offset");
+  size = g_hash_table_lookup (config->attributes, "size");
+  *start = offset ? g_ascii_strtoull (offset, NULL, 10) : 0;
+  *end = size && g_ascii_strtoull (size, NULL, 10) ? *start + g_ascii_strtoull (size, NULL, 10)
+                                                   : G_MAXUINT64;
+  return TRUE;
+}
+
+static gboolean
+may_share (const VbDeviceConfig *a, const VbDeviceConfig *b)
+{
+  guint64 a0, a1, b0, b1;
+
+  return window_range (a, &a0, &a1) && window_range (b, &b0, &b1) && (a1 <= b0 || b1 <= a0);
+}
+
+/* One name for a source whatever path leads to it ("vblk:NAME" for a
+ * device; "p:PATH" for a path not there to look at). */
+static char *
+identity_of (VbProbe *probe, const char *source)
+{
+  g_autoptr (GError) local = NULL;
+  const VbPathFacts *f;
+
+  if (g_str_has_prefix (source, "vblk:"))
+    return g_strdup_printf ("d:%s", source + 5);
+  f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, &local);
+  return f ? vb_path_facts_identity (f) : g_strdup_printf ("p:%s", source);
+}
+
+static gboolean
+check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source, GError **error)
+{
+  g_autofree char *id = identity_of (probe, source);
+
+  for (guint d = 0; d < probe->state->devices->len && !probe->by_superblock; d++)
+    {
+      const VbDeviceConfig *other = probe->state->devices->pdata[d];
+      if (strcmp (other->name, config->name) == 0 || may_share (config, other))
+        continue;
+      for (guint j = 0; j < other->components->len; j++)
+        {
+          const VbComponentConfig *oc = other->components->pdata[j];
+          g_autofree char *oid = identity_of (probe, oc->source);
+          if (strcmp (id, oid) == 0)
+            {
+              g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                           "component '%s' is already used by device '%s'", source, other->name);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
+/* Mounted, held by the kernel, or held open exclusively. */
+static gboolean
+check_unused (const char *source, const VbPathFacts *f, GError **error)
+{
+  if (f->mounted_on)
+    g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA, "component '%s' is mounted on %s",
+                 source, f->mounted_on);
+  else if (f->holders)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "component '%s' is held by %s (a device-mapper or md device built on it)", source,
+                 f->holders);
+  else if (f->exclusive)
+    g_set_error (
+        error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+        "component '%s' is in use (held open exclusively, e.g. by a filesystem or array)", source);
+  else
+    return TRUE;
+  return FALSE;
+}
+
+static gboolean
+claim_one (VbProbe *probe, const VbDeviceConfig *config, const VbComponentConfig *c,
+           gboolean is_new, const VbDeviceConfig *holder, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  const char *path = c->source;
+  const VbPathFacts *f;
+  VbSourceKind kind;
+
+  if (!vb_source_parse (c->source, &kind, NULL, error))
+    return FALSE;
+  if (kind == VB_SOURCE_DEVICE)
+    {
+      /* a started device's node: mounted or held, it is someone else's */
+      path = probe->block_devices ? g_hash_table_lookup (probe->block_devices, c->source + 5) : NULL;
+      if (path == NULL || held_by (holder, c->source))
+        return TRUE;
+      f = vb_probe_facts (probe, path, VB_INSPECT_CLAIMS, &local);
+      return f == NULL || check_unused (c->source, f, error);
+    }
+  if (kind != VB_SOURCE_PATH)
+    return TRUE; /* NBD: refused by the probe, which says why */
+  f = vb_probe_facts (probe, path, VB_INSPECT_CLAIMS, &local);
+  if (f == NULL)
+    {
+      /* a component already configured may be gone: the probe decides
+       * whether the device can do without it */
+      if (!is_new && g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+        return TRUE;
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  if (f->owned)
+    return refuse_vblk_node (probe, config, c->source, &f->owner, error);
+  if (f->engine_file)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "component '%s' is a file through which vblk's engine serves a device",
+                   c->source);
+      return FALSE;
+    }
+  if (refuse_cycle (probe, config, c->source, f, error))
+    return FALSE;
+  if (!held_by (holder, c->source) && !check_unused (c->source, f, error))
+    return FALSE;
+  return check_shared (probe, config, c->source, error);
+}
+
+gboolean
+vb_claim_device (VbProbe *probe, const VbDeviceConfig *config, const VbDeviceConfig *previous,
+                 const VbDeviceConfig *holder, GError **error)
+{
+  for (guint i = 0; i < config->components->len; i++)
+    {
+      const VbComponentConfig *c = config->components->pdata[i];
+      gboolean is_new = previous == NULL || !held_by (previous, c->source);
+      if (!claim_one (probe, config, c, is_new, holder, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+#define EXCLUSIVE_RETRIES 10
+#define EXCLUSIVE_RETRY_US (100 * 1000)
+
+gboolean
+vb_claim_node_unused (VbProbe *probe, const char *name, const char *block_device, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  for (guint attempt = 0;; attempt++)
+    {
+      const VbPathFacts *f;
+
+      g_hash_table_remove (probe->facts, block_device);
+      f = vb_probe_facts (probe, block_device, VB_INSPECT_CLAIMS, &local);
+      if (f == NULL || check_unused (block_device, f, &local))
+        return TRUE;
+      /* an exclusive opener that is about to let go (a checker that just
+       * ended, a probe) is waited for a moment; a mount is not */
+      if (f->mounted_on || f->holders || attempt == EXCLUSIVE_RETRIES)
+        break;
+      g_clear_error (&local);
+      g_usleep (EXCLUSIVE_RETRY_US);
+    }
+  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "device '%s' is in use: %s", name, local->message);
+  return FALSE;
+}

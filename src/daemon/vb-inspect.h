@@ -1,0 +1,64 @@
+/* What a component's path is, read from the outside world in this one
+ * place: its type and size, who else holds it, whether vblk made it, and
+ * its superblock. The type is known before anything that could block is
+ * opened (vb-open.h), and the look runs on a thread of its own that the
+ * caller waits for at most a bounded time: a path on a hung file system,
+ * or a device whose open never returns, cannot hold the op worker. */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "superblock.h"
+
+G_BEGIN_DECLS
+
+#define VB_INSPECT_TIMEOUT_MS 10000
+
+typedef enum {
+  VB_INSPECT_TYPE = 0,            /* type, size, identity: always */
+  VB_INSPECT_CLAIMS = 1 << 0,     /* mounts, holders, O_EXCL, vblk's nodes */
+  VB_INSPECT_SUPERBLOCK = 1 << 1, /* the superblock of the first handler that knows it */
+} VbInspectFlags;
+
+typedef struct {
+  char *path;
+  VbInspectFlags flags; /* what was looked at */
+  gboolean is_block;
+  guint64 size;
+  dev_t dev; /* a file: its file system's device (st_dev); a block device: st_rdev */
+  ino_t ino; /* a file's inode */
+  /* VB_INSPECT_CLAIMS */
+  char *mounted_on;       /* it, or a partition of it, is mounted there */
+  char *holders;          /* the kernel's holders (dm-0, md127), of it or a partition */
+  gboolean exclusive;     /* someone holds it open O_EXCL (a file system, md, dm, an engine) */
+  gboolean owned;         /* a block node some vblkd made: */
+  VbNodeOwner owner;      /*   whose */
+  GPtrArray *below;       /* VbNodeOwner*: vblk nodes it is built on (slaves, or the
+                             device under a file's file system) */
+  gboolean engine_file;   /* a file of a vblk engine's FUSE mount */
+  /* VB_INSPECT_SUPERBLOCK */
+  gboolean has_superblock;
+  VbSuperblock superblock;
+  char *superblock_error; /* a superblock that is there but unreadable or damaged */
+} VbPathFacts;
+
+void vb_path_facts_free (VbPathFacts *facts);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbPathFacts, vb_path_facts_free)
+
+/* Looks at @path: NULL with @error when it is not there (NOT_FOUND), not a
+ * regular file or block device (INVALID_ARGUMENT, naming its type), a
+ * block device without medium (NOT_FOUND), or the look did not finish
+ * within @timeout_ms (FAILED; 0: wait as long as it takes). */
+VbPathFacts *vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **error);
+
+/* Whether block device @devnum is a node some vblkd made, or is built on
+ * one (a partition, dm or md over it): then it is never a blank disk to
+ * the policy. *@why (may be NULL) says which, for people. */
+gboolean vb_inspect_is_vblk_node (dev_t devnum, char **why);
+
+/* "f:DEV:INO" or "b:MAJ:MIN": one name for a file or disk, whatever the path. */
+char *vb_path_facts_identity (const VbPathFacts *facts);
+
+G_END_DECLS
