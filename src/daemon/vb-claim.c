@@ -193,8 +193,10 @@ claim_one (VbProbe *probe, const VbDeviceConfig *config, const VbComponentConfig
   if (f == NULL)
     {
       /* a component already configured may be gone: the probe decides
-       * whether the device can do without it */
-      if (!is_new && g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+       * whether the device can do without it (so does the policy, which
+       * records where the components it saw are while others are away) */
+      if ((!is_new || probe->by_superblock)
+          && g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
         return TRUE;
       g_propagate_error (error, g_steal_pointer (&local));
       return FALSE;
@@ -223,6 +225,10 @@ vb_claim_device (VbProbe *probe, const VbDeviceConfig *config, const VbDeviceCon
     {
       const VbComponentConfig *c = config->components->pdata[i];
       gboolean is_new = previous == NULL || !held_by (previous, c->source);
+      /* the policy records where it found components; the paths it did
+       * not touch may be stale (taken by another device since) */
+      if (probe->by_superblock && !is_new)
+        continue;
       if (!claim_one (probe, config, c, is_new, holder, error))
         return FALSE;
     }

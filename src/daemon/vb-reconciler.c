@@ -636,8 +636,9 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   probe.instance = op->daemon->instance;
   probe.by_superblock = op->mode == VB_OP_POLICY;
   /* the policy only records where components were found (by their
-   * superblocks); a device it touches may well be incomplete still */
-  for (guint i = 0; i < op->touched->len && op->error == NULL && op->mode != VB_OP_POLICY; i++)
+   * superblocks); a device it touches may well be incomplete still, but
+   * what it found is claimed as anything else is */
+  for (guint i = 0; i < op->touched->len && op->error == NULL; i++)
     {
       const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
       const VbDeviceConfig *old = vb_state_lookup (op->previous, op->touched->pdata[i]);
@@ -649,12 +650,18 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       only_stopping = old && !d->started && old->started;
       if (only_stopping)
         continue;
+      if (op->mode == VB_OP_POLICY)
+        {
+          vb_claim_device (&probe, d, old,
+                           old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL,
+                           &op->error);
+          continue;
+        }
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
           && vb_claim_device (
               &probe, d, old, old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL,
-              &op->error)
-          && op->mode != VB_OP_POLICY)
+              &op->error))
         vb_probe_check_foreign (&probe, d, &op->error);
     }
   vb_probe_clear (&probe);
