@@ -186,6 +186,7 @@ start_engine (const VbBackendRequest *request, GError **error)
       = g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
   g_autofree char *mountpoint = NULL;
   struct loop_config config = { 0 };
+  char tag[LO_NAME_SIZE];
   VbEngineRuntime *rt;
   VbFuseServer *fuse;
   char *block_device;
@@ -195,7 +196,8 @@ start_engine (const VbBackendRequest *request, GError **error)
   if (rt == NULL)
     return NULL;
   mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
-  fuse = vb_fuse_server_new (mountpoint, "data", &vb_engine_switch_ops, rt->sw, error);
+  tag_for (request->instance, request->uuid, TRUE, tag);
+  fuse = vb_fuse_server_new (mountpoint, "data", tag, &vb_engine_switch_ops, rt->sw, error);
   if (fuse == NULL)
     goto fail;
   rt->transport = fuse;
@@ -443,9 +445,19 @@ loop_node_owner (dev_t devnum, VbNodeOwner *owner)
 {
   g_autofree char *loop_dir
       = g_strdup_printf ("/sys/dev/block/%u:%u/loop", major (devnum), minor (devnum));
-  g_autofree char *node = NULL, *name = NULL;
+  g_autofree char *backing_file = g_build_filename (loop_dir, "backing_file", NULL);
+  g_autofree char *backing = NULL, *node = NULL, *name = NULL, *fsname = NULL;
 
-  if (!g_file_test (loop_dir, G_FILE_TEST_IS_DIR) || (node = vb_node_of_devnum (devnum)) == NULL)
+  if (!g_file_test (loop_dir, G_FILE_TEST_IS_DIR))
+    return FALSE;
+  /* an engine's node is never opened here: a vblkd that holds its own
+   * FUSE-served node open when it is killed can hang in its exit, the
+   * page cache waiting on the connection only its exit would end; the
+   * FUSE mount's source names the owner instead */
+  if (g_file_get_contents (backing_file, &backing, NULL, NULL)
+      && (fsname = vb_fuse_source_of (g_strstrip (backing))) != NULL)
+    return vb_node_owner_parse_tag (fsname, owner);
+  if ((node = vb_node_of_devnum (devnum)) == NULL)
     return FALSE;
   name = vb_loop_get_name (node);
   return vb_node_owner_parse_tag (name, owner);

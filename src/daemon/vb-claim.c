@@ -248,7 +248,7 @@ vb_claim_node_unused (VbProbe *probe, const char *name, const char *block_device
       const VbPathFacts *f;
 
       g_hash_table_remove (probe->facts, block_device);
-      f = vb_probe_facts (probe, block_device, VB_INSPECT_CLAIMS, &local);
+      f = vb_probe_facts (probe, block_device, VB_INSPECT_CLAIMS | VB_INSPECT_EXCLUSIVE, &local);
       if (f == NULL || check_unused (block_device, f, &local))
         return TRUE;
       /* an exclusive opener that is about to let go (a checker that just

@@ -69,6 +69,16 @@ self_and_partitions (dev_t devnum)
   return out;
 }
 
+/* Bytes of block device @devnum, from sysfs (0 when unknown). */
+static guint64
+sysfs_size (dev_t devnum)
+{
+  g_autofree char *path = sysfs_of (devnum, "size");
+  g_autofree char *text = NULL;
+
+  return g_file_get_contents (path, &text, NULL, NULL) ? g_ascii_strtoull (text, NULL, 10) * 512 : 0;
+}
+
 /* "dm-0, md127": the holders of @devnum and of its partitions. */
 static char *
 holders_of (dev_t devnum)
@@ -192,12 +202,14 @@ look_at_claims (VbPathFacts *f, const char *path)
     {
       int fd;
 
-      f->owned = vb_backends_node_owner (f->dev, &f->owner);
       f->holders = holders_of (f->dev);
       f->mounted_on = table ? mounted_on (table, f->dev) : NULL;
       /* the kernel's claim: O_EXCL fails while a file system, md, dm or
-       * an engine holds it; read-only, so the close sends udev nothing */
-      fd = open (path, O_RDONLY | O_EXCL | O_NONBLOCK | O_CLOEXEC);
+       * an engine holds it; read-only, so the close sends udev nothing.
+       * Not on a node vblk made (see inspect_now). */
+      fd = f->owned && !(f->flags & VB_INSPECT_EXCLUSIVE)
+               ? -1
+               : open (path, O_RDONLY | O_EXCL | O_NONBLOCK | O_CLOEXEC);
       if (fd < 0 && errno == EBUSY)
         f->exclusive = TRUE;
       if (fd >= 0)
@@ -253,6 +265,18 @@ inspect_now (const char *path, VbInspectFlags flags, GError **error)
   f->dev = f->is_block ? st.st_rdev : st.st_dev;
   f->ino = st.st_ino;
   f->size = (guint64) st.st_size;
+  /* a node some vblkd made is known from sysfs and mountinfo, and never
+   * opened here: an engine's own node, held open by the vblkd that
+   * serves it when that one is killed, can hang its exit (the page cache
+   * waits on the FUSE connection only its exit would end) */
+  if (f->is_block && vb_backends_node_owner (f->dev, &f->owner))
+    {
+      f->owned = TRUE;
+      f->size = sysfs_size (f->dev);
+      if (flags & VB_INSPECT_CLAIMS)
+        look_at_claims (f, path);
+      return g_steal_pointer (&f);
+    }
   fd = vb_open_component (path, VB_OPEN_DIRECT, NULL);
   if (fd < 0)
     {

@@ -20,6 +20,9 @@ typedef enum {
   VB_INSPECT_TYPE = 0,            /* type, size, identity: always */
   VB_INSPECT_CLAIMS = 1 << 0,     /* mounts, holders, O_EXCL, vblk's nodes */
   VB_INSPECT_SUPERBLOCK = 1 << 1, /* the superblock of the first handler that knows it */
+  /* with CLAIMS, on a node vblk made too: its O_EXCL probe (a node about
+   * to be stopped; other nodes vblk made are never opened) */
+  VB_INSPECT_EXCLUSIVE = 1 << 2,
 } VbInspectFlags;
 
 typedef struct {

@@ -192,11 +192,12 @@ serve (gpointer data)
 }
 
 VbFuseServer *
-vb_fuse_server_new (const char *mountpoint, const char *file_name, const VbBlockOps *ops,
-                    void *handle, GError **error)
+vb_fuse_server_new (const char *mountpoint, const char *file_name, const char *fsname,
+                    const VbBlockOps *ops, void *handle, GError **error)
 {
   VbFuseServer *s = g_new0 (VbFuseServer, 1);
   struct fuse_args args = FUSE_ARGS_INIT (0, NULL);
+  g_autofree char *options = NULL;
 
   s->mountpoint = g_strdup (mountpoint);
   s->file_name = g_strdup (file_name);
@@ -213,7 +214,10 @@ vb_fuse_server_new (const char *mountpoint, const char *file_name, const VbBlock
     }
   fuse_opt_add_arg (&args, "vblkd");
   fuse_opt_add_arg (&args, "-o");
-  fuse_opt_add_arg (&args, "fsname=vblk,subtype=vblk,default_permissions");
+  /* the mount's source names its owner, so that who serves a loop device
+   * over this file is known from mountinfo without opening anything */
+  options = g_strdup_printf ("fsname=%s,subtype=vblk,default_permissions", fsname);
+  fuse_opt_add_arg (&args, options);
   s->fuse = fuse_new (&args, &fs_operations, sizeof fs_operations, s);
   fuse_opt_free_args (&args);
   if (s->fuse == NULL || fuse_mount (s->fuse, mountpoint) != 0)
@@ -241,6 +245,36 @@ vb_fuse_server_path (VbFuseServer *s)
 }
 
 #define FUSECTL "/sys/fs/fuse/connections"
+
+char *
+vb_fuse_source_of (const char *path)
+{
+  struct libmnt_table *table = mnt_new_table_from_file ("/proc/self/mountinfo");
+  struct libmnt_iter *iter;
+  struct libmnt_fs *fs;
+  char *source = NULL;
+  gsize best = 0;
+
+  if (table == NULL)
+    return NULL;
+  iter = mnt_new_iter (MNT_ITER_FORWARD);
+  while (mnt_table_next_fs (table, iter, &fs) == 0)
+    {
+      const char *target = mnt_fs_get_target (fs);
+      gsize len = target ? strlen (target) : 0;
+      /* the deepest mount whose target holds the path */
+      if (len <= best || strncmp (path, target, len) != 0 || path[len] != '/')
+        continue;
+      best = len;
+      g_free (source);
+      source = g_strcmp0 (mnt_fs_get_fstype (fs), "fuse.vblk") == 0
+                   ? g_strdup (mnt_fs_get_source (fs))
+                   : NULL;
+    }
+  mnt_free_iter (iter);
+  mnt_unref_table (table);
+  return source;
+}
 
 /* Ends the kernel connection (fusectl's abort): every request waiting on
  * it fails, every thread reading /dev/fuse wakes. FALSE when it was gone. */

@@ -10,9 +10,15 @@ G_BEGIN_DECLS
 
 typedef struct _VbFuseServer VbFuseServer;
 
+/* The source of the vblk FUSE mount holding @path ("vblk:INSTANCE:UUID:engine"),
+ * from mountinfo alone (nothing under the mount is touched); NULL when
+ * @path is on no such mount. */
+char *vb_fuse_source_of (const char *path);
+
 /* Mounts a FUSE file system on @mountpoint (created if missing) holding
- * one file @file_name; serves it on its own threads until freed. */
-VbFuseServer *vb_fuse_server_new (const char *mountpoint, const char *file_name,
+ * one file @file_name, its source (mountinfo) @fsname; serves it on its
+ * own threads until freed. */
+VbFuseServer *vb_fuse_server_new (const char *mountpoint, const char *file_name, const char *fsname,
                                   const VbBlockOps *ops, void *handle, GError **error);
 const char *vb_fuse_server_path (VbFuseServer *server);
 /* Unmounts and joins the serving threads. Nothing may hold the file open. */
