@@ -84,6 +84,9 @@ entry_json (GDBusObjectManager *manager, GVariant *entry)
             json_object_set_int_member (co, "events", (gint64) t);
           if (g_variant_lookup (c, "stale", "b", &b))
             json_object_set_boolean_member (co, "stale", b);
+          /* what a start makes of it: current, resync, rebuild, faulty... */
+          if (g_variant_lookup (c, "start", "&s", &s))
+            json_object_set_string_member (co, "start", s);
           json_array_add_object_element (array, co);
           g_variant_unref (c);
         }
@@ -127,11 +130,14 @@ print_text (JsonArray *found)
             {
               JsonObject *c = json_array_get_object_element (components, j);
 
-              g_print ("    %-6s %s  %s %" G_GINT64_FORMAT "%s\n",
+              gboolean stale = json_object_get_boolean_member (c, "stale");
+              const char *start = json_object_get_string_member_with_default (c, "start", "");
+
+              g_print ("    %-6s %s  %s %" G_GINT64_FORMAT "%s%s%s%s\n",
                        json_object_get_string_member (c, "role"),
                        json_object_get_string_member (c, "path"), _ ("events"),
-                       json_object_get_int_member (c, "events"),
-                       json_object_get_boolean_member (c, "stale") ? _ ("  stale") : "");
+                       json_object_get_int_member (c, "events"), stale ? _ ("  stale") : "",
+                       stale && *start ? " (" : "", stale ? start : "", stale && *start ? ")" : "");
             }
         }
       for (guint j = 0; j < json_array_get_length (problems); j++)

@@ -45,6 +45,7 @@
 
 #include "backend-kernel-private.h"
 #include "loop-util.h"
+#include "assembly.h"
 #include "handler-md1.h"
 #include "metadata.h"
 #include "superblock.h"
@@ -323,6 +324,8 @@ member_new (const char *path, const char *uuid, const char *node, gboolean meta,
 
 /* ---- metadata ---- */
 
+static void member_gone_locked (MdArray *a, guint slot, gboolean take_spare);
+
 /* The current superblock to every member that has not failed, events
  * counted up. FALSE when no member took it. Called with a->lock held. */
 static gboolean
@@ -370,9 +373,10 @@ write_bitmap (MdArray *a, Member *m, gboolean dirty)
   free (buf);
 }
 
-/* The newest superblock's role table decides: a member with the table's
- * events in an in-sync role is in sync; any other member is recovered in
- * full (md has no bitmap of vblk's). */
+/* The newest superblock's role table and the assembly rule (assembly.h)
+ * decide, as on the engine: a member with the table's events in an in-sync
+ * role is in sync; a faulty one stays out of md until it is re-added; any
+ * other member is recovered in full (md has no bitmap of vblk's). */
 static gboolean
 assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, GError **error)
 {
@@ -454,25 +458,45 @@ assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, G
   for (guint i = 0; i < a->n; i++)
     {
       Member *m = a->members[i];
-      gboolean member = m && present[i] && found[i].role == (gint32) i
-                        && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0;
-      if (m == NULL)
+      g_autofree char *why = NULL;
+      /* md keeps no vblk bitmap: whatever is behind is recovered in full */
+      VbSlotFacts facts = {
+        .device = &a->sb,
+        .slot = i,
+        .present = m != NULL,
+        .own = present[i] ? &found[i] : NULL,
+        .newest = found[best].component_uuid,
+        .use_bitmap = FALSE,
+      };
+      VbSlotDecision d = vb_assembly_decide (&facts, &why);
+
+      switch (d)
         {
+        case VB_SLOT_MISSING:
           if (a->sb.roles[i].state == VB_ROLE_IN_SYNC)
             a->sb.roles[i].state = VB_ROLE_MISSING;
           g_message ("%s: component %u is missing; starting degraded", a->name, i);
           continue;
-        }
-      if (member && found[i].events == a->sb.events && a->sb.roles[i].state == VB_ROLE_IN_SYNC)
-        {
+        case VB_SLOT_CURRENT:
           g_free (m->uuid);
           m->uuid = g_strdup (found[i].component_uuid);
           in_sync++;
           continue;
+        case VB_SLOT_FAULTY:
+          /* kept out of md, shown faulty, until an explicit re-add */
+          g_message ("%s: component %u (%s): %s", a->name, i, m->path, why);
+          g_free (m->uuid);
+          m->uuid = g_strdup (found[i].component_uuid);
+          m->failed = TRUE;
+          member_gone_locked (a, i, FALSE);
+          continue;
+        case VB_SLOT_RESYNC:
+        case VB_SLOT_RESUME:
+        case VB_SLOT_REBUILD:
+          break;
         }
-      g_message ("%s: component %u (%s) is %s; md recovers it", a->name, i, m->path,
-                 member ? "stale" : "new to the device");
-      if (member)
+      g_message ("%s: component %u (%s): %s; md recovers it in full", a->name, i, m->path, why);
+      if (present[i] && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0)
         {
           g_free (m->uuid);
           m->uuid = g_strdup (found[i].component_uuid);
@@ -1237,7 +1261,7 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
       Member *m = a->members[i];
       g_autofree char *dev = NULL, *offset = NULL, *size = NULL, *state = NULL, *rstart = NULL,
                       *slot = NULL;
-      if (m == NULL)
+      if (m == NULL || m->removed)
         continue;
       dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
       offset = dev_attr (m, "offset");
@@ -1402,6 +1426,10 @@ vb_kernel_md_start (const VbBackendRequest *request, GError **error)
       if (!a->read_only)
         {
           a->sb.clean = FALSE;
+          /* superblocks from before events_cleared was recorded: no copy
+           * older than this write is trusted (assembly.h) */
+          if (!(a->sb.features & VB_SB_FEATURE_EVENTS_CLEARED))
+            vb_assembly_record_clear (&a->sb);
           write_all_locked (a);
           for (guint i = 0; i < a->n; i++)
             write_bitmap (a, a->members[i], TRUE);
@@ -1622,6 +1650,10 @@ vb_kernel_md_stop (const char *block_device, const char *instance, const char *u
   if (a->meta && !a->read_only)
     {
       a->sb.clean = a->copies == 1 || g_strcmp0 (resync, "none") == 0;
+      /* the bitmap is cleared after this write: a copy of a component
+       * taken before it is never resynced from the cleared bits */
+      if (a->sb.clean)
+        vb_assembly_record_clear (&a->sb);
       write_all_locked (a);
       if (a->sb.clean)
         for (guint i = 0; i < a->n; i++)

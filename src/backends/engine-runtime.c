@@ -379,6 +379,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
+  g_autofree guint64 *errors = g_new0 (guint64, request->n_components);
   g_autoptr (GError) local = NULL;
   VbEngine *old, *engine;
   int r;
@@ -399,12 +400,18 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
       behind[i] = TRUE;
       for (guint j = 0; j < vb_engine_n_components (old); j++)
         if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
-          behind[i] = !vb_engine_component_in_sync (old, j);
+          {
+            behind[i] = !vb_engine_component_in_sync (old, j);
+            /* a kept component keeps its error count (and, from the
+             * superblocks, its state: a faulty one stays faulty) */
+            errors[i] = vb_engine_component_errors (old, j);
+          }
       source_for (request->paths[i], &sources[i]);
     }
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;
   identity.out_of_sync = behind;
+  identity.errors = errors;
 
   /* nothing but requests touches the components from here on */
   vb_engine_quiesce (old);

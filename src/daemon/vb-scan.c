@@ -433,6 +433,28 @@ check_name (VbScan *scan, VbScanGroup *g, const VbState *desired)
     }
 }
 
+/* What a start makes of @c: the assembly rule (assembly.h) against the
+ * newest superblock, the one the engine and md apply. A spare is current
+ * unless older; an mdadm member follows md's own rule (older: recovered). */
+static VbSlotDecision
+component_decision (const VbScanGroup *g, const VbScanComponent *c)
+{
+  VbSlotFacts facts = {
+    .device = g->best,
+    .slot = (guint) c->sb.role,
+    .present = TRUE,
+    .own = &c->sb,
+    .newest = g->best->component_uuid,
+    .use_bitmap = TRUE,
+    .can_resume = TRUE,
+  };
+
+  if (strcmp (g->best->format, "md1") == 0 || c->sb.role < 0
+      || (guint32) c->sb.role >= g->best->n_roles)
+    return c->sb.events < g->best->events ? VB_SLOT_REBUILD : VB_SLOT_CURRENT;
+  return vb_assembly_decide (&facts, NULL);
+}
+
 void
 vb_scan_group (VbScan *scan, const VbState *desired)
 {
@@ -468,7 +490,8 @@ vb_scan_group (VbScan *scan, const VbState *desired)
       for (guint j = 0; j < g->components->len; j++)
         {
           VbScanComponent *c = g->components->pdata[j];
-          c->stale = c->sb.events < g->best->events;
+          c->decision = component_decision (g, c);
+          c->stale = c->decision != VB_SLOT_CURRENT;
         }
       for (guint j = 0; j < desired->devices->len; j++)
         {
@@ -511,6 +534,8 @@ components_variant (const VbScanGroup *g)
       g_variant_builder_add (&b, "{sv}", "role", g_variant_new_int32 (c->sb.role));
       g_variant_builder_add (&b, "{sv}", "events", g_variant_new_uint64 (c->sb.events));
       g_variant_builder_add (&b, "{sv}", "stale", g_variant_new_boolean (c->stale));
+      g_variant_builder_add (&b, "{sv}", "start",
+                             g_variant_new_string (vb_slot_decision_to_string (c->decision)));
       g_variant_builder_close (&b);
     }
   return g_variant_builder_end (&b);

@@ -6,6 +6,7 @@
 
 #include <glib.h>
 
+#include "assembly.h"
 #include "superblock.h"
 #include "vb-state.h"
 
@@ -15,7 +16,10 @@ G_BEGIN_DECLS
 typedef struct {
   char *path;
   VbSuperblock sb;
-  gboolean stale; /* its events are below its group's */
+  /* what starting the device would make of it (the assembly rule, as the
+   * engine and md apply it); stale: anything but current */
+  VbSlotDecision decision;
+  gboolean stale;
 } VbScanComponent;
 
 /* The superblocks of one device UUID. */

@@ -7,7 +7,10 @@
  * components reads set. It is cleared lazily, by the sweep, only once every
  * component has every write to the chunk (none in flight) and the chunk stayed
  * idle for a whole sweep period; a clear that reaches the disk late or not at
- * all costs only a needless resync of the chunk.
+ * all costs only a needless resync of the chunk. Before any bit is cleared
+ * the clear function runs (events_cleared in the superblocks): a copy of a
+ * component older than that is rebuilt in full, never resynced from bits
+ * that no longer say what it missed.
  *
  * In memory, besides the bits, a "pending" bit per chunk says the bit is set but
  * not known to be durable yet; writers whose bits are set and not pending take
@@ -47,6 +50,8 @@ struct _VbBitmap {
   VbBitmapBlock *blocks;
   VbBitmapPersistFunc persist;
   gpointer user_data;
+  VbBitmapClearFunc clear_func;
+  gpointer clear_data;
 };
 
 static inline gboolean
@@ -137,6 +142,45 @@ vb_bitmap_free (VbBitmap *bm)
   g_free (bm->in_flight);
   g_free (bm->blocks);
   g_free (bm);
+}
+
+void
+vb_bitmap_set_clear_func (VbBitmap *bm, VbBitmapClearFunc func, gpointer user_data)
+{
+  g_return_if_fail (bm != NULL);
+  bm->clear_func = func;
+  bm->clear_data = user_data;
+}
+
+/* Lock held: the clear function before bits go; returns with the lock held.
+ * The lock is dropped around it, so the caller decides which bits go only
+ * afterwards (a write that came meanwhile keeps its chunk's bit). */
+static int
+before_clear (VbBitmap *bm)
+{
+  int r;
+
+  if (bm->clear_func == NULL)
+    return 0;
+  g_mutex_unlock (&bm->lock);
+  r = bm->clear_func (bm->clear_data);
+  g_mutex_lock (&bm->lock);
+  return r < 0 ? r : 0;
+}
+
+/* Lock held: a set bit that the sweep would clear now. */
+static gboolean
+any_idle (VbBitmap *bm)
+{
+  for (gsize i = 0; i < bm->n_bytes; i++)
+    {
+      guint8 idle = bm->bits[i] & (guint8) ~bm->written[i];
+
+      for (; idle != 0; idle &= (guint8) (idle - 1))
+        if (bm->in_flight[(guint64) i * 8 + (guint) __builtin_ctz (idle)] == 0)
+          return TRUE;
+    }
+  return FALSE;
 }
 
 /* The chunks [*first, *last] a byte range touches; FALSE for an empty range. */
@@ -338,6 +382,8 @@ vb_bitmap_sweep (VbBitmap *bm, gboolean may_clear)
   g_return_val_if_fail (bm != NULL, 0);
 
   g_mutex_lock (&bm->lock);
+  if (may_clear && any_idle (bm) && before_clear (bm) < 0)
+    may_clear = FALSE;
   if (may_clear)
     {
       for (gsize i = 0; i < bm->n_bytes; i++)
@@ -478,23 +524,39 @@ vb_bitmap_mark_all (VbBitmap *bm)
 int
 vb_bitmap_clear_chunk (VbBitmap *bm, guint64 chunk)
 {
-  guint b;
-  int r;
+  return vb_bitmap_clear_chunks (bm, &chunk, 1);
+}
+
+int
+vb_bitmap_clear_chunks (VbBitmap *bm, const guint64 *chunks, guint n)
+{
+  gboolean any = FALSE;
+  int r = 0;
 
   g_return_val_if_fail (bm != NULL, -EINVAL);
-  g_return_val_if_fail (chunk < bm->n_chunks, -EINVAL);
+  g_return_val_if_fail (chunks != NULL || n == 0, -EINVAL);
+  for (guint i = 0; i < n; i++)
+    g_return_val_if_fail (chunks[i] < bm->n_chunks, -EINVAL);
 
   g_mutex_lock (&bm->lock);
-  /* A write in flight may not have reached every component yet. */
-  if (!bit_get (bm->bits, chunk) || bm->in_flight[chunk] != 0)
+  for (guint i = 0; i < n && !any; i++)
+    any = bit_get (bm->bits, chunks[i]) && bm->in_flight[chunks[i]] == 0;
+  if (any)
+    r = before_clear (bm);
+  for (guint i = 0; i < n && any && r == 0; i++)
     {
-      g_mutex_unlock (&bm->lock);
-      return 0;
+      /* A write in flight may not have reached every component yet. */
+      if (!bit_get (bm->bits, chunks[i]) || bm->in_flight[chunks[i]] != 0)
+        continue;
+      clear_bit (bm, chunks[i]);
+      bit_clear (bm->written, chunks[i]);
     }
-  clear_bit (bm, chunk);
-  bit_clear (bm->written, chunk);
-  b = (guint) (chunk / BITS_PER_BLOCK);
-  r = persist_until (bm, b, bm->blocks[b].gen);
+  for (guint i = 0; i < n && any && r == 0; i++)
+    {
+      guint b = (guint) (chunks[i] / BITS_PER_BLOCK);
+
+      r = persist_until (bm, b, bm->blocks[b].gen);
+    }
   g_mutex_unlock (&bm->lock);
   return r;
 }

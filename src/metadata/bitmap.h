@@ -24,6 +24,13 @@ typedef struct _VbBitmap VbBitmap;
  * block. Returns 0 or -errno. */
 typedef int (*VbBitmapPersistFunc) (guint block, const guint8 *data, gpointer user_data);
 
+/* Called before bits are cleared (by a sweep or after a resync), with no
+ * bitmap lock held; may block. It makes the clearing known first — the
+ * engine records events_cleared in the superblocks, so that a copy of a
+ * component taken before the bits went is never resynced from them.
+ * Returns 0, or -errno: then nothing is cleared (the bits stay set). */
+typedef int (*VbBitmapClearFunc) (gpointer user_data);
+
 /* @initial: the bitmap area as read from disk (NULL: all clear); it may be
  * shorter or longer than needed, bits past the last chunk are ignored. The
  * loaded bits are taken as durable. */
@@ -31,6 +38,9 @@ VbBitmap *vb_bitmap_new (guint64 data_size, guint64 chunk, const guint8 *initial
                          VbBitmapPersistFunc persist, gpointer user_data);
 /* No call may be running on @bm. */
 void vb_bitmap_free (VbBitmap *bm);
+/* Before any bit is cleared, @func (NULL: none); set before the bitmap is
+ * shared. */
+void vb_bitmap_set_clear_func (VbBitmap *bm, VbBitmapClearFunc func, gpointer user_data);
 
 /* Before a write: sets the bits of every chunk the range touches; a bit newly
  * set is persisted (persist() returned 0) before this returns; in-flight count
@@ -58,6 +68,8 @@ void vb_bitmap_mark_all (VbBitmap *bm);
 /* After a resync of @chunk: clears its bit and persists; 0 or -errno. A chunk
  * with a write in flight keeps its bit (a later sweep clears it). */
 int vb_bitmap_clear_chunk (VbBitmap *bm, guint64 chunk);
+/* The same for @n chunks at once: the clear function runs once for all. */
+int vb_bitmap_clear_chunks (VbBitmap *bm, const guint64 *chunks, guint n);
 /* Copy of the current bits (for writing to a new component); bytes past the
  * bitmap are zero. */
 void vb_bitmap_snapshot (VbBitmap *bm, guint8 *out, gsize len);

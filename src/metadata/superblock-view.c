@@ -26,6 +26,18 @@ format_bytes (guint64 bytes)
   return g_strdup_printf ("%" G_GUINT64_FORMAT " (%s)", bytes, human);
 }
 
+static char *
+format_features (guint32 features)
+{
+  GString *s = g_string_new (NULL);
+
+  if (features & VB_SB_FEATURE_BITMAP)
+    g_string_append (s, "bitmap");
+  if (features & VB_SB_FEATURE_EVENTS_CLEARED)
+    g_string_append_printf (s, "%sevents_cleared", s->len ? ", " : "");
+  return g_string_free (s->len ? s : g_string_append (s, "none"), FALSE);
+}
+
 char *
 vb_superblock_to_text (const VbSuperblock *sb)
 {
@@ -35,19 +47,20 @@ vb_superblock_to_text (const VbSuperblock *sb)
   g_autofree char *data_offset = NULL;
   g_autofree char *data_size = NULL;
   g_auto (GStrv) attributes = NULL;
+  g_autofree char *features = NULL;
   guint n_roles;
 
   g_return_val_if_fail (sb != NULL, NULL);
 
   s = g_string_new (NULL);
+  features = format_features (sb->features);
   ctime = format_time (sb->ctime);
   utime = format_time (sb->utime);
   data_offset = format_bytes (sb->data_offset);
   data_size = format_bytes (sb->data_size);
   g_string_append_printf (s, "%16s : %s\n", "Format", sb->format[0] ? sb->format : "vblk");
   g_string_append_printf (s, "%16s : %u\n", "Version", sb->version);
-  g_string_append_printf (s, "%16s : %s\n", "Features",
-                          (sb->features & VB_SB_FEATURE_BITMAP) ? "bitmap" : "none");
+  g_string_append_printf (s, "%16s : %s\n", "Features", features);
   g_string_append_printf (s, "%16s : %s\n", "Device UUID", sb->device_uuid);
   g_string_append_printf (s, "%16s : %s\n", "Device Name", sb->device_name);
   g_string_append_printf (s, "%16s : %s\n", "Component UUID", sb->component_uuid);
@@ -66,6 +79,11 @@ vb_superblock_to_text (const VbSuperblock *sb)
       shown++;
     }
   g_string_append_printf (s, "%16s : %" G_GUINT64_FORMAT "\n", "Events", sb->events);
+  if (sb->features & VB_SB_FEATURE_EVENTS_CLEARED)
+    g_string_append_printf (s, "%16s : %" G_GUINT64_FORMAT "\n", "Events Cleared",
+                            sb->events_cleared);
+  else
+    g_string_append_printf (s, "%16s : %s\n", "Events Cleared", "not recorded");
   g_string_append_printf (s, "%16s : %s\n", "State", sb->clean ? "clean" : "active");
   g_string_append_printf (s, "%16s : %s\n", "Creation Time", ctime);
   g_string_append_printf (s, "%16s : %s\n", "Update Time", utime);
@@ -127,6 +145,8 @@ vb_superblock_to_json (const VbSuperblock *sb)
   json_builder_begin_array (b);
   if (sb->features & VB_SB_FEATURE_BITMAP)
     json_builder_add_string_value (b, "bitmap");
+  if (sb->features & VB_SB_FEATURE_EVENTS_CLEARED)
+    json_builder_add_string_value (b, "events_cleared");
   json_builder_end_array (b);
   add_string (b, "device_uuid", sb->device_uuid);
   add_string (b, "device_name", sb->device_name);
@@ -150,6 +170,12 @@ vb_superblock_to_json (const VbSuperblock *sb)
     }
   json_builder_end_object (b);
   add_uint (b, "events", sb->events);
+  /* null: written before it was recorded */
+  json_builder_set_member_name (b, "events_cleared");
+  if (sb->features & VB_SB_FEATURE_EVENTS_CLEARED)
+    json_builder_add_int_value (b, (gint64) MIN (sb->events_cleared, (guint64) G_MAXINT64));
+  else
+    json_builder_add_null_value (b);
   json_builder_set_member_name (b, "clean");
   json_builder_add_boolean_value (b, sb->clean);
   add_uint (b, "ctime", sb->ctime);

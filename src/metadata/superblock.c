@@ -8,7 +8,8 @@
  *
  *    0    8  magic "VBLKSB\r\n"
  *    8    4  version (1)
- *   12    4  features (bit 0: write-intent bitmap; other bits refused)
+ *   12    4  features (bit 0: write-intent bitmap; bit 1: events_cleared
+ *            is recorded; other bits refused)
  *   16    4  CRC-32C of the 4096 bytes with these 4 bytes zero
  *   20    4  reserved, zero
  *   24   16  device UUID (binary, RFC 4122 byte order), never nil
@@ -34,7 +35,8 @@
  *            entries at and past n_roles are all zero
  * 1320 2048  attributes: "key=value\n" lines sorted by key, NUL-terminated,
  *            zero-padded
- * 3368  728  reserved, zero
+ * 3368    8  events_cleared (<= events; 0 unless features bit 1)
+ * 3376  720  reserved, zero
  *
  * Every byte has one meaning, so an accepted block re-encodes to itself. */
 #include "config.h"
@@ -57,13 +59,14 @@
 
 #define VB_SB_VERSION 1
 #define VB_SB_ALIGN 4096
-#define VB_SB_FEATURES_KNOWN VB_SB_FEATURE_BITMAP
+#define VB_SB_FEATURES_KNOWN (VB_SB_FEATURE_BITMAP | VB_SB_FEATURE_EVENTS_CLEARED)
 #define VB_SB_MIN_CHUNK (64 * 1024)
 #define VB_SB_NAME_FIELD 65
 #define VB_SB_DRIVER_FIELD 33
 
 G_STATIC_ASSERT (VB_SB_OFF_ROLES + VB_SB_MAX_ROLES * VB_SB_ROLE_ENTRY == VB_SB_OFF_ATTRIBUTES);
-G_STATIC_ASSERT (VB_SB_OFF_ATTRIBUTES + VB_SB_ATTR_MAX == VB_SB_OFF_RESERVED3);
+G_STATIC_ASSERT (VB_SB_OFF_ATTRIBUTES + VB_SB_ATTR_MAX == VB_SB_OFF_EVENTS_CLEARED);
+G_STATIC_ASSERT (VB_SB_OFF_EVENTS_CLEARED + 8 == VB_SB_OFF_RESERVED3);
 G_STATIC_ASSERT (VB_SB_OFF_RESERVED3 < VB_SB_SIZE);
 G_STATIC_ASSERT (VB_SB_OFF_DEVICE_NAME + VB_SB_NAME_FIELD == VB_SB_OFF_DRIVER);
 G_STATIC_ASSERT (VB_SB_OFF_DRIVER + VB_SB_DRIVER_FIELD == VB_SB_OFF_RESERVED2);
@@ -188,6 +191,7 @@ vb_superblock_encode (const VbSuperblock *sb, guint8 out[VB_SB_SIZE])
   put_u32 (out + VB_SB_OFF_ROLE, (guint32) sb->role);
   put_u32 (out + VB_SB_OFF_N_ROLES, sb->n_roles);
   put_u64 (out + VB_SB_OFF_EVENTS, sb->events);
+  put_u64 (out + VB_SB_OFF_EVENTS_CLEARED, sb->events_cleared);
   put_u64 (out + VB_SB_OFF_CTIME, sb->ctime);
   put_u64 (out + VB_SB_OFF_UTIME, sb->utime);
   put_u64 (out + VB_SB_OFF_DATA_OFFSET, sb->data_offset);
@@ -442,6 +446,15 @@ decode_fields (const guint8 *buf, VbSuperblock *sb, GError **error)
     return FALSE;
 
   sb->events = get_u64 (buf + VB_SB_OFF_EVENTS);
+  sb->events_cleared = get_u64 (buf + VB_SB_OFF_EVENTS_CLEARED);
+  if (!(sb->features & VB_SB_FEATURE_EVENTS_CLEARED) && sb->events_cleared != 0)
+    return refuse (error,
+                   "events_cleared: %" G_GUINT64_FORMAT " but the events_cleared feature is off",
+                   sb->events_cleared);
+  if (sb->events_cleared > sb->events)
+    return refuse (error,
+                   "events_cleared: %" G_GUINT64_FORMAT " is above events %" G_GUINT64_FORMAT,
+                   sb->events_cleared, sb->events);
   sb->ctime = get_u64 (buf + VB_SB_OFF_CTIME);
   sb->utime = get_u64 (buf + VB_SB_OFF_UTIME);
   clean = buf[VB_SB_OFF_CLEAN];

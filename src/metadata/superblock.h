@@ -22,6 +22,10 @@ G_BEGIN_DECLS
 #define VB_SB_ATTR_MAX 2048 /* attribute text incl. NUL */
 
 #define VB_SB_FEATURE_BITMAP (1u << 0)
+/* events_cleared is recorded: a superblock written before it existed has
+ * this bit clear, and then no copy older than it is trusted (see
+ * assembly.h) */
+#define VB_SB_FEATURE_EVENTS_CLEARED (1u << 1)
 
 typedef enum {
   VB_ROLE_EMPTY = 0,
@@ -36,7 +40,7 @@ typedef enum {
 typedef struct {
   char format[8];       /* the handler that read it: "vblk", "md1" */
   guint32 version;      /* 1 */
-  guint32 features;     /* VB_SB_FEATURE_BITMAP = 1 << 0 */
+  guint32 features;     /* VB_SB_FEATURE_BITMAP, VB_SB_FEATURE_EVENTS_CLEARED */
   char device_uuid[37]; /* canonical text UUID */
   char device_name[65];
   char component_uuid[37];
@@ -44,6 +48,11 @@ typedef struct {
   char driver[33];
   char attributes[VB_SB_ATTR_MAX]; /* "key=value\n" lines, sorted by key */
   guint64 events;
+  /* the events of the superblock write that came before the last clearing
+   * of bitmap bits: a copy of a component with fewer events may miss
+   * writes the bitmap no longer records (md's events_cleared); 0 without
+   * VB_SB_FEATURE_EVENTS_CLEARED */
+  guint64 events_cleared;
   gboolean clean;         /* TRUE: stopped cleanly, no write in flight */
   guint64 ctime, utime;   /* µs since the epoch */
   guint64 data_offset;    /* bytes, multiple of 4096, >= VB_BITMAP_OFFSET + bitmap_bytes */
@@ -90,14 +99,16 @@ typedef struct {
 #define VB_SB_OFF_ROLES 232       /* VB_SB_MAX_ROLES entries of VB_SB_ROLE_ENTRY */
 #define VB_SB_ROLE_ENTRY 17       /* uuid (16), state (1) */
 #define VB_SB_OFF_ATTRIBUTES 1320 /* VB_SB_ATTR_MAX bytes */
-#define VB_SB_OFF_RESERVED3 3368  /* to the end of the block */
+#define VB_SB_OFF_EVENTS_CLEARED 3368
+#define VB_SB_OFF_RESERVED3 3376 /* to the end of the block */
 
 void vb_superblock_encode (const VbSuperblock *sb, guint8 out[VB_SB_SIZE]); /* sets magic, CRC */
 
 /* Validates everything: magic ("no vblk superblock" -> VB_ERROR_NOT_FOUND), then CRC
  * ("superblock checksum mismatch (stored X, computed Y)"), version, NUL-terminated strings,
  * UUID syntax, role range, n_roles, states, offsets/alignment/bitmap fitting before data,
- * role==slot entry consistent (roles[role].uuid == component_uuid unless spare).
+ * role==slot entry consistent (roles[role].uuid == component_uuid unless spare),
+ * events_cleared <= events (and 0 without its feature bit).
  * Everything but missing magic -> VB_ERROR_INVALID_ARGUMENT, message naming the field.
  * Uses the first VB_SB_SIZE bytes of @buf. */
 gboolean vb_superblock_decode (const guint8 *buf, gsize len, VbSuperblock *sb, GError **error);

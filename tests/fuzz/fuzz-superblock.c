@@ -160,6 +160,10 @@ vb_fuzz_write_seeds (const char *dir)
   sb.roles[2].uuid[0] = '\0';
   g_strlcpy (sb.attributes, "bitmap_chunk=67108864\nsync_speed=1000\n", sizeof sb.attributes);
   ok &= write_seed (dir, "raid1-degraded-bitmap", &sb);
+  /* The same with events_cleared recorded (bits last cleared at 5). */
+  sb.features |= VB_SB_FEATURE_EVENTS_CLEARED;
+  sb.events_cleared = 5;
+  ok &= write_seed (dir, "raid1-events-cleared", &sb);
 
   /* A spare of a raid10, and a component halfway through a rebuild. */
   seed_base (&sb, 4);

@@ -136,17 +136,38 @@ vb_wait_state q degraded 10
 vb_expect_fail WouldLoseData vbmgr fail q "$T/q1.img"
 vb_assert_eq "faulty in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "the last copy stays in sync"
 
-vb_log "a stale component at start: md recovers it in full, never reads it"
+vb_log "a failed component stays out of md through a start; its re-add is recovered in full"
 head -c 2M /dev/urandom > "$T/qpattern"
 dd if="$T/qpattern" of="$(vb_blockdev_of q)" bs=1M seek=3 oflag=direct status=none
 vbmgr stop q
 vbmgr start q
 qbd=$(vb_blockdev_of q)
+vb_assert_eq "faulty in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "q0 still faulty after the start"
 cmp -n $((2 << 20)) -i 0:$((3 << 20)) "$T/qpattern" "$qbd" || vb_fail "q read stale data after the start"
-vbmgr wait q > /dev/null || vb_fail "recovery of the stale leg"
+vbmgr add q "$T/q0.img"
+cmp -n $((2 << 20)) -i 0:$((3 << 20)) "$T/qpattern" "$qbd" || vb_fail "q read stale data during the re-add"
+vbmgr wait q > /dev/null || vb_fail "recovery of the re-added leg"
 vb_assert_eq "in-sync in-sync" "$(vb_json q '[.components[].state] | join(" ")')" "q after the recovery"
 vbmgr stop q
 cmp -i 1M:1M "$T/q0.img" "$T/q1.img" || vb_fail "q's legs differ after the recovery"
+
+vb_log "a stale copy of a component at start: md recovers it in full, never reads it"
+cp "$T/q0.img" "$T/q0.snap"
+vbmgr start q
+head -c 2M /dev/urandom > "$T/qpattern"
+dd if="$T/qpattern" of="$(vb_blockdev_of q)" bs=1M seek=3 oflag=direct status=none
+vbmgr stop q
+cp "$T/q0.snap" "$T/q0.img"
+vbmgr start q
+qbd=$(vb_blockdev_of q)
+grep -q "component 0 ($T/q0.img): it is at events .*; md recovers it in full" "$VB_LOG" ||
+  vb_fail "the stale copy was not recovered in full"
+for i in 1 2 3 4; do
+  cmp -n $((2 << 20)) -i 0:$((3 << 20)) "$T/qpattern" "$qbd" || vb_fail "q read the stale copy (round $i)"
+done
+vbmgr wait q > /dev/null || vb_fail "recovery of the stale copy"
+vbmgr stop q
+cmp -i 1M:1M "$T/q0.img" "$T/q1.img" || vb_fail "q's legs differ after the recovery of the copy"
 vbmgr start q
 vb_expect_fail NotSupported vbmgr reconfigure q --add "$T/q2.img"
 vb_assert_contains "$VB_ERR" "md array" "the refusal names md"

@@ -32,6 +32,10 @@ vb_assert_eq "faulty in-sync" "$(vb_json r '[.components[].state] | join(" ")')"
 vbmgr set f fail_reads=false fail_offset=0 fail_length=0
 vbmgr stop r
 vbmgr start r
+# a failed leg stays faulty through a start (issue 15, defect E); the
+# explicit re-add brings it back
+vb_assert_eq "faulty in-sync" "$(vb_json r '[.components[].state] | join(" ")')" "leg 0 still faulty after the start"
+vbmgr add r vblk:f
 vbmgr wait r > /dev/null || vb_fail "re-add after the read errors"
 vb_assert_eq active "$(vb_state_of r)" "active after re-add"
 bd=$(vb_blockdev_of r)

@@ -3,7 +3,8 @@
 # read by vbmgr examine without a daemon; a corrupted superblock (bad CRC),
 # a component of another device and two components claiming one role are
 # refused at start with a message naming the component, and nothing is
-# written; a stale component is never read while it is re-added; a spare
+# written; a failed component stays faulty through a start, and is never
+# read while it is re-added (vbmgr add); a spare
 # takes a failed slot and is rebuilt; check counts mismatches and repair
 # fixes them.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -134,7 +135,11 @@ vbmgr stop m
 vbmgr set m sync_speed_max=512K sync_speed_min=512K
 vbmgr start m
 bd=$(vb_blockdev_of m)
-vb_assert_eq "in-sync rebuilding" "$(vb_json m '[.components[].state] | join(" ")')" "b rebuilding after start"
+# a failed component stays faulty through a start: only an explicit re-add
+# brings it back (issue 15, defect E)
+vb_assert_eq "in-sync faulty" "$(vb_json m '[.components[].state] | join(" ")')" "b still faulty after start"
+vbmgr add m "$T/b.img"
+vb_assert_eq "in-sync rebuilding" "$(vb_json m '[.components[].state] | join(" ")')" "b rebuilding after its re-add"
 for i in 1 2 3; do
   cmp -n $((4 << 20)) "$T/pattern2" <(dd if="$bd" bs=1M skip=8 count=4 iflag=direct status=none) \
     || vb_fail "read during re-add returned stale data (round $i)"

@@ -507,6 +507,77 @@ test_threads (void)
   g_assert_cmpmem (snap, 2 * BLOCK, disk->image, 2 * BLOCK);
 }
 
+/* The clear function (events_cleared in the engine's superblocks) runs
+ * before any cleared bit reaches the disk, once per sweep or batch that
+ * clears; when it fails nothing is cleared. */
+typedef struct {
+  Disk *disk;
+  guint calls;
+  int fail;
+  guint8 image_then[MAX_BLOCKS * BLOCK]; /* the disk when it last ran */
+} Recorder;
+
+static int
+record_clear (gpointer user_data)
+{
+  Recorder *r = user_data;
+
+  r->calls++;
+  g_mutex_lock (&r->disk->lock);
+  memcpy (r->image_then, r->disk->image, sizeof r->image_then);
+  g_mutex_unlock (&r->disk->lock);
+  return r->fail;
+}
+
+static void
+test_clear_recorded_first (void)
+{
+  g_autoptr (Disk) disk = disk_new ();
+  g_autoptr (VbBitmap) bm = vb_bitmap_new (100 * C, C, NULL, 0, disk_persist, disk);
+  Recorder rec = { disk, 0, 0, { 0 } };
+  const guint64 chunks[] = { 3, 7 };
+
+  vb_bitmap_set_clear_func (bm, record_clear, &rec);
+  for (guint k = 0; k < 10; k++)
+    {
+      g_assert_cmpint (vb_bitmap_start_write (bm, k * C, C), ==, 0);
+      vb_bitmap_end_write (bm, k * C, C);
+    }
+  /* nothing idle yet: no record */
+  g_assert_cmpuint (vb_bitmap_sweep (bm, TRUE), ==, 0);
+  g_assert_cmpuint (rec.calls, ==, 0);
+
+  /* the record fails: every bit stays, in memory and on disk */
+  rec.fail = -EIO;
+  g_assert_cmpuint (vb_bitmap_sweep (bm, TRUE), ==, 0);
+  g_assert_cmpuint (rec.calls, ==, 1);
+  g_assert_cmpuint (vb_bitmap_count_dirty (bm), ==, 10);
+  g_assert_true (disk_bit (disk, 4));
+  g_assert_cmpint (vb_bitmap_clear_chunks (bm, chunks, 2), ==, -EIO);
+  g_assert_cmpuint (rec.calls, ==, 2);
+  g_assert_true (disk_bit (disk, 3) && disk_bit (disk, 7));
+
+  /* a batch: one record, then both bits go; the disk still had them set
+   * when the record ran */
+  rec.fail = 0;
+  g_assert_cmpint (vb_bitmap_clear_chunks (bm, chunks, 2), ==, 0);
+  g_assert_cmpuint (rec.calls, ==, 3);
+  g_assert_cmpuint (rec.image_then[0], ==, 0xff);
+  g_assert_false (disk_bit (disk, 3) || disk_bit (disk, 7));
+  /* nothing left to clear there: no record */
+  g_assert_cmpint (vb_bitmap_clear_chunks (bm, chunks, 2), ==, 0);
+  g_assert_cmpuint (rec.calls, ==, 3);
+
+  /* a sweep that clears: one record before */
+  g_assert_cmpuint (vb_bitmap_sweep (bm, TRUE), ==, 8);
+  g_assert_cmpuint (rec.calls, ==, 4);
+  g_assert_true ((rec.image_then[0] & 0x77) == 0x77 && (rec.image_then[1] & 3) == 3);
+  g_assert_cmpuint (vb_bitmap_count_dirty (bm), ==, 0);
+  g_assert_false (disk_bit (disk, 0) || disk_bit (disk, 9));
+  g_assert_cmpuint (vb_bitmap_sweep (bm, TRUE), ==, 0);
+  g_assert_cmpuint (rec.calls, ==, 4);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -522,6 +593,7 @@ main (int argc, char **argv)
   g_test_add_func ("/bitmap/persist-error", test_persist_error);
   g_test_add_func ("/bitmap/sweep-persist-error", test_sweep_persist_error);
   g_test_add_func ("/bitmap/threads", test_threads);
+  g_test_add_func ("/bitmap/clear-recorded-first", test_clear_recorded_first);
 
   return g_test_run ();
 }

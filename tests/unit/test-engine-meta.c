@@ -2,11 +2,15 @@
  * over temporary files (and one leg served in process, so that its writes
  * can be made to fail). Checks the ordering rule — a failed leg is in the
  * survivor's superblock before the write that found the failure returns —
- * that a stale leg is never read, that its re-add copies only the bitmap's
- * dirty chunks, and that a damaged superblock refuses assembly and leaves
- * every component as it was. */
+ * that a failed leg stays faulty through a start and a reconfiguration
+ * until it is re-added, that its re-add copies only the bitmap's dirty
+ * chunks, that an old copy of a leg put back after the bitmap was cleared
+ * is rebuilt in full and never read, and that a damaged superblock refuses
+ * assembly and leaves every component as it was. Then the assembly rule
+ * (assembly.h) alone, case by case. */
 #include "config.h"
 
+#include "assembly.h"
 #include "engine/engine.h"
 #include "superblock.h"
 #include "vb-error.h"
@@ -201,17 +205,18 @@ fixture_tear_down (Fixture *f, gconstpointer data)
   g_cond_clear (&f->cond);
 }
 
-/* Leg 0 a file, leg 1 the flaky in-process leg over its file. */
+/* Leg 0 a file, leg 1 the flaky in-process leg over its file; @id: a
+ * reconfiguration's identity (NULL: a start). */
 static VbEngine *
-engine_new (Fixture *f, GError **error)
+engine_new_as (Fixture *f, const VbEngineIdentity *id, GError **error)
 {
   VbEngineSource sources[2]
       = { { f->paths[0], NULL, NULL }, { f->paths[1], &flaky_ops, &f->leg1 } };
   VbComponentInfo infos[2] = { { f->paths[0], VB_COMPONENT_KIND_FILE, f->leg_size - DATA_OFFSET },
                                { f->paths[1], VB_COMPONENT_KIND_FILE, f->leg_size - DATA_OFFSET } };
-  VbEngineIdentity id = { device_uuid, leg_uuids, 0, NULL, NULL };
+  VbEngineIdentity start = { device_uuid, leg_uuids, 0, NULL, NULL };
   VbEngine *e = vb_engine_new ("m", vb_driver_lookup ("raid1"), f->attributes, 2, sources, infos,
-                               &id, FALSE, error);
+                               id ? id : &start, FALSE, error);
 
   if (e)
     {
@@ -223,6 +228,12 @@ engine_new (Fixture *f, GError **error)
       g_mutex_unlock (&f->lock);
     }
   return e;
+}
+
+static VbEngine *
+engine_new (Fixture *f, GError **error)
+{
+  return engine_new_as (f, NULL, error);
 }
 
 static VbSuperblock
@@ -306,6 +317,9 @@ test_failure_recorded_first (Fixture *f, gconstpointer data)
   vb_engine_free (e);
 }
 
+/* A leg that failed stays faulty through a stop and a start (never read,
+ * never written); an explicit re-add brings it back, copying only the
+ * bitmap's dirty chunks, and it is not read before that copy ends. */
 static void
 test_stale_never_read (Fixture *f, gconstpointer data)
 {
@@ -316,6 +330,7 @@ test_stale_never_read (Fixture *f, gconstpointer data)
   g_autofree void *back = aligned (65536, 0);
   g_autofree char *a = NULL;
   g_autofree char *b = NULL;
+  VbEngineSource leg1 = { f->paths[1], &flaky_ops, &f->leg1 };
   gsize la, lb;
   VbEngineJob job;
 
@@ -329,13 +344,30 @@ test_stale_never_read (Fixture *f, gconstpointer data)
 
   e = engine_new (f, &error);
   g_assert_no_error (error);
-  g_assert_true (vb_engine_component_rebuilding (e, 1));
+  g_assert_true (vb_engine_component_faulty (e, 1));
+  g_assert_false (vb_engine_component_rebuilding (e, 1));
   for (guint i = 0; i < 8; i++)
     {
       g_assert_cmpint (vb_engine_ops.pread (e, back, 65536, 2 << 20), ==, 0);
       g_assert_cmpmem (back, 65536, good, 65536);
     }
   vb_engine_activate (e);
+  /* no rebuild of it (the bitmap's dirty chunks may be resynced, to the
+   * healthy leg only): it stays faulty until it is re-added */
+  job = wait_job (f);
+  g_assert_cmpstr (job.id ? job.operation : "resync", ==, "resync");
+  g_assert_true (vb_engine_component_faulty (e, 1));
+  g_assert_false (vb_engine_component_rebuilding (e, 1));
+  g_assert_cmpuint (superblock_of (f->paths[0]).roles[1].state, ==, VB_ROLE_FAULTY);
+
+  g_assert_cmpint (vb_engine_readd (e, 1, &leg1, NULL, &error), ==, 0);
+  g_assert_no_error (error);
+  g_assert_true (vb_engine_component_rebuilding (e, 1));
+  for (guint i = 0; i < 8; i++)
+    {
+      g_assert_cmpint (vb_engine_ops.pread (e, back, 65536, 2 << 20), ==, 0);
+      g_assert_cmpmem (back, 65536, good, 65536);
+    }
   job = wait_job (f);
   g_assert_cmpstr (job.operation, ==, "rebuild");
   g_assert_cmpint (job.state, ==, VB_ENGINE_JOB_FINISHED);
@@ -436,6 +468,370 @@ test_sizes (Fixture *f, gconstpointer data)
   vb_engine_free (e);
 }
 
+/* Reads [offset, +65536) @n times (the reads are balanced over the legs)
+ * and compares each with @want. */
+static void
+assert_reads (VbEngine *e, guint64 offset, const void *want, guint n)
+{
+  g_autofree void *back = aligned (65536, 0);
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_assert_cmpint (vb_engine_ops.pread (e, back, 65536, offset), ==, 0);
+      g_assert_cmpmem (back, 65536, want, 65536);
+    }
+}
+
+static void
+assert_legs_equal (Fixture *f)
+{
+  g_autofree char *a = NULL;
+  g_autofree char *b = NULL;
+  gsize la, lb;
+
+  g_assert_true (g_file_get_contents (f->paths[0], &a, &la, NULL));
+  g_assert_true (g_file_get_contents (f->paths[1], &b, &lb, NULL));
+  g_assert_cmpmem (a + DATA_OFFSET, la - DATA_OFFSET, b + DATA_OFFSET, lb - DATA_OFFSET);
+}
+
+/* Issue 15, defect A: a copy of leg 0 taken while the device was stopped
+ * is put back after writes it missed, whose bits the clean stop cleared.
+ * The clearing was recorded first (events_cleared above the copy's
+ * events): the copy is rebuilt in full and never read. */
+static void
+test_stale_copy_rebuilt (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = started (f);
+  g_autofree void *x = aligned (65536, 0x33);
+  g_autofree void *y = aligned (65536, 0x44);
+  g_autofree char *copy = NULL;
+  gsize copy_len;
+  guint64 copy_events;
+  VbSuperblock sb;
+  VbEngineJob job;
+  int fd;
+
+  g_assert_cmpint (vb_engine_ops.pwrite (e, x, 65536, 3 << 20, FALSE), ==, 0);
+  vb_engine_free (e);
+  g_assert_true (g_file_get_contents (f->paths[0], &copy, &copy_len, NULL));
+  copy_events = superblock_of (f->paths[0]).events;
+
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  vb_engine_activate (e);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, y, 65536, 3 << 20, FALSE), ==, 0);
+  /* the clean stop clears the bit of that write, recorded first */
+  vb_engine_free (e);
+  sb = superblock_of (f->paths[1]);
+  g_assert_true (sb.features & VB_SB_FEATURE_EVENTS_CLEARED);
+  g_assert_cmpuint (sb.events_cleared, >, copy_events);
+  g_assert_true (sb.clean);
+
+  /* the copy is put back in place (same file) */
+  fd = open (f->paths[0], O_WRONLY | O_CLOEXEC);
+  g_assert_cmpint (pwrite (fd, copy, copy_len, 0), ==, (gssize) copy_len);
+  close (fd);
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_engine_component_rebuilding (e, 0));
+  assert_reads (e, 3 << 20, y, 8);
+  vb_engine_activate (e);
+  job = wait_job (f);
+  g_assert_cmpstr (job.operation, ==, "rebuild");
+  g_assert_cmpint (job.state, ==, VB_ENGINE_JOB_FINISHED);
+  g_assert_cmpuint (job.bytes, ==, LEG_SIZE - DATA_OFFSET);
+  assert_reads (e, 3 << 20, y, 8);
+  vb_engine_free (e);
+  assert_legs_equal (f);
+}
+
+/* Superblocks written before events_cleared existed: a stale leg of such a
+ * device is rebuilt in full, and the first start records events_cleared. */
+static void
+test_old_superblocks (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = started (f);
+  VbSuperblock sb0, sb1;
+  VbEngineJob job;
+
+  vb_engine_free (e);
+  sb0 = superblock_of (f->paths[0]);
+  sb1 = superblock_of (f->paths[1]);
+  sb0.features &= ~VB_SB_FEATURE_EVENTS_CLEARED;
+  sb0.events_cleared = 0;
+  sb1.features &= ~VB_SB_FEATURE_EVENTS_CLEARED;
+  sb1.events_cleared = 0;
+  /* leg 0 missed the last superblock write */
+  sb0.events--;
+  g_assert_true (vb_superblock_write (-1, f->paths[0], &sb0, NULL));
+  g_assert_true (vb_superblock_write (-1, f->paths[1], &sb1, NULL));
+
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_engine_component_rebuilding (e, 0));
+  sb1 = superblock_of (f->paths[1]);
+  g_assert_true (sb1.features & VB_SB_FEATURE_EVENTS_CLEARED);
+  g_assert_cmpuint (sb1.events_cleared, ==, sb1.events);
+  vb_engine_activate (e);
+  job = wait_job (f);
+  g_assert_cmpuint (job.bytes, ==, LEG_SIZE - DATA_OFFSET);
+  vb_engine_free (e);
+  assert_legs_equal (f);
+}
+
+/* Issue 15, defect E: a leg the administrator failed is not brought back
+ * by a reconfiguration's assembly (nor by a start); it keeps its errors
+ * and is neither read nor written until it is re-added. */
+static void
+test_failed_stays_faulty (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = started (f);
+  g_autofree void *x = aligned (65536, 0x55);
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  gsize lb, la;
+  const guint64 errors[2] = { 0, 1 };
+  VbEngineIdentity reconfigure = { device_uuid, leg_uuids, 0, NULL, NULL, TRUE, NULL, errors };
+  VbEngineSource leg1 = { f->paths[1], &flaky_ops, &f->leg1 };
+  VbEngineJob job;
+
+  g_assert_cmpint (vb_engine_set_faulty (e, 1), ==, 0);
+  g_assert_cmpuint (vb_engine_component_errors (e, 1), ==, 1);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, x, 65536, 5 << 20, FALSE), ==, 0);
+  g_assert_true (g_file_get_contents (f->paths[1], &before, &lb, NULL));
+
+  /* the engine a reconfiguration swaps in, over the same legs */
+  vb_engine_quiesce (e);
+  vb_engine_free_unclean (e);
+  e = engine_new_as (f, &reconfigure, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_engine_component_faulty (e, 1));
+  g_assert_false (vb_engine_component_rebuilding (e, 1));
+  g_assert_cmpuint (vb_engine_component_errors (e, 1), ==, 1);
+  vb_engine_activate (e);
+  job = wait_job (f);
+  g_assert_cmpstr (job.id ? job.operation : "resync", ==, "resync");
+  assert_reads (e, 5 << 20, x, 8);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, x, 65536, 6 << 20, FALSE), ==, 0);
+  vb_engine_free (e);
+  /* not written while faulty: its file is as it was */
+  g_assert_true (g_file_get_contents (f->paths[1], &after, &la, NULL));
+  g_assert_cmpmem (before, lb, after, la);
+
+  /* a start keeps it faulty too; the explicit re-add brings it back */
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_engine_component_faulty (e, 1));
+  g_assert_cmpuint (superblock_of (f->paths[0]).roles[1].state, ==, VB_ROLE_FAULTY);
+  vb_engine_activate (e);
+  wait_job (f);
+  g_assert_cmpint (vb_engine_readd (e, 1, &leg1, NULL, &error), ==, 0);
+  g_assert_no_error (error);
+  job = wait_job (f);
+  g_assert_cmpstr (job.operation, ==, "rebuild");
+  g_assert_cmpint (job.state, ==, VB_ENGINE_JOB_FINISHED);
+  g_assert_cmpuint (job.bytes, ==, 2 << 20); /* the two chunks written meanwhile */
+  g_assert_true (vb_engine_component_in_sync (e, 1));
+  vb_engine_free (e);
+  assert_legs_equal (f);
+}
+
+/* The assembly rule alone (assembly.h), on superblocks made in memory:
+ * a device of two slots at events 10 whose bits were last cleared at 7. */
+
+static VbSuperblock
+device_sb (void)
+{
+  VbSuperblock sb;
+
+  memset (&sb, 0, sizeof sb);
+  sb.version = 1;
+  sb.features = VB_SB_FEATURE_BITMAP | VB_SB_FEATURE_EVENTS_CLEARED;
+  g_strlcpy (sb.device_uuid, device_uuid, sizeof sb.device_uuid);
+  g_strlcpy (sb.component_uuid, leg_uuids[0], sizeof sb.component_uuid);
+  sb.role = 0;
+  sb.events = 10;
+  sb.events_cleared = 7;
+  sb.bitmap_chunk = 1 << 20;
+  sb.data_size = LEG_SIZE - DATA_OFFSET;
+  sb.n_roles = 2;
+  for (guint i = 0; i < 2; i++)
+    {
+      g_strlcpy (sb.roles[i].uuid, leg_uuids[i], sizeof sb.roles[i].uuid);
+      sb.roles[i].state = VB_ROLE_IN_SYNC;
+    }
+  return sb;
+}
+
+/* Slot 1's own superblock at @events, its table as the device's. */
+static VbSuperblock
+own_sb (const VbSuperblock *device, guint64 events)
+{
+  VbSuperblock own = *device;
+
+  own.role = 1;
+  g_strlcpy (own.component_uuid, leg_uuids[1], sizeof own.component_uuid);
+  own.events = events;
+  own.events_cleared = MIN (own.events_cleared, events);
+  return own;
+}
+
+static VbSlotDecision
+decide (const VbSuperblock *device, const VbSuperblock *own, gboolean readd, char **why)
+{
+  VbSlotFacts facts = {
+    .device = device,
+    .slot = 1,
+    .present = TRUE,
+    .own = own,
+    .newest = device->component_uuid,
+    .use_bitmap = TRUE,
+    .can_resume = TRUE,
+    .readd = readd,
+  };
+
+  return vb_assembly_decide (&facts, why);
+}
+
+static void
+test_rule_in_sync_and_stale (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own = own_sb (&dev, 10);
+  g_autofree char *why = NULL;
+
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_CURRENT);
+  /* behind, but the bitmap has kept every bit since its events */
+  own = own_sb (&dev, 7);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_RESYNC);
+  own = own_sb (&dev, 9);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_RESYNC);
+  /* issue 15, defect A: bits of writes it missed were cleared since */
+  own = own_sb (&dev, 6);
+  g_assert_cmpint (decide (&dev, &own, FALSE, &why), ==, VB_SLOT_REBUILD);
+  g_assert_nonnull (strstr (why, "below the bitmap's events_cleared 7"));
+  /* superblocks from before events_cleared: nothing older is trusted */
+  dev.features &= ~VB_SB_FEATURE_EVENTS_CLEARED;
+  dev.events_cleared = 0;
+  own = own_sb (&dev, 9);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  g_assert_cmpuint (vb_assembly_events_cleared (&dev), ==, dev.events);
+  own = own_sb (&dev, 10);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_CURRENT);
+  /* without a bitmap, or on md (no vblk bitmap while it runs): rebuilt */
+  dev = device_sb ();
+  own = own_sb (&dev, 9);
+  {
+    VbSlotFacts md = { &dev, 1, TRUE, &own, leg_uuids[0], FALSE, FALSE, FALSE };
+    g_assert_cmpint (vb_assembly_decide (&md, NULL), ==, VB_SLOT_REBUILD);
+  }
+  dev.features &= ~VB_SB_FEATURE_BITMAP;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  /* a copy taken while it was being rebuilt */
+  dev = device_sb ();
+  own = own_sb (&dev, 9);
+  own.roles[1].state = VB_ROLE_REBUILDING;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+}
+
+static void
+test_rule_membership (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own = own_sb (&dev, 10);
+  VbSlotFacts facts = { &dev, 1, FALSE, &own, leg_uuids[0], TRUE, TRUE, FALSE };
+
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_MISSING);
+  /* blank, another slot's superblock, another component */
+  g_assert_cmpint (decide (&dev, NULL, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  own.role = 0;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  own = own_sb (&dev, 10);
+  g_strlcpy (own.component_uuid, "2c3d4e5f-6a7b-4c8d-8e9f-0a1b2c3d4e5f", sizeof own.component_uuid);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+}
+
+/* A failed component stays faulty until an explicit re-add; a missing one
+ * comes back through the bitmap when the bitmap kept what it missed. */
+static void
+test_rule_faulty_and_missing (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own = own_sb (&dev, 8);
+  g_autofree char *why = NULL;
+
+  dev.roles[1].state = VB_ROLE_FAULTY;
+  g_assert_cmpint (decide (&dev, &own, FALSE, &why), ==, VB_SLOT_FAULTY);
+  g_assert_nonnull (strstr (why, "re-added"));
+  g_assert_cmpint (decide (&dev, &own, TRUE, NULL), ==, VB_SLOT_RESYNC);
+  own = own_sb (&dev, 5);
+  own.roles[1].state = VB_ROLE_IN_SYNC;
+  g_assert_cmpint (decide (&dev, &own, TRUE, NULL), ==, VB_SLOT_REBUILD);
+  /* the same component at equal events: still faulty */
+  own = own_sb (&dev, 10);
+  own.roles[1].state = VB_ROLE_IN_SYNC;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_FAULTY);
+
+  dev.roles[1].state = VB_ROLE_MISSING;
+  own = own_sb (&dev, 8);
+  own.roles[1].state = VB_ROLE_IN_SYNC;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_RESYNC);
+  own = own_sb (&dev, 6);
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+}
+
+/* Split brain: each leg ran without the other. The returning one's own
+ * table says the newest was missing: its writes are in no bitmap of the
+ * device, so the bitmap cannot make it equal. */
+static void
+test_rule_split_brain (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own;
+  g_autofree char *why = NULL;
+
+  dev.roles[1].state = VB_ROLE_MISSING;
+  own = own_sb (&dev, 9);
+  own.roles[0].state = VB_ROLE_MISSING;
+  own.roles[1].state = VB_ROLE_IN_SYNC;
+  g_assert_cmpint (decide (&dev, &own, FALSE, &why), ==, VB_SLOT_REBUILD);
+  g_assert_nonnull (strstr (why, "diverged"));
+  /* equal events too */
+  own.events = dev.events;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  own.roles[0].state = VB_ROLE_FAULTY;
+  g_assert_cmpint (decide (&dev, &own, TRUE, NULL), ==, VB_SLOT_REBUILD);
+  /* its table saw the newest rebuilding: no split brain, the bitmap holds it */
+  own = own_sb (&dev, 9);
+  own.roles[0].state = VB_ROLE_REBUILDING;
+  own.roles[1].state = VB_ROLE_IN_SYNC;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_RESYNC);
+}
+
+static void
+test_rule_resume (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own = own_sb (&dev, 10);
+  VbSlotFacts facts = { &dev, 1, TRUE, &own, leg_uuids[0], TRUE, FALSE, FALSE };
+
+  dev.roles[1].state = VB_ROLE_REBUILDING;
+  own.roles[1].state = VB_ROLE_REBUILDING;
+  dev.rebuild_offset = 4 << 20;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_RESUME);
+  /* raid10: a device offset is not a component offset */
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_REBUILD);
+  /* it missed a superblock write: it cannot have every write since */
+  own.events = 9;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  own.events = 10;
+  dev.rebuild_offset = 0;
+  g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -447,5 +843,13 @@ main (int argc, char **argv)
   ADD ("/engine-meta/bad-superblock-refused", test_bad_superblock_refused);
   ADD ("/engine-meta/foreign-refused", test_foreign_refused);
   ADD ("/engine-meta/sizes", test_sizes);
+  ADD ("/engine-meta/stale-copy-rebuilt", test_stale_copy_rebuilt);
+  ADD ("/engine-meta/old-superblocks", test_old_superblocks);
+  ADD ("/engine-meta/failed-stays-faulty", test_failed_stays_faulty);
+  g_test_add_func ("/assembly-rule/in-sync-and-stale", test_rule_in_sync_and_stale);
+  g_test_add_func ("/assembly-rule/membership", test_rule_membership);
+  g_test_add_func ("/assembly-rule/faulty-and-missing", test_rule_faulty_and_missing);
+  g_test_add_func ("/assembly-rule/split-brain", test_rule_split_brain);
+  g_test_add_func ("/assembly-rule/resume", test_rule_resume);
   return g_test_run ();
 }

@@ -503,11 +503,55 @@ test_default_paths (void)
     g_assert_true (g_str_has_prefix (paths[i], "/dev/"));
 }
 
+/* What a start would make of each component is the assembly rule's
+ * answer (assembly.h), as the engine and md apply it. */
+static void
+test_start_decision (void)
+{
+  static const struct {
+    guint64 b_events;
+    VbRoleState b_state; /* in the newest superblock's table */
+    VbSlotDecision want;
+  } cases[] = {
+    { 9, VB_ROLE_IN_SYNC, VB_SLOT_CURRENT },
+    { 7, VB_ROLE_IN_SYNC, VB_SLOT_RESYNC },  /* the bitmap kept every bit since */
+    { 6, VB_ROLE_IN_SYNC, VB_SLOT_REBUILD }, /* bits it missed were cleared */
+    { 7, VB_ROLE_MISSING, VB_SLOT_RESYNC },
+    { 7, VB_ROLE_FAULTY, VB_SLOT_FAULTY }, /* until an explicit re-add */
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (VbScan) scan = vb_scan_new ();
+      g_autoptr (VbState) desired = vb_state_new ();
+      VbSuperblock a, b;
+
+      make_sb (&a, DEV_M, "m", "raid1", M_ATTRS, M0, 0, 9, m_slots);
+      a.features = VB_SB_FEATURE_BITMAP | VB_SB_FEATURE_EVENTS_CLEARED;
+      a.bitmap_chunk = 1 << 20;
+      a.bitmap_bytes = 4096;
+      a.events_cleared = 7;
+      a.roles[1].state = cases[i].b_state;
+      make_sb (&b, DEV_M, "m", "raid1", M_ATTRS, M1, 1, cases[i].b_events, m_slots);
+      b.features = a.features;
+      b.bitmap_chunk = a.bitmap_chunk;
+      b.bitmap_bytes = a.bitmap_bytes;
+      b.events_cleared = MIN (7, cases[i].b_events);
+      vb_scan_add (scan, "/a", &a);
+      vb_scan_add (scan, "/b", &b);
+      vb_scan_group (scan, desired);
+      g_assert_cmpint (component (group (scan, 0), 0)->decision, ==, VB_SLOT_CURRENT);
+      g_assert_cmpint (component (group (scan, 0), 1)->decision, ==, cases[i].want);
+      g_assert_cmpint (component (group (scan, 0), 1)->stale, ==, cases[i].want != VB_SLOT_CURRENT);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/scan/two-devices", test_two_devices);
+  g_test_add_func ("/scan/start-decision", test_start_decision);
   g_test_add_func ("/scan/newest-wins", test_newest_wins);
   g_test_add_func ("/scan/missing-slot", test_missing_slot);
   g_test_add_func ("/scan/role-conflict", test_role_conflict);

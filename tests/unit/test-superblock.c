@@ -156,6 +156,8 @@ make_full_sb (VbSuperblock *sb)
   memcpy (sb->attributes, attrs->str, attrs->len + 1);
   g_string_free (attrs, TRUE);
   sb->events = G_MAXUINT64 - 1;
+  sb->features |= VB_SB_FEATURE_EVENTS_CLEARED;
+  sb->events_cleared = sb->events;
   sb->clean = FALSE;
   sb->ctime = G_MAXUINT64;
   sb->utime = 1;
@@ -188,6 +190,7 @@ assert_sb_equal (const VbSuperblock *a, const VbSuperblock *b)
   g_assert_cmpstr (a->driver, ==, b->driver);
   g_assert_cmpstr (a->attributes, ==, b->attributes);
   g_assert_cmpuint (a->events, ==, b->events);
+  g_assert_cmpuint (a->events_cleared, ==, b->events_cleared);
   g_assert_cmpint (!!a->clean, ==, !!b->clean);
   g_assert_cmpuint (a->ctime, ==, b->ctime);
   g_assert_cmpuint (a->utime, ==, b->utime);
@@ -241,6 +244,22 @@ test_round_trip (void)
   sb.data_offset = VB_BITMAP_OFFSET;
   sb.attributes[0] = '\0';
   sb.clean = FALSE;
+  assert_round_trip (&sb);
+
+  /* events_cleared recorded (at its offset, little-endian), below events */
+  make_sb (&sb);
+  sb.features |= VB_SB_FEATURE_EVENTS_CLEARED;
+  sb.events_cleared = 40;
+  assert_round_trip (&sb);
+  {
+    guint8 buf[VB_SB_SIZE];
+
+    vb_superblock_encode (&sb, buf);
+    g_assert_cmpmem (buf + VB_SB_OFF_EVENTS_CLEARED, 8, "\x28\0\0\0\0\0\0\0", 8);
+    g_assert_cmpuint (buf[VB_SB_OFF_FEATURES], ==, 3);
+  }
+  /* recorded at 0 (a new device) is not the same as not recorded */
+  sb.events_cleared = 0;
   assert_round_trip (&sb);
 
   /* One slot, no final newline in the attributes. */
@@ -656,6 +675,18 @@ v_rebuild_past_data (guint8 *b)
   poke_u64 (b, VB_SB_OFF_REBUILD_OFFSET, (G_GUINT64_CONSTANT (1) << 30) + 1);
 }
 
+static void
+v_events_cleared_no_feature (guint8 *b)
+{
+  poke_u64 (b, VB_SB_OFF_EVENTS_CLEARED, 5);
+}
+static void
+v_events_cleared_above_events (guint8 *b)
+{
+  poke_u32 (b, VB_SB_OFF_FEATURES, VB_SB_FEATURE_BITMAP | VB_SB_FEATURE_EVENTS_CLEARED);
+  poke_u64 (b, VB_SB_OFF_EVENTS_CLEARED, 43);
+}
+
 static const Violation violations[] = {
   { "version-2", "version: 2 is not supported", v_version_2 },
   { "version-0", "version: 0 ", v_version_0 },
@@ -721,6 +752,10 @@ static const Violation violations[] = {
   { "bitmap-too-small", "bitmap_bytes: 4096 too small", v_bitmap_too_small },
   { "data-size-overflow", "data_size: ", v_data_size_overflow },
   { "rebuild-past-data", "rebuild_offset: 1073741825 is past data_size", v_rebuild_past_data },
+  { "events-cleared-no-feature", "events_cleared: 5 but the events_cleared feature is off",
+    v_events_cleared_no_feature },
+  { "events-cleared-above-events", "events_cleared: 43 is above events 42",
+    v_events_cleared_above_events },
 };
 
 static void
@@ -994,6 +1029,8 @@ test_views (void)
   g_assert_nonnull (strstr (text, "raid1"));
   g_assert_nonnull (strstr (text, "sync_speed=1000"));
   g_assert_nonnull (strstr (text, "Events : 42"));
+  g_assert_nonnull (strstr (text, "Events Cleared : not recorded"));
+  g_assert_nonnull (strstr (text, "Features : bitmap\n"));
 
   root = vb_superblock_to_json (&sb);
   json_generator_set_root (gen, root);
@@ -1006,6 +1043,7 @@ test_views (void)
   g_assert_cmpint (json_object_get_int_member (o, "role"), ==, 1);
   g_assert_false (json_object_get_boolean_member (o, "spare"));
   g_assert_cmpint (json_object_get_int_member (o, "events"), ==, 42);
+  g_assert_true (json_object_get_null_member (o, "events_cleared"));
   g_assert_true (json_object_get_boolean_member (o, "clean"));
   g_assert_cmpstr (
       json_object_get_string_member (json_object_get_object_member (o, "attributes"), "sync_speed"),
@@ -1038,9 +1076,18 @@ test_views (void)
     make_full_sb (&sb);
     full = vb_superblock_to_text (&sb);
     g_assert_nonnull (strstr (full, "Rebuild Offset : 1125899906842624 ("));
+    g_assert_nonnull (strstr (full, "Features : bitmap, events_cleared\n"));
+    g_assert_nonnull (strstr (full, "Events Cleared : 18446744073709551614\n"));
     g_assert_nonnull (strstr (full, "63  rebuilding"));
     g_assert_nonnull (strstr (full, "(this component)"));
     full_json = vb_superblock_to_json (&sb);
+    g_assert_cmpint (
+        json_object_get_int_member (json_node_get_object (full_json), "events_cleared"), ==,
+        G_MAXINT64);
+    g_assert_cmpstr (
+        json_array_get_string_element (
+            json_object_get_array_member (json_node_get_object (full_json), "features"), 1),
+        ==, "events_cleared");
     g_assert_cmpuint (json_array_get_length (
                           json_object_get_array_member (json_node_get_object (full_json), "roles")),
                       ==, VB_SB_MAX_ROLES);

@@ -8,14 +8,21 @@
  * Assembly: every slot's superblock is read. A checksum or format error,
  * another device's UUID, or two components claiming one role with equal
  * events refuse the start, and nothing is written. The highest event
- * counter wins; its role table says which components are in sync. A
- * component that is older (stale), blank, or not the one the table names
- * is never read: it is re-added through the bitmap (when the table has it
- * faulty or missing and the bitmap kept what it missed) or rebuilt. */
+ * counter wins; its role table and the assembly rule (assembly.h) say what
+ * each component is: in sync, behind only by what the bitmap records
+ * (resynced from it), rebuilt in full, or faulty — a failed component stays
+ * faulty until an explicit re-add. A component that is not in sync is never
+ * read.
+ *
+ * Before the bitmap clears bits (the sweeper, a job, a clean stop) the
+ * superblocks record events_cleared: a copy of a component older than that
+ * is rebuilt in full, never resynced from bits that no longer record what
+ * it missed. */
 #include "config.h"
 
 #include "engine-private.h"
 
+#include "assembly.h"
 #include "metadata.h"
 #include "vb-error.h"
 #include "vb-open.h"
@@ -410,6 +417,34 @@ may_clear (VbEngine *e)
   return TRUE;
 }
 
+/* The bitmap is about to clear bits: every superblock says so first
+ * (events_cleared), so that a copy of a component taken before this write
+ * has fewer events and is rebuilt in full, never resynced from bits that no
+ * longer record what it missed. A component that does not take the write
+ * turns faulty, and then nothing is cleared. */
+static int
+record_clear (gpointer data)
+{
+  VbEngine *e = data;
+  VbEngineMeta *m = e->meta;
+  guint64 healthy = 0;
+  int r = 0;
+
+  if (e->read_only)
+    return -EROFS;
+  g_mutex_lock (&m->lock);
+  for (guint i = 0; i < e->n; i++)
+    if (!engine_is_faulty (&e->components[i]))
+      healthy |= G_GUINT64_CONSTANT (1) << i;
+  vb_assembly_record_clear (&m->sb);
+  write_all_locked (e);
+  for (guint i = 0; i < e->n; i++)
+    if ((healthy & (G_GUINT64_CONSTANT (1) << i)) && engine_is_faulty (&e->components[i]))
+      r = -EIO;
+  g_mutex_unlock (&m->lock);
+  return r;
+}
+
 static gpointer
 sweeper_thread (gpointer data)
 {
@@ -536,9 +571,10 @@ role_of (const VbSuperblock *sb, const char *uuid)
 }
 
 /* A reconfiguration (legs added or removed): the role table follows the
- * new slots, each component keeping its state under its UUID; a slot new
- * to the device is rebuilt in full. A component's own superblock names
- * its old slot, which now counts as the new one. */
+ * new slots, each component keeping its state under its UUID (a faulty one
+ * stays faulty: only an explicit re-add brings it back); a slot new to the
+ * device is rebuilt in full. A component's own superblock names its old
+ * slot, which now counts as the new one. */
 static void
 remap_roles (VbEngine *e, const VbEngineIdentity *id, Found *found)
 {
@@ -560,6 +596,47 @@ remap_roles (VbEngine *e, const VbEngineIdentity *id, Found *found)
       else if (found[i].present && j < 0)
         found[i].sb.role = -1; /* an old superblock of another slot: rebuilt */
     }
+}
+
+/* The assembly rule (assembly.h) for slot @i, from what its component
+ * holds (@found[i]) and the device's superblock now; @newest: the slot
+ * holding the newest superblock (-1: the device's first in-sync slot). */
+static VbSlotDecision
+decide_slot (VbEngine *e, guint i, const Found *found, gint newest, gboolean readd, char **why)
+{
+  VbEngineMeta *m = e->meta;
+  VbSlotFacts facts = {
+    .device = &m->sb,
+    .slot = i,
+    .present = readd || !e->components[i].missing, /* a re-add has just opened it */
+    .own = found[i].present ? &found[i].sb : NULL,
+    .use_bitmap = TRUE,
+    .can_resume = e->layout.size <= m->sb.data_size,
+    .readd = readd,
+  };
+
+  if (newest >= 0 && found[newest].present)
+    facts.newest = found[newest].sb.component_uuid;
+  for (guint j = 0; newest < 0 && j < e->n && facts.newest == NULL; j++)
+    if (j != i && engine_leg_readable (&e->components[j]))
+      facts.newest = e->components[j].uuid;
+  return vb_assembly_decide (&facts, why);
+}
+
+VbSlotDecision
+engine_meta_decide_readd (VbEngine *e, guint slot, const VbSuperblock *own, char **why)
+{
+  VbEngineMeta *m = e->meta;
+  g_autofree Found *found = g_new0 (Found, e->n);
+  VbSlotDecision d;
+
+  found[slot].present = own != NULL;
+  if (own)
+    found[slot].sb = *own;
+  g_mutex_lock (&m->lock);
+  d = decide_slot (e, slot, found, -1, TRUE, why);
+  g_mutex_unlock (&m->lock);
+  return d;
 }
 
 gboolean
@@ -663,17 +740,25 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       const char *expect = m->sb.roles[i].uuid;
       gboolean member = found[i].present && found[i].sb.role == (gint32) i
                         && strcmp (found[i].sb.component_uuid, expect) == 0;
+      g_autofree char *why = NULL;
+      VbSlotDecision d;
 
       c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
-      if (c->missing)
+      if (fresh)
         {
-          if (fresh)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                           "component '%s' is missing: a new device needs all of its components",
-                           c->path);
-              return FALSE;
-            }
+          if (!c->missing)
+            continue;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "component '%s' is missing: a new device needs all of its components",
+                       c->path);
+          return FALSE;
+        }
+      d = decide_slot (e, i, found, best, FALSE, &why);
+      switch (d)
+        {
+        case VB_SLOT_CURRENT:
+          continue;
+        case VB_SLOT_MISSING:
           /* its uuid stays in the table: when it comes back it is re-added */
           g_free (c->uuid);
           c->uuid = g_strdup (m->sb.roles[i].uuid);
@@ -681,53 +766,32 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
             m->sb.roles[i].state = VB_ROLE_MISSING;
           g_message ("%s: component %u (%s) is missing; starting degraded", e->name, i, c->path);
           continue;
-        }
-      if (fresh)
-        continue;
-      if (member && found[i].sb.events == m->sb.events && m->sb.roles[i].state == VB_ROLE_IN_SYNC)
-        continue; /* current */
-      if (member && m->sb.roles[i].state == VB_ROLE_IN_SYNC
-          && m->sb.features & VB_SB_FEATURE_BITMAP)
-        {
-          /* older but never marked failed: an unclean stop between two
-           * superblock writes; the dirty chunks are resynced to it */
-          g_message ("%s: component %u (%s) is at events %" G_GUINT64_FORMAT
-                     ", the device at %" G_GUINT64_FORMAT "; resyncing its dirty chunks",
-                     e->name, i, c->path, found[i].sb.events, m->sb.events);
-          g_atomic_int_set (&c->rebuilding, 1);
-        }
-      else if (member
-               && (m->sb.roles[i].state == VB_ROLE_FAULTY || m->sb.roles[i].state == VB_ROLE_MISSING
-                   || m->sb.roles[i].state == VB_ROLE_IN_SYNC)
-               && m->sb.features & VB_SB_FEATURE_BITMAP)
-        {
-          g_message ("%s: component %u (%s) is stale (events %" G_GUINT64_FORMAT
-                     " < %" G_GUINT64_FORMAT "); re-adding it through the bitmap",
-                     e->name, i, c->path, found[i].sb.events, m->sb.events);
-          g_atomic_int_set (&c->rebuilding, 1);
-        }
-      else if (member && m->sb.roles[i].state == VB_ROLE_REBUILDING
-               && found[i].sb.events == m->sb.events && m->sb.features & VB_SB_FEATURE_BITMAP
-               && m->sb.rebuild_offset > 0 && e->layout.size <= m->sb.data_size)
-        {
-          /* its rebuild was stopped: it had every superblock write (and
-           * with it every write of the device) since, so it holds the data
-           * below the recorded offset but for the bitmap's dirty chunks */
+        case VB_SLOT_FAULTY:
+          /* never read nor written, and not brought back by this start:
+           * only an explicit re-add does (vb_engine_readd) */
+          g_message ("%s: component %u (%s): %s", e->name, i, c->path, why);
+          g_atomic_int_set (&c->faulty, 1);
+          g_atomic_int_set (&c->recorded, 1);
+          continue;
+        case VB_SLOT_RESYNC:
+          g_message ("%s: component %u (%s): %s; resyncing the chunks it records", e->name, i,
+                     c->path, why);
+          break;
+        case VB_SLOT_RESUME:
+          /* it had every superblock write (and with it every write of the
+           * device) since, so it holds the data below the recorded offset
+           * but for the bitmap's dirty chunks */
           g_message ("%s: component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes",
                      e->name, i, c->path, m->sb.rebuild_offset);
-          g_atomic_int_set (&c->rebuilding, 1);
           c->full_rebuild = TRUE;
           c->rebuild_from = m->sb.rebuild_offset;
-        }
-      else
-        {
-          g_message ("%s: component %u (%s) is %s; rebuilding it", e->name, i, c->path,
-                     found[i].present ? "stale" : "new to the device");
-          g_atomic_int_set (&c->rebuilding, 1);
+          break;
+        case VB_SLOT_REBUILD:
+          g_message ("%s: component %u (%s): %s; rebuilding it in full", e->name, i, c->path, why);
           c->full_rebuild = TRUE;
+          break;
         }
-      g_free (c->uuid);
-      c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
+      g_atomic_int_set (&c->rebuilding, 1);
       g_strlcpy (m->sb.roles[i].uuid, c->uuid, sizeof m->sb.roles[i].uuid);
       m->sb.roles[i].state = VB_ROLE_REBUILDING;
     }
@@ -802,6 +866,7 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
         }
       m->bitmap = vb_bitmap_new (e->layout.size, m->sb.bitmap_chunk, bits, bits_len,
                                  persist_bitmap_block, e);
+      vb_bitmap_set_clear_func (m->bitmap, record_clear, e);
     }
   if (grew && m->bitmap && !e->read_only)
     vb_bitmap_mark_all (m->bitmap);
@@ -816,6 +881,10 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
   if (!e->read_only)
     {
       m->sb.clean = FALSE;
+      /* superblocks from before events_cleared was recorded (and a new
+       * device): no copy older than this write is trusted */
+      if (!(m->sb.features & VB_SB_FEATURE_EVENTS_CLEARED))
+        vb_assembly_record_clear (&m->sb);
       if (m->bitmap && fresh)
         vb_bitmap_mark_all (m->bitmap);
       g_mutex_lock (&m->lock);
@@ -901,7 +970,9 @@ engine_meta_close (VbEngine *e)
       engine_component_flush (&e->components[i]);
   if (m->bitmap && may_clear (e))
     {
-      vb_bitmap_sweep (m->bitmap, TRUE);
+      /* the first ages the bits of the last writes, the second clears
+       * them all (one events_cleared record) */
+      vb_bitmap_sweep (m->bitmap, FALSE);
       vb_bitmap_sweep (m->bitmap, TRUE);
     }
   g_mutex_lock (&m->lock);

@@ -3,6 +3,7 @@
  * engine-sync.c (bitmap, resync, rebuild and check jobs). */
 #pragma once
 
+#include "assembly.h"
 #include "bitmap.h"
 #include "engine.h"
 #include "fault.h"
@@ -70,6 +71,16 @@ struct _VbEngine {
 };
 
 gboolean engine_is_faulty (Component *c);
+
+/* Known to be in sync: neither faulty nor behind a rebuild or resync. The
+ * one test that decides which copies may be read (DESIGN.md: a leg not
+ * known to be in sync is never read); what puts a leg behind is the
+ * assembly rule (assembly.h), at start and at a re-add. */
+static inline gboolean
+engine_leg_readable (Component *c)
+{
+  return !g_atomic_int_get (&c->faulty) && !g_atomic_int_get (&c->rebuilding);
+}
 /* I/O on one component outside io_uring (metadata, sync jobs); 0 or -errno. */
 int engine_component_pread (Component *c, void *buf, guint64 length, guint64 offset);
 int engine_component_pwrite (Component *c, const void *buf, guint64 length, guint64 offset);
@@ -77,6 +88,10 @@ int engine_component_flush (Component *c);
 void engine_component_failed (VbEngine *e, guint i, int err);
 
 /* engine-meta.c */
+/* The assembly rule (assembly.h) for a component re-added into faulty slot
+ * @slot, from its own superblock (@own; NULL: blank). */
+VbSlotDecision engine_meta_decide_readd (VbEngine *e, guint slot, const VbSuperblock *own,
+                                         char **why);
 gboolean engine_meta_assemble (VbEngine *e, const VbEngineIdentity *identity,
                                GHashTable *attributes, GError **error);
 void engine_meta_free (VbEngine *e);

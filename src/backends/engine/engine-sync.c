@@ -22,6 +22,7 @@
 #define REPORT_US (250000) /* progress reports at most this often */
 #define BUSY_WINDOW_US (100000)
 #define RECORD_EVERY (64ULL << 20) /* a full rebuild's progress goes to the superblocks */
+#define CLEAR_EVERY (64ULL << 20)  /* chunks made equal leave the bitmap in batches */
 
 typedef enum {
   OP_RESYNC,
@@ -43,6 +44,8 @@ typedef struct _EngineSync {
   guint64 resume; /* full rebuild: below it only dirty chunks (a stopped rebuild's point) */
   guint64 bytes, progress, mismatches;
   gint64 last_report;
+  GArray *synced; /* chunks made equal whose bits are not cleared yet */
+  guint64 synced_bytes;
   /* pacing */
   gint64 started;
   guint64 paced_bytes;
@@ -115,12 +118,6 @@ pace (EngineSync *s, guint64 bytes)
     }
 }
 
-static gboolean
-readable (Component *c)
-{
-  return !engine_is_faulty (c) && !g_atomic_int_get (&c->rebuilding);
-}
-
 /* One piece of the device: read a good copy, then write or compare the
  * others. Returns 0, or -errno when no copy could be read. */
 static int
@@ -133,7 +130,7 @@ sync_piece (EngineSync *s, const VbMapping *p, gboolean dirty)
   for (guint k = 0; k < p->n_copies; k++)
     {
       Component *c = &e->components[p->copies[k].component];
-      if (!readable (c))
+      if (!engine_leg_readable (c))
         continue;
       r = engine_component_pread (c, s->buf[0], p->length, c->data_offset + p->copies[k].offset);
       if (r == 0)
@@ -226,6 +223,30 @@ any_faulty (VbEngine *e)
     if (engine_is_faulty (&e->components[i]))
       return TRUE;
   return FALSE;
+}
+
+/* Chunk @chunk of @bytes is equal on every copy now; its bit goes with the
+ * next batch. A batch is cleared at once so that the superblocks record the
+ * clearing (events_cleared, see bitmap.h) once per batch, not per chunk. */
+static void
+chunk_synced (EngineSync *s, guint64 chunk, guint64 bytes)
+{
+  g_array_append_val (s->synced, chunk);
+  s->synced_bytes += bytes;
+}
+
+static void
+clear_synced (EngineSync *s, gboolean all)
+{
+  VbBitmap *bm = engine_meta_bitmap (s->engine);
+
+  if (s->synced->len == 0 || (!all && s->synced_bytes < CLEAR_EVERY))
+    return;
+  /* a bit stays while some copy still misses the chunk */
+  if (!any_faulty (s->engine))
+    vb_bitmap_clear_chunks (bm, (const guint64 *) s->synced->data, s->synced->len);
+  g_array_set_size (s->synced, 0);
+  s->synced_bytes = 0;
 }
 
 /* Runs [from, to) unit by unit; FALSE when cancelled or failed (@err). */
@@ -326,8 +347,11 @@ sync_thread (gpointer data)
               continue;
             }
           ok = run_region (s, off, MIN (size, off + step), dirty, &err);
-          if (ok && bm && dirty && s->op != OP_CHECK && !any_faulty (e))
-            vb_bitmap_clear_chunk (bm, chunk_no);
+          if (ok && bm && dirty && s->op != OP_CHECK)
+            {
+              chunk_synced (s, chunk_no, MIN (step, size - off));
+              clear_synced (s, FALSE);
+            }
           if (ok)
             done_to = MIN (size, off + step);
           if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY
@@ -347,11 +371,15 @@ sync_thread (gpointer data)
            c = vb_bitmap_next_dirty (bm, c + 1))
         {
           ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, &err);
-          /* a bit stays while some copy still misses the chunk */
-          if (ok && !any_faulty (e))
-            vb_bitmap_clear_chunk (bm, c);
+          if (ok)
+            {
+              chunk_synced (s, c, MIN (chunk, size - c * chunk));
+              clear_synced (s, FALSE);
+            }
         }
     }
+  /* what was made equal before a stop leaves the bitmap too */
+  clear_synced (s, TRUE);
 
   if (ok && s->op != OP_CHECK)
     {
@@ -401,6 +429,7 @@ sync_thread (gpointer data)
 static void
 sync_free (EngineSync *s)
 {
+  g_array_unref (s->synced);
   for (guint i = 0; i < G_N_ELEMENTS (s->buf); i++)
     free (s->buf[i]);
   g_free (s);
@@ -434,6 +463,7 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
   s = g_new0 (EngineSync, 1);
   s->engine = e;
   s->component = -1;
+  s->synced = g_array_new (FALSE, FALSE, sizeof (guint64));
   if (strcmp (operation, "resync") == 0)
     s->op = OP_RESYNC;
   else if (strcmp (operation, "rebuild") == 0)
@@ -644,6 +674,7 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
   const VbMetadataHandler *handler;
   g_autoptr (GError) local = NULL;
   const char *path = source->path;
+  g_autofree char *why = NULL;
   VbSuperblock sb;
   void *buf = NULL;
   gboolean full;
@@ -710,10 +741,12 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
         close (fd);
       return -EINVAL;
     }
-  full = local != NULL || engine_meta_bitmap (e) == NULL || sb.role != (gint32) slot
-         || strcmp (sb.component_uuid, c->uuid) != 0;
-  g_message ("%s: re-adding %s to slot %u (%s)", e->name, path, slot,
-             full ? "every byte" : "the bitmap's dirty chunks");
+  /* the assembly rule decides, as at start: only a component whose events
+   * are at or above the bitmap's events_cleared gets just the dirty chunks */
+  full = engine_meta_bitmap (e) == NULL
+         || engine_meta_decide_readd (e, slot, local == NULL ? &sb : NULL, &why) != VB_SLOT_RESYNC;
+  g_message ("%s: re-adding %s to slot %u (%s): %s", e->name, path, slot,
+             full ? "every byte" : "the bitmap's dirty chunks", why ? why : "no bitmap");
   /* a replacement (a blank one, given its own UUID) is a new member */
   install (e, slot, fd, source->ops, source->handle, path, full && uuid ? uuid : c->uuid, full);
   engine_sync_start (e, "rebuild", FALSE);

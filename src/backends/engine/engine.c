@@ -225,6 +225,8 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
     {
       Component *c = &e->components[i];
       c->path = g_strdup (sources[i].path ? sources[i].path : infos[i].source);
+      if (identity && identity->errors)
+        c->errors = identity->errors[i];
       if (sources[i].ops)
         {
           c->ops = sources[i].ops;
@@ -350,7 +352,7 @@ gboolean
 vb_engine_component_in_sync (VbEngine *e, guint i)
 {
   g_return_val_if_fail (i < e->n, FALSE);
-  return !engine_is_faulty (&e->components[i]) && !g_atomic_int_get (&e->components[i].rebuilding);
+  return engine_leg_readable (&e->components[i]);
 }
 
 void
@@ -492,8 +494,7 @@ vb_engine_can_lose (VbEngine *e, guint lost)
       for (guint k = 0; k < m.n_copies; k++)
         {
           guint c = m.copies[k].component;
-          if (c != lost && !engine_is_faulty (&e->components[c])
-              && !g_atomic_int_get (&e->components[c].rebuilding))
+          if (c != lost && engine_leg_readable (&e->components[c]))
             healthy++;
         }
       if (healthy == 0)
@@ -524,6 +525,7 @@ typedef struct {
   guint piece;
   guint copy; /* index into the piece's copies */
   int res;
+  gboolean refused; /* a read not issued: the leg is not in sync any more */
 } Sub;
 
 static int
@@ -592,6 +594,21 @@ run_subs (VbEngine *e, ThreadState *ts, Sub *subs, guint n, gboolean write, guin
       guint8 *data = buf + (p->offset - base);
       struct io_uring_sqe *sqe;
 
+      if (!write && G_UNLIKELY (!engine_leg_readable (c)))
+        {
+          /* picked in sync, not any more: failed meanwhile (another
+           * request's error), and another copy is read. A leg put behind
+           * without failing first is a bug (assembly puts legs behind
+           * before anything is served, a re-add only faulty ones): loud,
+           * and fatal in tests, but still never read */
+          if (!engine_is_faulty (c))
+            g_critical ("%s: a read went to component %s, which is not in sync; another copy "
+                        "is read",
+                        e->name, c->path);
+          s->res = -EIO;
+          s->refused = TRUE;
+          continue;
+        }
       if (c->fd < 0)
         {
           s->res = write ? c->ops->pwrite (c->handle, data, p->length, coff, fua)
@@ -615,15 +632,18 @@ run_subs (VbEngine *e, ThreadState *ts, Sub *subs, guint n, gboolean write, guin
   reap (ts, subs, &inflight);
 }
 
+/* Read balancing: the copy of @p to read, round robin from @start among
+ * the legs known to be in sync only (a leg behind a rebuild or resync has
+ * holes or stale chunks: never read); -1 when none is. run_subs checks it
+ * again as the read is issued. */
 static gint
-first_healthy (VbEngine *e, const VbMapping *p, guint start)
+pick_in_sync (VbEngine *e, const VbMapping *p, guint start)
 {
   for (guint k = 0; k < p->n_copies; k++)
     {
       guint copy = (start + k) % p->n_copies;
-      Component *c = &e->components[p->copies[copy].component];
-      /* a component behind a rebuild has holes: never read it */
-      if (!engine_is_faulty (c) && !g_atomic_int_get (&c->rebuilding))
+
+      if (engine_leg_readable (&e->components[p->copies[copy].component]))
         return copy;
     }
   return -1;
@@ -639,7 +659,7 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
 
   for (guint i = 0; i < n; i++)
     {
-      gint copy = first_healthy (e, &ts->pieces[i], start + i);
+      gint copy = pick_in_sync (e, &ts->pieces[i], start + i);
       if (copy < 0)
         return -EIO;
       subs[i] = (Sub){ i, copy, 0 };
@@ -655,8 +675,9 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
           gint next;
           if (s->res == 0)
             continue;
-          engine_component_failed (e, p->copies[s->copy].component, s->res);
-          if (++tried[s->piece] >= p->n_copies || (next = first_healthy (e, p, s->copy + 1)) < 0)
+          if (!s->refused)
+            engine_component_failed (e, p->copies[s->copy].component, s->res);
+          if (++tried[s->piece] >= p->n_copies || (next = pick_in_sync (e, p, s->copy + 1)) < 0)
             return s->res < 0 ? s->res : -EIO;
           subs[again++] = (Sub){ s->piece, next, 0 };
         }

@@ -36,6 +36,9 @@ typedef struct {
   /* metadata=none: the slots whose copy is behind (rebuilt in full at
    * activation), as the desired state records them; NULL: none. */
   const gboolean *out_of_sync;
+  /* Errors counted so far per slot (a reconfiguration carries the running
+   * engine's counts over); NULL: none. */
+  const guint64 *errors;
 } VbEngineIdentity;
 
 /* A job of the engine (resync, rebuild, check, repair) as it goes. */

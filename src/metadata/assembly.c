@@ -1,0 +1,161 @@
+/* See assembly.h. The rules, in the order they are asked:
+ *  1. not there: missing;
+ *  2. not this slot's member (blank, another slot's or another component's
+ *     superblock): rebuilt in full;
+ *  3. faulty in the device's table: stays faulty unless re-added;
+ *  4. its own table says the newest component was not in sync: it ran
+ *     without it (split brain), its writes are not in the device's bitmap:
+ *     rebuilt in full;
+ *  5. in-sync with the device's events: current;
+ *  6. rebuilding: its stopped rebuild resumes when it had every write since
+ *     (equal events) and the point is known, else rebuilt in full;
+ *  7. older (in-sync, missing or re-added faulty): only when its events are
+ *     at or above the bitmap's events_cleared (md's rule) does the bitmap
+ *     still hold everything it missed: resynced from it; otherwise rebuilt
+ *     in full. */
+#include "config.h"
+
+#include "assembly.h"
+
+#include <string.h>
+
+guint64
+vb_assembly_events_cleared (const VbSuperblock *sb)
+{
+  g_return_val_if_fail (sb != NULL, G_MAXUINT64);
+  return (sb->features & VB_SB_FEATURE_EVENTS_CLEARED) ? sb->events_cleared : sb->events;
+}
+
+void
+vb_assembly_record_clear (VbSuperblock *sb)
+{
+  g_return_if_fail (sb != NULL);
+  sb->features |= VB_SB_FEATURE_EVENTS_CLEARED;
+  sb->events_cleared = sb->events + 1;
+}
+
+const char *
+vb_slot_decision_to_string (VbSlotDecision d)
+{
+  switch (d)
+    {
+    case VB_SLOT_CURRENT:
+      return "current";
+    case VB_SLOT_RESYNC:
+      return "resync";
+    case VB_SLOT_RESUME:
+      return "resume";
+    case VB_SLOT_REBUILD:
+      return "rebuild";
+    case VB_SLOT_FAULTY:
+      return "faulty";
+    case VB_SLOT_MISSING:
+      return "missing";
+    }
+  return "unknown";
+}
+
+static VbSlotDecision because (VbSlotDecision d, char **why, const char *format, ...)
+    G_GNUC_PRINTF (3, 4);
+
+static VbSlotDecision
+because (VbSlotDecision d, char **why, const char *format, ...)
+{
+  va_list args;
+
+  if (why != NULL)
+    {
+      va_start (args, format);
+      *why = g_strdup_vprintf (format, args);
+      va_end (args);
+    }
+  return d;
+}
+
+/* The state @own's table gives @uuid; VB_ROLE_EMPTY when it lists it nowhere. */
+static VbRoleState
+state_in (const VbSuperblock *own, const char *uuid)
+{
+  for (guint j = 0; j < own->n_roles && j < VB_SB_MAX_ROLES; j++)
+    if (*uuid != '\0' && strcmp (own->roles[j].uuid, uuid) == 0)
+      return own->roles[j].state;
+  return VB_ROLE_EMPTY;
+}
+
+VbSlotDecision
+vb_assembly_decide (const VbSlotFacts *f, char **why)
+{
+  const VbSuperblock *dev, *own;
+  VbRoleState state;
+
+  g_return_val_if_fail (f != NULL && f->device != NULL, VB_SLOT_REBUILD);
+  g_return_val_if_fail (f->slot < f->device->n_roles, VB_SLOT_REBUILD);
+
+  dev = f->device;
+  own = f->own;
+  state = dev->roles[f->slot].state;
+  if (why != NULL)
+    *why = NULL;
+
+  if (!f->present)
+    return because (VB_SLOT_MISSING, why, "it is not there");
+  if (own == NULL)
+    return because (VB_SLOT_REBUILD, why, "it is new to the device");
+  if (own->role != (gint32) f->slot || *dev->roles[f->slot].uuid == '\0'
+      || strcmp (own->component_uuid, dev->roles[f->slot].uuid) != 0)
+    return because (VB_SLOT_REBUILD, why, "it is not the component the device has in this slot");
+  if (state == VB_ROLE_FAULTY && !f->readd)
+    return because (VB_SLOT_FAULTY, why,
+                    "it failed (faulty in the device's superblocks); it stays faulty until "
+                    "it is re-added");
+  if (f->newest != NULL && strcmp (f->newest, own->component_uuid) != 0)
+    {
+      VbRoleState seen = state_in (own, f->newest);
+
+      if (seen == VB_ROLE_FAULTY || seen == VB_ROLE_MISSING)
+        return because (VB_SLOT_REBUILD, why,
+                        "it diverged: its superblock (events %" G_GUINT64_FORMAT
+                        ") says the newest component was %s, so it ran without it; rebuilt in full",
+                        own->events, vb_role_state_to_string (seen));
+    }
+  if (state == VB_ROLE_IN_SYNC && own->events == dev->events)
+    return because (VB_SLOT_CURRENT, why, "%s", "");
+  if (state == VB_ROLE_REBUILDING)
+    {
+      if (own->events == dev->events && f->use_bitmap && f->can_resume
+          && (dev->features & VB_SB_FEATURE_BITMAP) && dev->rebuild_offset > 0)
+        return because (VB_SLOT_RESUME, why,
+                        "its rebuild was stopped at %" G_GUINT64_FORMAT " bytes",
+                        dev->rebuild_offset);
+      return because (VB_SLOT_REBUILD, why, "it was being rebuilt");
+    }
+  /* older than the device: in-sync (an unclean stop between two superblock
+   * writes, or a copy put back), missing, or faulty and re-added */
+  if (own->events > dev->events)
+    return because (VB_SLOT_REBUILD, why,
+                    "its events %" G_GUINT64_FORMAT " are above the device's %" G_GUINT64_FORMAT,
+                    own->events, dev->events);
+  if (state_in (own, own->component_uuid) != VB_ROLE_IN_SYNC)
+    return because (VB_SLOT_REBUILD, why, "its own superblock says it was %s",
+                    vb_role_state_to_string (state_in (own, own->component_uuid)));
+  if (!f->use_bitmap || !(dev->features & VB_SB_FEATURE_BITMAP))
+    return because (VB_SLOT_REBUILD, why,
+                    "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
+                    ", and no bitmap says what it missed",
+                    own->events, dev->events);
+  if (!(dev->features & VB_SB_FEATURE_EVENTS_CLEARED))
+    return because (VB_SLOT_REBUILD, why,
+                    "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
+                    ", whose superblocks were written before events_cleared was recorded",
+                    own->events, dev->events);
+  if (own->events < dev->events_cleared)
+    return because (VB_SLOT_REBUILD, why,
+                    "it is at events %" G_GUINT64_FORMAT
+                    ", below the bitmap's events_cleared %" G_GUINT64_FORMAT
+                    " (bits of writes it missed were cleared)",
+                    own->events, dev->events_cleared);
+  return because (VB_SLOT_RESYNC, why,
+                  "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
+                  " (events_cleared %" G_GUINT64_FORMAT "): the bitmap holds what it missed",
+                  own->events, dev->events, dev->events_cleared);
+}
