@@ -27,8 +27,10 @@ typedef struct {
   guint n_spares;                     /* spares a failed slot is rebuilt onto */
   const char *const *spare_paths;
   const char *const *spare_uuids;
-  /* metadata=none: the slots the desired state has behind (NULL: none) */
+  /* metadata=none: the slots the desired state has behind (NULL: none),
+   * and those of them that failed and stay faulty until re-added */
   const gboolean *out_of_sync;
+  const gboolean *failed;
   /* format: the role table of a reconfigured stopped device */
   gboolean reconfigure;
 } VbBackendRequest;

@@ -72,6 +72,7 @@ identity_of (const VbBackendRequest *request)
     .spare_paths = request->spare_paths,
     .spare_uuids = request->spare_uuids,
     .out_of_sync = request->out_of_sync,
+    .failed = request->failed,
   };
   return identity;
 }
@@ -379,6 +380,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   VbEngineRuntime *rt = vb_engine_runtime_lookup (block_device);
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
+  g_autofree gboolean *failed = g_new0 (gboolean, request->n_components);
   g_autofree guint64 *errors = g_new0 (guint64, request->n_components);
   g_autoptr (GError) local = NULL;
   VbEngine *old, *engine;
@@ -402,8 +404,10 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
         if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
           {
             behind[i] = !vb_engine_component_in_sync (old, j);
-            /* a kept component keeps its error count (and, from the
-             * superblocks, its state: a faulty one stays faulty) */
+            /* a kept component keeps its error count and its state: a
+             * faulty one stays faulty (the superblocks say so where there
+             * are some; without, this does) */
+            failed[i] = vb_engine_component_faulty (old, j);
             errors[i] = vb_engine_component_errors (old, j);
           }
       source_for (request->paths[i], &sources[i]);
@@ -411,6 +415,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;
   identity.out_of_sync = behind;
+  identity.failed = failed;
   identity.errors = errors;
 
   /* nothing but requests touches the components from here on */

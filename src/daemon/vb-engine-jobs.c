@@ -180,9 +180,10 @@ vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *
         continue;
       if (rebuilding)
         *rebuilding |= behind;
-      if (record && !c->behind != !(faulty || behind))
+      if (record && (!c->behind != !(faulty || behind) || !c->faulty != !faulty))
         {
           c->behind = faulty || behind;
+          c->faulty = faulty;
           changed = TRUE;
         }
     }

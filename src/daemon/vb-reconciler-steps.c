@@ -74,6 +74,7 @@ vb_op_run_readds (VbOp *op)
 {
   GPtrArray *readds = op->daemon->readds;
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+  gboolean recorded = FALSE;
 
   op->daemon->readds = NULL;
   for (guint i = 0; readds && i < readds->len; i++)
@@ -102,12 +103,23 @@ vb_op_run_readds (VbOp *op)
           if (ok && (slot >= paths->len || paths->pdata[slot] == NULL))
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
                          d->name, slot);
-          else if (ok)
-            backend->readd (r->block_device, slot, paths->pdata[slot],
-                            ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local);
+          else if (ok
+                   && backend->readd (r->block_device, slot, paths->pdata[slot],
+                                      ((VbComponentConfig *) d->components->pdata[slot])->uuid,
+                                      &local))
+            /* without metadata the desired state says the slot is no
+             * longer failed, only behind, at once (a restart meanwhile
+             * rebuilds it instead of keeping it out) */
+            recorded |= vb_device_sync_behind ((VbDeviceConfig *) d, backend, r->block_device, NULL);
         }
       if (local && op->error == NULL)
         op->error = g_error_copy (local);
+    }
+  if (recorded)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!vb_state_save (op->candidate, op->daemon->state_path, &local))
+        g_warning ("vblk: saving the desired state after a re-add: %s", local->message);
     }
   g_clear_pointer (&readds, g_ptr_array_unref);
 }

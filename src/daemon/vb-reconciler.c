@@ -184,11 +184,15 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   if (!ok)
     return NULL;
   g_autofree gboolean *behind = g_new0 (gboolean, infos->len + 1);
+  g_autofree gboolean *failed = g_new0 (gboolean, infos->len + 1);
   for (guint i = 0, slot = 0; i < config->components->len; i++)
     {
       const VbComponentConfig *c = config->components->pdata[i];
       if (vb_component_config_is_slot (c) && slot < infos->len)
-        behind[slot++] = c->behind;
+        {
+          failed[slot] = c->faulty;
+          behind[slot++] = c->behind;
+        }
     }
   VbBackendRequest request = {
     .name = config->name,
@@ -201,6 +205,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
     .components = (const VbComponentInfo *) infos->data,
     .component_uuids = (const char *const *) component_uuids->pdata,
     .out_of_sync = behind,
+    .failed = failed,
     .n_spares = spare_paths->len,
     .spare_paths = (const char *const *) spare_paths->pdata,
     .spare_uuids = (const char *const *) spare_uuids->pdata,

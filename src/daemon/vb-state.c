@@ -53,6 +53,7 @@ vb_component_config_copy (const VbComponentConfig *c)
   VbComponentConfig *copy = vb_component_config_new (c->source, c->role, c->uuid);
 
   copy->behind = c->behind;
+  copy->faulty = c->faulty;
   return copy;
 }
 
@@ -161,7 +162,8 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
       const VbComponentConfig *cb = b->components->pdata[i];
 
       if (g_strcmp0 (ca->source, cb->source) != 0 || g_strcmp0 (ca->role, cb->role) != 0
-          || g_strcmp0 (ca->uuid, cb->uuid) != 0 || !ca->behind != !cb->behind)
+          || g_strcmp0 (ca->uuid, cb->uuid) != 0 || !ca->behind != !cb->behind
+          || !ca->faulty != !cb->faulty)
         return FALSE;
     }
   for (guint i = 0; i < a->exports->len; i++)
@@ -400,11 +402,11 @@ role_is_valid (const char *role)
 static VbComponentConfig *
 parse_component (JsonNode *node, const char *origin, const char *path, GError **error)
 {
-  static const char *const known[] = { "source", "role", "uuid", "in_sync", NULL };
+  static const char *const known[] = { "source", "role", "uuid", "in_sync", "faulty", NULL };
   JsonObject *object;
-  JsonNode *in_sync_node;
+  JsonNode *in_sync_node, *faulty_node;
   const char *source, *role, *uuid;
-  gboolean in_sync = TRUE;
+  gboolean in_sync = TRUE, faulty = FALSE;
   VbComponentConfig *c;
 
   if (!expect_object (node, origin, path, &object, error)
@@ -428,8 +430,21 @@ parse_component (JsonNode *node, const char *origin, const char *path, GError **
       if (!expect_boolean (in_sync_node, origin, p, &in_sync, error))
         return NULL;
     }
+  if ((faulty_node = json_object_get_member (object, "faulty")) != NULL)
+    {
+      g_autofree char *p = path_member (path, "faulty");
+      if (!expect_boolean (faulty_node, origin, p, &faulty, error))
+        return NULL;
+    }
+  if (faulty && in_sync)
+    {
+      g_autofree char *p = path_member (path, "faulty");
+      schema_error (error, origin, p, "a faulty component cannot be in sync (\"in_sync\": false)");
+      return NULL;
+    }
   c = vb_component_config_new (source, role, uuid);
   c->behind = !in_sync;
+  c->faulty = faulty;
   return c;
 }
 
@@ -830,6 +845,11 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d)
         {
           json_builder_set_member_name (b, "in_sync");
           json_builder_add_boolean_value (b, FALSE);
+        }
+      if (c->faulty)
+        {
+          json_builder_set_member_name (b, "faulty");
+          json_builder_add_boolean_value (b, TRUE);
         }
       json_builder_end_object (b);
     }

@@ -18,6 +18,9 @@ typedef struct {
    * is behind (a leg being rebuilt, or one that failed): JSON "in_sync":
    * false. With metadata=vblk the superblocks say it instead. */
   gboolean behind;
+  /* such a slot failed (or was failed): it stays faulty, neither read nor
+   * written, until it is re-added (JSON "faulty": true) */
+  gboolean faulty;
 } VbComponentConfig;
 
 typedef struct {

@@ -9,12 +9,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 vb_start_daemon
 
-states () { vb_json r1 '[.components[].state] | join(" ")'; }
-errors_of () { vb_json r1 ".components[] | select(.source == \"$1\") | .errors"; }
+dev=r1
+states () { vb_json "$dev" '[.components[].state] | join(" ")'; }
+errors_of () { vb_json "$dev" ".components[] | select(.source == \"$1\") | .errors"; }
 # every 64 KiB block of the node read 4 times in a row (consecutive reads go
 # to different legs) equals $1
 check_reads () {
-  python3 - "$(vb_blockdev_of r1)" "$1" <<'PY' || vb_fail "reads differ from $1"
+  python3 - "$(vb_blockdev_of "$dev")" "$1" <<'PY' || vb_fail "reads differ from $1"
 import mmap, os, sys
 node, expected = sys.argv[1], sys.argv[2]
 block = 64 << 10
@@ -85,4 +86,39 @@ vbmgr stop r1
 cmp -i 1M:1M "$T/a.img" "$T/b.img" || vb_fail "a.img and b.img differ"
 cmp -i 1M:1M "$T/c.img" "$T/b.img" || vb_fail "c.img and b.img differ"
 vbmgr delete r1
+
+vb_log "metadata=none: the desired state keeps a failed leg faulty the same way"
+dev=m1
+for f in a b c; do vb_mkimg "$T/$f.img" 64M; done
+vbmgr create m1 --driver raid1 --attr metadata=none --attr bitmap=none --start "$T/a.img" "$T/b.img"
+vbmgr wait m1 > /dev/null || vb_fail "initial resync of m1"
+head -c $((64 << 20)) /dev/urandom > "$T/expected"
+dd if="$T/expected" of="$(vb_blockdev_of m1)" bs=1M oflag=direct status=none
+vbmgr fail m1 "$T/a.img"
+vb_wait_state m1 degraded 10
+faulty_in_state () { jq -r '.devices[] | select(.name == "m1") | .components[] |
+  select(.source == "'"$1"'") | .faulty // false' "$VB_STATE_FILE"; }
+vb_wait_until 10 eval '[ "$(faulty_in_state "$T/a.img")" = true ]' ||
+  vb_fail "state.json does not record a.img faulty: $(cat "$VB_STATE_FILE")"
+dd if="$T/more" of="$(vb_blockdev_of m1)" bs=1M seek=8 oflag=direct status=none
+dd if="$T/more" of="$T/expected" bs=1M seek=8 conv=notrunc status=none
+sum_a=$(sha256sum < "$T/a.img")
+vbmgr reconfigure m1 --add "$T/c.img"
+vbmgr wait m1 > /dev/null || vb_fail "rebuild of c.img on m1"
+vb_assert_eq "faulty in-sync in-sync" "$(states)" "m1's states after the reconfiguration"
+vb_assert_eq 1 "$(errors_of "$T/a.img")" "errors of a.img on m1 after the reconfiguration"
+vbmgr stop m1
+vbmgr start m1
+vb_assert_eq "faulty in-sync in-sync" "$(states)" "m1's states after the restart"
+check_reads "$T/expected"
+vb_assert_eq "$sum_a" "$(sha256sum < "$T/a.img")" "a.img of m1 written while faulty"
+vb_log "metadata=none: the re-add copies every byte"
+vbmgr add m1 "$T/a.img"
+vbmgr wait m1 > /dev/null || vb_fail "re-add of a.img on m1"
+vb_assert_eq "in-sync in-sync in-sync" "$(states)" "m1's states after the re-add"
+vb_assert_eq false "$(faulty_in_state "$T/a.img")" "state.json after the re-add"
+check_reads "$T/expected"
+vbmgr stop m1
+cmp "$T/a.img" "$T/b.img" || vb_fail "m1: a.img and b.img differ"
+vbmgr delete m1
 vb_stop_daemon

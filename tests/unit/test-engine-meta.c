@@ -594,7 +594,7 @@ test_failed_stays_faulty (Fixture *f, gconstpointer data)
   g_autofree char *after = NULL;
   gsize lb, la;
   const guint64 errors[2] = { 0, 1 };
-  VbEngineIdentity reconfigure = { device_uuid, leg_uuids, 0, NULL, NULL, TRUE, NULL, errors };
+  VbEngineIdentity reconfigure = { device_uuid, leg_uuids, 0, NULL, NULL, TRUE, NULL, NULL, errors };
   VbEngineSource leg1 = { f->paths[1], &flaky_ops, &f->leg1 };
   VbEngineJob job;
 

@@ -332,6 +332,17 @@ engine_meta_pop_spare (VbEngine *e, char **path, char **uuid)
 void
 engine_meta_keep_fd (VbEngine *e, int fd)
 {
+  if (e->meta == NULL)
+    {
+      /* metadata=none: a lock of its own, taken under the barrier */
+      static GMutex kept_lock;
+      g_mutex_lock (&kept_lock);
+      if (e->kept_fds == NULL)
+        e->kept_fds = g_array_new (FALSE, FALSE, sizeof (int));
+      g_array_append_val (e->kept_fds, fd);
+      g_mutex_unlock (&kept_lock);
+      return;
+    }
   g_mutex_lock (&e->meta->lock);
   g_array_append_val (e->meta->old_fds, fd);
   g_mutex_unlock (&e->meta->lock);

@@ -66,6 +66,7 @@ struct _VbEngine {
   struct _EngineSync *sync;
   GThread *spare_thread; /* a spare taking a failed slot */
   gboolean need_rebuild; /* metadata=none: a slot behind at start */
+  GArray *kept_fds;      /* metadata=none: fds of replaced components, closed at the end */
   gint quiesced;         /* atomic: no spare is taken (a swap is under way) */
   guint64 speed_min, speed_max; /* atomic: sync_speed_min/max, bytes per second */
 };

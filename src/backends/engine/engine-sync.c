@@ -650,6 +650,8 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
   g_atomic_int_set (&c->recorded, 0);
   g_atomic_int_set (&c->faulty, 0);
   g_rw_lock_writer_unlock (&e->barrier);
+  if (!engine_meta_active (e))
+    return; /* metadata=none: the desired state records the slot behind */
   engine_meta_set_role (e, slot, uuid, VB_ROLE_REBUILDING);
   /* its bitmap area must match the others' before it counts */
   if (engine_meta_bitmap (e))
@@ -664,6 +666,33 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
           free (snap);
         }
     }
+}
+
+/* metadata=none: nothing on the component says what it missed, so it
+ * gets every byte again (the desired state records it behind meanwhile). */
+static int
+readd_without_metadata (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
+{
+  int fd = -1;
+
+  if (source->ops == NULL)
+    {
+      vb_engine_release_component (e, slot);
+      fd = vb_open_component (source->path,
+                              VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
+      if (fd < 0)
+        {
+          int err = errno;
+          vb_component_open_error (error, source->path, err);
+          return -err;
+        }
+    }
+  g_message ("%s: re-adding %s to slot %u (every byte: no metadata says what it missed)",
+             e->name, source->path, slot);
+  install (e, slot, fd, source->ops, source->handle, source->path, e->components[slot].uuid,
+           TRUE);
+  engine_sync_start (e, "rebuild", FALSE);
+  return 0;
 }
 
 int
@@ -682,14 +711,12 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
 
   g_return_val_if_fail (slot < e->n, -EINVAL);
   c = &e->components[slot];
-  if (e->meta == NULL || !e->redundant)
+  if (!e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' has no on-component metadata: a component cannot be re-added",
-                   e->name);
+                   "device '%s' has no redundancy: a component cannot be re-added", e->name);
       return -ENOTSUP;
     }
-  handler = engine_meta_handler (e);
   if (!engine_is_faulty (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
@@ -697,6 +724,9 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
                    e->name);
       return -EBUSY;
     }
+  if (e->meta == NULL)
+    return readd_without_metadata (e, slot, source, error);
+  handler = engine_meta_handler (e);
   if (source->ops == NULL)
     {
       /* the faulty slot's own disk coming back is still claimed by its

@@ -270,7 +270,13 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
       /* metadata=none: the desired state says which copies are behind */
       guint readable = 0;
       for (guint i = 0; i < n_components; i++)
-        if (identity->out_of_sync[i] && !e->components[i].missing)
+        if (identity->failed && identity->failed[i] && !e->components[i].missing)
+          {
+            /* it failed: it stays out until a re-add puts it back */
+            g_atomic_int_set (&e->components[i].faulty, 1);
+            g_atomic_int_set (&e->components[i].recorded, 1);
+          }
+        else if (identity->out_of_sync[i] && !e->components[i].missing)
           {
             g_atomic_int_set (&e->components[i].rebuilding, 1);
             e->components[i].full_rebuild = TRUE;
@@ -316,6 +322,9 @@ vb_engine_free (VbEngine *e)
       g_free (e->components[i].path);
       g_free (e->components[i].uuid);
     }
+  for (guint i = 0; e->kept_fds && i < e->kept_fds->len; i++)
+    close (g_array_index (e->kept_fds, int, i));
+  g_clear_pointer (&e->kept_fds, g_array_unref);
   vb_fault_free (e->fault);
   g_rw_lock_clear (&e->barrier);
   g_mutex_clear (&e->sync_lock);

@@ -36,6 +36,9 @@ typedef struct {
   /* metadata=none: the slots whose copy is behind (rebuilt in full at
    * activation), as the desired state records them; NULL: none. */
   const gboolean *out_of_sync;
+  /* metadata=none: the slots that failed, which stay faulty (neither read
+   * nor written) until a re-add; NULL: none. */
+  const gboolean *failed;
   /* Errors counted so far per slot (a reconfiguration carries the running
    * engine's counts over); NULL: none. */
   const guint64 *errors;
