@@ -254,7 +254,11 @@ wait_detached (const char *block_device, guint timeout_ms)
 static gboolean
 loop_stop (const char *block_device, const char *instance, const char *uuid, GError **error)
 {
-  g_autofree char *tag = loop_read_tag (block_device, instance, NULL);
+  VbEngineRuntime *own = vb_engine_runtime_lookup (block_device);
+  /* the tag of a node this process serves is its runtime's (never read
+   * through the node itself) */
+  g_autofree char *tag
+      = own ? g_strdup (own->uuid) : loop_read_tag (block_device, instance, NULL);
   g_autoptr (GError) local = NULL;
 
   if (tag == NULL)
@@ -400,7 +404,16 @@ loop_scan (const char *instance, GError **error)
         continue; /* not attached */
       dev = g_strdup_printf ("/dev/%s", entry);
       g_strstrip (backing);
-      tag = loop_read_tag (dev, instance, &engine);
+      /* a node this process serves is known without opening it (vblkd
+       * never holds its own FUSE-served node: see loop_node_owner) */
+      VbEngineRuntime *own = vb_engine_runtime_lookup (dev);
+      if (own)
+        {
+          tag = g_strdup (own->uuid);
+          engine = TRUE;
+        }
+      else
+        tag = loop_read_tag (dev, instance, &engine);
       if (tag == NULL)
         {
           /* a node over a FUSE file of this run directory whose server
