@@ -313,6 +313,7 @@ typedef struct {
   GMutex lock;
   GCond cond;
   gboolean done;
+  gboolean abandoned; /* the caller gave up on it: the path is marked stalled */
   char *path;
   VbInspectFlags flags;
   VbPathFacts *facts;
@@ -332,6 +333,38 @@ look_unref (Look *look)
   g_free (look);
 }
 
+/* Paths whose look timed out and has not ended yet: the next look at one
+ * fails at once instead of waiting its full time again (every op looks
+ * at every component to show its state). */
+static GMutex stalled_lock;
+static GHashTable *stalled; /* path -> monotonic µs when given up on */
+
+static gboolean
+stalled_since (const char *path, gint64 *since)
+{
+  gpointer value = NULL;
+
+  g_mutex_lock (&stalled_lock);
+  if (stalled && g_hash_table_lookup_extended (stalled, path, NULL, &value))
+    *since = GPOINTER_TO_SIZE (value) ? (gint64) GPOINTER_TO_SIZE (value) : 0;
+  g_mutex_unlock (&stalled_lock);
+  return value != NULL;
+}
+
+static void
+stalled_set (const char *path, gboolean on)
+{
+  g_mutex_lock (&stalled_lock);
+  if (stalled == NULL)
+    stalled = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if (on)
+    g_hash_table_replace (stalled, g_strdup (path),
+                          GSIZE_TO_POINTER ((gsize) g_get_monotonic_time ()));
+  else
+    g_hash_table_remove (stalled, path);
+  g_mutex_unlock (&stalled_lock);
+}
+
 static gpointer
 look_thread (gpointer data)
 {
@@ -340,6 +373,9 @@ look_thread (gpointer data)
   VbPathFacts *facts = inspect_now (look->path, look->flags, &error);
 
   g_mutex_lock (&look->lock);
+  /* it answered after all: the next look waits for it again */
+  if (look->abandoned)
+    stalled_set (look->path, FALSE);
   look->facts = facts;
   look->error = error;
   look->done = TRUE;
@@ -358,11 +394,21 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
   Look *look;
   gint64 deadline;
 
+  gint64 since = 0;
+
   g_return_val_if_fail (path != NULL, NULL);
   if (timeout_ms == 0)
     return inspect_now (path, flags, error);
   if (test_timeout)
     timeout_ms = (guint) g_ascii_strtoull (test_timeout, NULL, 10);
+  if (stalled_since (path, &since))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': still not answering (a look at it has waited %" G_GINT64_FORMAT
+                   " s); nothing was changed",
+                   path, (g_get_monotonic_time () - since) / G_USEC_PER_SEC);
+      return NULL;
+    }
 
   look = g_new0 (Look, 1);
   look->ref = 2;
@@ -383,10 +429,14 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
         g_propagate_error (error, g_steal_pointer (&look->error));
     }
   else
-    g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                 "component '%s': looking at it did not finish within %u ms (a file system or "
-                 "device that does not answer?); nothing was changed",
-                 path, timeout_ms);
+    {
+      look->abandoned = TRUE;
+      stalled_set (path, TRUE);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': looking at it did not finish within %u ms (a file system or "
+                   "device that does not answer?); nothing was changed",
+                   path, timeout_ms);
+    }
   g_mutex_unlock (&look->lock);
   look_unref (look);
   return facts;

@@ -110,9 +110,15 @@ vb_assert_contains "$(cat "$T/add.err")" \
   "Failed: component '$T/stall/disk': looking at it did not finish within 2000 ms" \
   "the refusal of a stalled path"
 vb_assert_eq 2 "$(vb_json keep '.components | length')" "keep's components"
+vb_log "while it does not answer, the next look fails at once"
+start=$(date +%s%N)
+vb_expect_fail Failed timeout 10 "$VBMGR" add keep "$T/stall/disk" --spare
+vb_assert_contains "$VB_ERR" "still not answering" "a second add of the stalled path"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1500 ] || vb_fail "the second add waited again"
 kill -CONT "$stall"
 vb_log "once it answers, the same file is a fine spare"
-vbmgr add keep "$T/stall/disk" --spare
+vb_wait_until 10 eval '"$VBMGR" add keep "$T/stall/disk" --spare 2> /dev/null' ||
+  vb_fail "the file that answers again is not taken as a spare"
 vb_assert_eq spare "$(vb_json keep '.components[2].state')" "the spare's state"
 vbmgr remove keep "$T/stall/disk"
 vb_log "ok"
