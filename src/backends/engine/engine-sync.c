@@ -654,8 +654,8 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
   if (e->meta == NULL || !e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' has no on-component metadata: a component cannot be re-added",
-                   e->name);
+                   "device '%s' has %s: a component cannot be re-added", e->name,
+                   e->meta ? "one copy of its data" : "no on-component metadata");
       return -ENOTSUP;
     }
   handler = engine_meta_handler (e);
