@@ -95,6 +95,8 @@ entry_json (GDBusObjectManager *manager, GVariant *entry)
   if (!g_variant_lookup (entry, "problems", "^a&s", &problems))
     problems = NULL;
   json_object_set_member (o, "problems", strv_json (problems));
+  if (g_variant_lookup (entry, "note", "&s", &s))
+    json_object_set_string_member (o, "note", s);
   return o;
 }
 
@@ -142,6 +144,8 @@ print_text (JsonArray *found)
         }
       for (guint j = 0; j < json_array_get_length (problems); j++)
         g_print ("    %s %s\n", _ ("problem:"), json_array_get_string_element (problems, j));
+      if (json_object_has_member (o, "note"))
+        g_print ("    %s %s\n", _ ("note:"), json_object_get_string_member (o, "note"));
     }
 }
 
@@ -169,7 +173,9 @@ vb_cmd_scan (int argc, char **argv)
   if (!vb_mgr_parse_options ("scan", "[PATH…]",
                              _ ("Find devices from the superblocks on their components (by "
                                 "default on every block device), and with --adopt add the ones "
-                                "vblkd does not know."),
+                                "vblkd does not know. The block nodes of the devices found that "
+                                "run (with --start, those adopted too) are read in turn, so "
+                                "that a stack comes back level by level."),
                              entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (start && !adopt)

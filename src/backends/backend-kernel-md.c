@@ -43,6 +43,7 @@
  * while the array runs (md arrays outlive vblkd, as they outlive mdadm). */
 #include "config.h"
 
+#include "assembly.h"
 #include "backend-kernel-private.h"
 #include "loop-util.h"
 #include "assembly.h"
@@ -377,6 +378,34 @@ write_bitmap (MdArray *a, Member *m, gboolean dirty)
  * decide, as on the engine: a member with the table's events in an in-sync
  * role is in sync; a faulty one stays out of md until it is re-added; any
  * other member is recovered in full (md has no bitmap of vblk's). */
+/* raid0: md has no copy to recover a member from, so every slot must hold
+ * its own, current component — the rules of every device with one copy
+ * of its data, the engine's too (vb_assembly_single_copy). */
+static gboolean
+assemble_single_copy (MdArray *a, const VbBackendRequest *request, const VbSuperblock *found,
+                      const gboolean *present, GError **error)
+{
+  g_autofree VbAssemblySlot *slots = g_new0 (VbAssemblySlot, a->n);
+
+  for (guint i = 0; i < a->n; i++)
+    {
+      slots[i].path = a->members[i] ? a->members[i]->path : request->components[i].source;
+      slots[i].missing = a->members[i] == NULL;
+      slots[i].sb = present[i] ? &found[i] : NULL;
+    }
+  if (!vb_assembly_single_copy (a->name, &a->sb, slots, a->n, FALSE, error))
+    return FALSE;
+  for (guint i = 0; i < a->n; i++)
+    {
+      g_free (a->members[i]->uuid);
+      a->members[i]->uuid = g_strdup (found[i].component_uuid);
+    }
+  return TRUE;
+}
+
+/* The newest superblock's role table decides: a member with the table's
+ * events in an in-sync role is in sync; any other member is recovered in
+ * full (md has no bitmap of vblk's). */
 static gboolean
 assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, GError **error)
 {
@@ -454,6 +483,8 @@ assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, G
   g_strlcpy (a->sb.format, "vblk", sizeof a->sb.format);
   g_strlcpy (a->sb.device_name, a->name, sizeof a->sb.device_name);
   vb_superblock_set_attributes (&a->sb, request->attributes);
+  if (a->copies == 1)
+    return assemble_single_copy (a, request, found, present, error);
 
   for (guint i = 0; i < a->n; i++)
     {
@@ -1458,6 +1489,23 @@ fail:
 
 /* ---- an array found running (vblkd started again) ---- */
 
+/* Where the data starts on the first member md lists (sectors; 0: none). */
+static guint64
+member_offset (MdArray *a, const char *sysdir)
+{
+  g_autoptr (GDir) dir = g_dir_open (sysdir, 0, NULL);
+  const char *entry;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    if (g_str_has_prefix (entry, "dev-"))
+      {
+        g_autofree char *attr = g_build_filename (entry, "offset", NULL);
+        g_autofree char *offset = md_get (a, attr);
+        return offset ? g_ascii_strtoull (offset, NULL, 10) : 0;
+      }
+  return 0;
+}
+
 static MdArray *
 attach_running (const char *md, const char *instance)
 {
@@ -1498,7 +1546,9 @@ attach_running (const char *md, const char *instance)
                                               : 1;
   a->native = g_str_has_prefix (version, "1.");
   a->md_version = a->native ? g_strdup (version) : NULL;
-  a->meta = !a->native && a->copies > 1;
+  /* a raid0 runs with or without vblk's superblocks; with them, its data
+   * starts past them on every member */
+  a->meta = !a->native && (a->copies > 1 || member_offset (a, sysdir) > 0);
   dir = g_dir_open (sysdir, 0, NULL);
   while (dir && (entry = g_dir_read_name (dir)))
     {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend.h"
+#include "superblock.h"
 
 G_BEGIN_DECLS
 
@@ -19,6 +20,20 @@ gboolean vb_kernel_component_nodes (const VbBackendRequest *request, const char 
 /* Every loop device tagged @tag. */
 GPtrArray *vb_kernel_tagged_loops (const char *tag, const char *instance);
 void vb_kernel_detach_all (GPtrArray *loops);
+
+/* The vblk superblocks of a linear table (backend-kernel-dm-meta.c),
+ * through the block nodes the table maps (@nodes, in slot order). check:
+ * reads them and applies the rules of a device with one copy of its data;
+ * @grown: components appended online are new slots. *@table gets the role
+ * table to write. write: the superblocks say running (events + 1, not
+ * clean). stop: every node of the device says clean (events + 1). found:
+ * whether a component (by its path) carries a superblock of the device. */
+gboolean vb_kernel_dm_meta_found (const VbBackendRequest *request);
+gboolean vb_kernel_dm_meta_check (const VbBackendRequest *request, GPtrArray *nodes, gboolean grown,
+                                  VbSuperblock *table, GError **error);
+gboolean vb_kernel_dm_meta_write (const VbBackendRequest *request, GPtrArray *nodes,
+                                  VbSuperblock *table, GError **error);
+void vb_kernel_dm_meta_stop (const char *device_name, const char *uuid, GPtrArray *nodes);
 
 /* An md array node "/dev/md_vbINSTANCE_HEX16" vblk made. */
 gboolean vb_kernel_md_node_owner (const char *node, VbNodeOwner *owner);

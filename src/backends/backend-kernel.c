@@ -256,8 +256,12 @@ add_targets (struct dm_task *dmt, const VbBackendRequest *request, GPtrArray *no
   else
     for (guint i = 0; i < request->n_components; i++)
       {
+        /* with metadata=vblk, each component's data starts past its
+         * superblock area (the probe gave its size from there on) */
         guint64 sectors = request->components[i].size / SECTOR;
-        g_autofree char *params = g_strdup_printf ("%s 0", (const char *) nodes->pdata[i]);
+        g_autofree char *params
+            = g_strdup_printf ("%s %" G_GUINT64_FORMAT, (const char *) nodes->pdata[i],
+                               vb_driver_data_offset (request->attributes) / SECTOR);
         if (!dm_task_add_target (dmt, start, sectors, "linear", params))
           goto refused;
         start += sectors;
@@ -287,6 +291,41 @@ read_only_of (const VbBackendRequest *request)
   return g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
 }
 
+/* A linear table with vblk's superblocks on its components. */
+static gboolean
+has_superblocks (const VbBackendRequest *request)
+{
+  return strcmp (request->driver->name, "linear") == 0
+         && vb_driver_data_offset (request->attributes) > 0;
+}
+
+/* The block nodes under dm device @name (its table's), and whether it is
+ * read-only. Called with dm_lock held. */
+static GPtrArray *
+table_nodes_locked (const char *name, gboolean *read_only)
+{
+  GPtrArray *nodes = g_ptr_array_new_with_free_func (g_free);
+  struct dm_task *dmt = dm_task_create (DM_DEVICE_DEPS);
+  struct dm_info info = { 0 };
+  struct dm_deps *deps;
+
+  if (dmt && dm_task_set_name (dmt, name) && dm_task_run (dmt) && dm_task_get_info (dmt, &info)
+      && (deps = dm_task_get_deps (dmt)))
+    for (guint32 i = 0; i < deps->count; i++)
+      {
+        /* the kernel's huge_encode_dev: glibc's dev_t encoding */
+        char *node = vb_node_of_devnum ((dev_t) deps->device[i]);
+        if (node)
+          g_ptr_array_add (nodes, node);
+      }
+  *read_only = info.read_only != 0;
+  if (dmt)
+    dm_task_destroy (dmt);
+  return nodes;
+}
+
+static gboolean kernel_format (const VbBackendRequest *request, GError **error);
+
 static char *
 dm_start (const VbBackendRequest *request, GError **error)
 {
@@ -304,8 +343,20 @@ dm_start (const VbBackendRequest *request, GError **error)
   guint64 size;
 
   dm_setup_once ();
+  /* a new device whose components were not there when it was created
+   * (devices not started yet): its first superblocks now, the engine's */
+  if (has_superblocks (request) && !read_only && !vb_kernel_dm_meta_found (request)
+      && !kernel_format (request, error))
+    goto out;
   if (!vb_kernel_component_nodes (request, tag, read_only, nodes, attached, error))
     goto out;
+  if (has_superblocks (request))
+    {
+      VbSuperblock table;
+      if (!vb_kernel_dm_meta_check (request, nodes, FALSE, &table, error)
+          || (!read_only && !vb_kernel_dm_meta_write (request, nodes, &table, error)))
+        goto out;
+    }
   vb_test_hook ("kernel:after-component-loops");
   watch = vb_udev_watch_begin ();
   g_mutex_lock (&dm_lock);
@@ -360,6 +411,8 @@ dm_stop (const char *block_device, const char *instance, const char *uuid, GErro
   g_autofree char *tag = vb_kernel_loop_tag (instance, uuid);
   g_autofree char *expect = NULL;
   g_autoptr (GPtrArray) loops = NULL;
+  g_autoptr (GPtrArray) nodes = NULL;
+  gboolean read_only = TRUE;
   guint minor;
   gboolean ok = TRUE;
 
@@ -373,6 +426,7 @@ dm_stop (const char *block_device, const char *instance, const char *uuid, GErro
           return FALSE;
         }
       g_mutex_lock (&dm_lock);
+      nodes = table_nodes_locked (name, &read_only);
       struct dm_task *dmt = dm_task_create (DM_DEVICE_REMOVE);
       ok = dmt && dm_task_set_name (dmt, name) && dm_task_retry_remove (dmt)
            && run_task (dmt, "remove", name, error);
@@ -381,6 +435,10 @@ dm_stop (const char *block_device, const char *instance, const char *uuid, GErro
       g_mutex_unlock (&dm_lock);
       if (!ok)
         return FALSE;
+      /* every write of the table has landed: its superblocks (if any) say
+       * clean, through the nodes it mapped, before the loops go */
+      if (!read_only)
+        vb_kernel_dm_meta_stop (block_device, uuid, nodes);
     }
   /* the loop devices under it go with it */
   loops = tagged_loops (tag, instance, NULL);
@@ -524,11 +582,24 @@ reload (const char *block_device, const VbBackendRequest *request, VbReconfigure
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
 
+  gboolean meta = has_superblocks (request);
+  VbSuperblock table;
+
   report->old_size = node_size (block_device);
-  if (!nodes_for (request, nodes, attached, error) || !swap_table (request, nodes, report, error))
+  /* superblocks: checked before the swap (a refusal changes nothing), the
+   * new role table written once the new table is live */
+  if (!nodes_for (request, nodes, attached, error)
+      || (meta && !vb_kernel_dm_meta_check (request, nodes, TRUE, &table, error))
+      || !swap_table (request, nodes, report, error))
     {
       vb_kernel_detach_all (attached);
       return FALSE;
+    }
+  if (meta && !read_only_of (request))
+    {
+      g_autoptr (GError) local = NULL;
+      if (!vb_kernel_dm_meta_write (request, nodes, &table, &local))
+        g_warning ("%s: %s", request->name, local->message);
     }
   detach_unused (tag, request->instance, nodes);
   return TRUE;
@@ -594,16 +665,16 @@ kernel_stop (const char *block_device, const char *instance, const char *uuid, G
   return dm_stop (block_device, instance, uuid, error);
 }
 
-/* Superblocks for a new raid1 or raid10: the engine's, so that the device
- * can move between backends. */
+/* Superblocks for a new device with metadata=vblk (raid0, raid1, raid10
+ * on md, linear on dm): the engine's, so that the device can move between
+ * backends. */
 static gboolean
 kernel_format (const VbBackendRequest *request, GError **error)
 {
   extern const VbBackend vb_backend_loop;
 
-  if (!is_md_driver (request->driver)
-      || g_strcmp0 (g_hash_table_lookup (request->attributes, "metadata"), "vblk") != 0)
-    return TRUE; /* md1: the array's own, which md keeps */
+  if (g_strcmp0 (g_hash_table_lookup (request->attributes, "metadata"), "vblk") != 0)
+    return TRUE; /* none; md1: the array's own, which md keeps */
   return vb_backend_loop.format (request, error);
 }
 

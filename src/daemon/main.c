@@ -254,7 +254,10 @@ own_name (VbDaemon *daemon, GDBusConnection *connection)
 }
 
 /* Drivers and attributes of a loaded state are checked as CreateDevice
- * would; a state.json naming what this vblkd cannot run is refused. */
+ * would; a state.json naming what this vblkd cannot run is refused. An
+ * attribute the file does not name takes the value the device had before
+ * the attribute existed (a raid0 or linear saved without superblocks
+ * stays metadata=none: its data starts at byte 0). */
 static gboolean
 check_loaded_state (VbState *state, GError **error)
 {
@@ -273,7 +276,7 @@ check_loaded_state (VbState *state, GError **error)
                        known);
           return FALSE;
         }
-      resolved = vb_driver_resolve_attributes (driver, NULL, d->attributes, error);
+      resolved = vb_driver_resolve_saved_attributes (driver, d->attributes, error);
       if (resolved == NULL)
         {
           g_prefix_error (error, "devices[%u] (%s): ", i, d->name);

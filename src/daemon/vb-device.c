@@ -299,11 +299,12 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
                    d->name, d->driver);
       return FALSE;
     }
-  if (g_strcmp0 (role, "spare") == 0 && !vb_driver_has_metadata (d->attributes))
+  if (g_strcmp0 (role, "spare") == 0
+      && !vb_driver_takes_spares (vb_driver_lookup (d->driver), d->attributes))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s': spares need on-component metadata (driver '%s' with "
-                   "metadata=vblk)",
+                   "device '%s': spares need redundancy and on-component metadata (driver "
+                   "raid1 or raid10 with metadata=vblk; this is '%s')",
                    d->name, d->driver);
       return FALSE;
     }

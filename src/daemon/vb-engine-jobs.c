@@ -163,8 +163,7 @@ vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *
   const VbDriver *driver = vb_driver_lookup (d->driver);
   /* without superblocks (metadata=none on a redundant driver), the
    * desired state says which legs are behind */
-  gboolean record = driver && vb_driver_attr_spec (driver, "metadata")
-                    && !vb_driver_has_metadata (d->attributes);
+  gboolean record = driver && driver->redundant && !vb_driver_has_metadata (d->attributes);
   gboolean changed = FALSE;
 
   if (backend == NULL || backend->component_status == NULL)

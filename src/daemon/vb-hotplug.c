@@ -527,7 +527,11 @@ decide (Item *item, GPtrArray *assemblies)
         a->readd = readd;
         g_ptr_array_add (assemblies, a);
         decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
-        if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL))
+        /* raid0 and linear have no degraded start: they wait for every
+         * component */
+        const VbDriver *driver = vb_driver_lookup (d->driver);
+        if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
+            && driver->redundant)
           arm_degraded (d->name, rule->start_degraded_after_ms);
         return;
       }
@@ -544,7 +548,7 @@ decide (Item *item, GPtrArray *assemblies)
         for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
           {
             const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
-            if (t == NULL || !vb_driver_has_metadata (t->attributes))
+            if (t == NULL || !vb_driver_takes_spares (vb_driver_lookup (t->driver), t->attributes))
               continue;
             if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
               target = t;

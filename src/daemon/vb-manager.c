@@ -140,9 +140,15 @@ handle_apply (VbDBusManager *iface, GDBusMethodInvocation *invocation, const cha
 }
 
 /* Scan: superblocks read on a worker thread, grouped on the main thread;
- * with adopt, the adoptable groups are added in one op. */
+ * with adopt, the adoptable groups are added in one op. A stack comes back
+ * level by level: once the devices found run (known ones, or adopted and
+ * started), their block nodes carry the superblocks of the devices built
+ * on them, so those nodes are read in turn, until nothing new appears. */
 
 static const char *const scan_options[] = { "paths:as", "adopt:b", "start:b", NULL };
+
+/* levels of a stack read (the engine nests devices at most 8 deep) */
+#define SCAN_MAX_LEVELS 8
 
 typedef struct {
   VbDaemon *daemon;
@@ -150,7 +156,10 @@ typedef struct {
   GVariant *options;
   char **paths;       /* explicit paths, or NULL */
   char **state_paths; /* default scan: component paths of the desired state */
+  char **next;        /* the block nodes the next level is read from */
   gboolean adopt, start;
+  guint level;
+  GHashTable *adopted; /* UUIDs adopted by this scan, at any level */
   VbScan *scan;
 } ScanRequest;
 
@@ -161,15 +170,36 @@ scan_request_free (ScanRequest *req)
   g_clear_pointer (&req->options, g_variant_unref);
   g_strfreev (req->paths);
   g_strfreev (req->state_paths);
+  g_strfreev (req->next);
+  g_clear_pointer (&req->adopted, g_hash_table_unref);
   vb_scan_free (req->scan);
   g_free (req);
 }
 
+/* The result: the groups as the desired state has them now, those this
+ * scan adopted (at any level) marked so. */
 static void
 scan_return (ScanRequest *req)
 {
-  g_auto (GStrv) devices = vb_scan_device_paths (req->scan);
+  g_auto (GStrv) devices = NULL;
+  gboolean left_unstarted = FALSE;
 
+  vb_scan_group (req->scan, req->daemon->desired);
+  for (guint i = 0; i < req->scan->groups->len; i++)
+    {
+      VbScanGroup *g = req->scan->groups->pdata[i];
+      g->adopted = g_hash_table_contains (req->adopted, g->uuid);
+      left_unstarted |= g->adopted && !req->start;
+    }
+  /* what is built on them is on their nodes, which only a start makes */
+  for (guint i = 0; left_unstarted && i < req->scan->groups->len; i++)
+    {
+      VbScanGroup *g = req->scan->groups->pdata[i];
+      if (g->adopted)
+        g->note = "not started: devices built on it are found on its block node once it runs "
+                  "(vbmgr scan --adopt --start, or vbmgr start and scan again)";
+    }
+  devices = vb_scan_device_paths (req->scan);
   g_dbus_method_invocation_return_value (
       req->invocation, g_variant_new ("(^ao@aa{sv})", devices, vb_scan_found_variant (req->scan)));
   g_clear_object (&req->invocation);
@@ -201,6 +231,61 @@ mutate_adopt (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArra
   return vb_graph_check (graph, error);
 }
 
+static void scan_read_done (GObject *source, GAsyncResult *result, gpointer user_data);
+
+static void
+scan_read_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  ScanRequest *req = task_data;
+
+  if (req->next)
+    vb_scan_read (req->scan, (const char *const *) req->next, FALSE);
+  else if (req->paths)
+    vb_scan_read (req->scan, (const char *const *) req->paths, TRUE);
+  else
+    {
+      g_auto (GStrv) paths = vb_scan_default_paths ((const char *const *) req->state_paths);
+      vb_scan_read (req->scan, (const char *const *) paths, FALSE);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+scan_read (ScanRequest *req)
+{
+  g_autoptr (GTask) task = g_task_new (NULL, NULL, scan_read_done, req);
+
+  /* the task always completes; scan_read_done owns @req then */
+  g_task_set_task_data (task, req, NULL);
+  g_task_run_in_thread (task, scan_read_thread);
+}
+
+/* One level done: the next one is read from the nodes of the devices
+ * found that run now, or the scan answers. */
+static void
+scan_level_done (ScanRequest *req)
+{
+  g_autoptr (GHashTable) nodes = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < req->daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = req->daemon->desired->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (req->daemon->running, d->uuid);
+      if (r && r->block_device)
+        g_hash_table_insert (nodes, d->name, r->block_device);
+    }
+  vb_scan_group (req->scan, req->daemon->desired);
+  g_strfreev (req->next);
+  req->next = vb_scan_next_nodes (req->scan, nodes);
+  if (req->next[0] != NULL && ++req->level < SCAN_MAX_LEVELS)
+    {
+      scan_read (req);
+      return;
+    }
+  scan_return (req);
+  scan_request_free (req);
+}
+
 static void
 adopt_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
@@ -212,25 +297,16 @@ adopt_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 
       g_prefix_error (&copy, "adopting: ");
       vb_invocation_return_gerror (req->invocation, copy);
-      g_clear_object (&req->invocation);
+      scan_request_free (req);
       return;
     }
-  scan_return (req);
-}
-
-static void
-scan_read_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  ScanRequest *req = task_data;
-
-  if (req->paths)
-    vb_scan_read (req->scan, (const char *const *) req->paths, TRUE);
-  else
+  for (guint i = 0; i < req->scan->groups->len; i++)
     {
-      g_auto (GStrv) paths = vb_scan_default_paths ((const char *const *) req->state_paths);
-      vb_scan_read (req->scan, (const char *const *) paths, FALSE);
+      VbScanGroup *g = req->scan->groups->pdata[i];
+      if (g->adopted)
+        g_hash_table_add (req->adopted, g_strdup (g->uuid));
     }
-  g_task_return_boolean (task, TRUE);
+  scan_level_done (req);
 }
 
 static void
@@ -244,12 +320,12 @@ scan_read_done (GObject *source, GAsyncResult *result, gpointer user_data)
     any |= ((VbScanGroup *) req->scan->groups->pdata[i])->config != NULL;
   if (!any)
     {
-      scan_return (req);
-      scan_request_free (req);
+      scan_level_done (req);
       return;
     }
+  /* @req outlives the op: the next level may follow */
   vb_daemon_submit (req->daemon, mutate_adopt, VB_OP_CHANGE, "scan:after-persist", adopt_done, req,
-                    (GDestroyNotify) scan_request_free);
+                    NULL);
 }
 
 static void
@@ -257,7 +333,6 @@ scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer u
 {
   ScanRequest *req = user_data;
   g_autoptr (GError) error = NULL;
-  g_autoptr (GTask) task = NULL;
 
   if (!vb_options_check (req->options, scan_options, &error))
     goto fail;
@@ -298,10 +373,9 @@ scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer u
     }
 
   req->scan = vb_scan_new ();
-  /* the task always completes; scan_read_done owns @req then */
-  task = g_task_new (NULL, NULL, scan_read_done, req);
-  g_task_set_task_data (task, req, NULL);
-  g_task_run_in_thread (task, scan_read_thread);
+  req->scan->instance = g_strdup (daemon->instance);
+  req->adopted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  scan_read (req);
   return;
 
 fail:

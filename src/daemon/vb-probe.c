@@ -106,6 +106,7 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
   g_autoptr (GPtrArray) p = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GArray) in = g_array_new (FALSE, TRUE, sizeof (VbComponentInfo));
   guint64 data_offset = vb_driver_data_offset (config->attributes);
+  const VbDriver *driver = vb_driver_lookup (config->driver);
   g_autoptr (GError) local = NULL;
   guint n_missing = 0;
   guint64 smallest = G_MAXUINT64;
@@ -122,9 +123,12 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
       if (!probe_one (probe, c->source, &path, &info, &local))
         {
           /* a redundant device with metadata starts without a file or disk
-           * that is gone; its superblocks record the slot missing */
-          if (!vb_driver_has_metadata (config->attributes) || c->source[0] != '/'
-              || probe->no_missing || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
+           * that is gone; its superblocks record the slot missing. Raid0
+           * and linear keep no other copy: a gone component refuses the
+           * start, naming it, as md refuses a raid0 with a member missing */
+          if (driver == NULL || !driver->redundant || !vb_driver_has_metadata (config->attributes)
+              || c->source[0] != '/' || probe->no_missing
+              || !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
             {
               g_propagate_error (error, g_steal_pointer (&local));
               return FALSE;
@@ -266,7 +270,8 @@ vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_c
                    config->driver, known);
       return FALSE;
     }
-  attributes = vb_driver_resolve_attributes (driver, NULL, config->attributes, error);
+  /* a desired state's device: what it does not name is what it had */
+  attributes = vb_driver_resolve_saved_attributes (driver, config->attributes, error);
   if (attributes == NULL)
     return FALSE;
   if (!vb_probe_components (probe, config, &paths, &infos, error))

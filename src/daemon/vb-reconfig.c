@@ -111,6 +111,12 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
   while (g_hash_table_iter_next (&iter, &k, &v))
     if (vb_driver_attr_spec (driver, k))
       g_hash_table_insert (base, g_strdup (k), g_strdup (v));
+  /* the same driver: what the device does not name, it had before the
+   * attribute existed (never a new device's default, which could move
+   * its data) */
+  for (const VbAttrSpec *a = driver->attributes; same && a && a->name; a++)
+    if (a->saved_absent && !g_hash_table_contains (base, a->name))
+      g_hash_table_insert (base, g_strdup (a->name), g_strdup (a->saved_absent));
   if (given)
     {
       g_hash_table_iter_init (&iter, given);
@@ -151,6 +157,21 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
         }
       g_hash_table_replace (base, g_strdup ("metadata"), g_strdup ("none"));
       g_hash_table_replace (base, g_strdup ("bitmap"), g_strdup ("none"));
+    }
+  if (single (old->driver) && strcmp (driver->name, "linear") == 0)
+    {
+      /* the data stays where it is, from byte 0 of the first component:
+       * superblocks would have to go where the data is */
+      const char *meta = given ? g_hash_table_lookup (given, "metadata") : NULL;
+      if (meta && strcmp (meta, "none") != 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
+                       "would go (data from 1 MiB); the concatenation keeps metadata=none",
+                       old->name, ((VbComponentConfig *) old->components->pdata[0])->source);
+          return NULL;
+        }
+      g_hash_table_replace (base, g_strdup ("metadata"), g_strdup ("none"));
     }
   if (strcmp (old->driver, "raid1") == 0 && single (driver->name))
     {

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "engine/driver.h"
 #include "metadata.h"
 #include "vb-error.h"
@@ -24,6 +25,7 @@ static void
 component_free (VbScanComponent *c)
 {
   g_free (c->path);
+  g_free (c->node_of);
   g_free (c);
 }
 
@@ -47,6 +49,7 @@ vb_scan_new (void)
   scan->path_problems = g_ptr_array_new_with_free_func (g_free);
   scan->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   scan->groups = g_ptr_array_new_with_free_func ((GDestroyNotify) group_free);
+  scan->looked = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   return scan;
 }
 
@@ -59,18 +62,27 @@ vb_scan_free (VbScan *scan)
   g_ptr_array_unref (scan->path_problems);
   g_hash_table_unref (scan->seen);
   g_ptr_array_unref (scan->groups);
+  g_hash_table_unref (scan->looked);
+  g_free (scan->instance);
   g_free (scan);
 }
 
 void
-vb_scan_add (VbScan *scan, const char *path, const VbSuperblock *sb)
+vb_scan_add_node (VbScan *scan, const char *path, const VbSuperblock *sb, const char *node_of)
 {
   VbScanComponent *c = g_new0 (VbScanComponent, 1);
 
   g_return_if_fail (scan != NULL && path != NULL && sb != NULL);
   c->path = g_strdup (path);
   c->sb = *sb;
+  c->node_of = g_strdup (node_of);
   g_ptr_array_add (scan->components, c);
+}
+
+void
+vb_scan_add (VbScan *scan, const char *path, const VbSuperblock *sb)
+{
+  vb_scan_add_node (scan, path, sb, NULL);
 }
 
 void
@@ -132,10 +144,13 @@ vb_scan_read (VbScan *scan, const char *const *paths, gboolean explicit)
       const char *path = paths[i];
       g_autoptr (GError) error = NULL;
       g_autofree char *identity = NULL;
+      g_auto (VbNodeOwner) owner = { 0 };
+      gboolean node = FALSE;
       VbSuperblock sb;
       struct stat st;
       int fd;
 
+      g_hash_table_add (scan->looked, g_strdup (path));
       if (stat (path, &st) != 0)
         {
           int errsv = errno;
@@ -163,6 +178,28 @@ vb_scan_read (VbScan *scan, const char *const *paths, gboolean explicit)
         }
       if (!g_hash_table_add (scan->seen, g_steal_pointer (&identity)))
         continue; /* the same component under another name */
+      /* a node vblk made: a device's node of this vblkd holds the
+       * components of the devices stacked on it; the loop device under a
+       * kernel device shows its file (read as itself), and another vblkd's
+       * devices are its own */
+      if (S_ISBLK (st.st_mode) && vb_backends_node_owner (st.st_rdev, &owner))
+        {
+          if (owner.internal || g_strcmp0 (owner.instance, scan->instance) != 0)
+            {
+              g_autofree char *message = NULL;
+              if (!explicit)
+                continue;
+              message = owner.internal
+                            ? g_strdup_printf ("'%s': a node vblk uses inside device %s (scan its "
+                                               "file instead)",
+                                               path, owner.uuid)
+                            : g_strdup_printf ("'%s': a block node of another vblkd (instance %s)",
+                                               path, owner.instance);
+              vb_scan_add_problem (scan, path, message);
+              continue;
+            }
+          node = TRUE;
+        }
 
       /* read-only: a block device opened for writing sends a change
        * uevent when closed */
@@ -176,7 +213,7 @@ vb_scan_read (VbScan *scan, const char *const *paths, gboolean explicit)
           continue;
         }
       if (read_one (fd, path, &sb, &error))
-        vb_scan_add (scan, path, &sb);
+        vb_scan_add_node (scan, path, &sb, node ? owner.uuid : NULL);
       else if (error && !g_error_matches (error, VB_ERROR, VB_ERROR_NOT_FOUND))
         vb_scan_add_problem (scan, path, error->message);
       close (fd);
@@ -275,6 +312,28 @@ parse_attributes (VbScanGroup *g)
   return g_steal_pointer (&given);
 }
 
+/* How an adopted device names component @c: its path, or vblk:NAME when
+ * the path is the block node of device NAME of this vblkd (a stack's
+ * upper level: built on the device, never on its raw node). NULL with a
+ * problem when @desired has no such device. */
+static char *
+source_of (const VbScan *scan, VbScanGroup *g, const VbScanComponent *c, const VbState *desired)
+{
+  const VbNodeOwner owner = { .instance = scan->instance, .uuid = c->node_of };
+
+  if (c->node_of == NULL)
+    return g_strdup (c->path);
+  for (guint i = 0; i < desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = desired->devices->pdata[i];
+      if (vb_node_owner_is (&owner, scan->instance, d->uuid))
+        return g_strdup_printf ("vblk:%s", d->name);
+    }
+  problem (g, "component '%s' is the block node of a device vblkd does not know (%s)", c->path,
+           c->node_of);
+  return NULL;
+}
+
 /* The device, without components: the superblock's name and attributes
  * (checked), or NULL with a problem recorded. */
 static VbDeviceConfig *
@@ -308,7 +367,8 @@ new_config (VbScanGroup *g, const VbDriver *driver, const char *backend)
  * the slots come from the members (the newest holder of each); md runs it
  * with its own superblocks (metadata=md1, backend kernel). */
 static VbDeviceConfig *
-build_md1_config (VbScanGroup *g, const VbDriver *driver)
+build_md1_config (const VbScan *scan, VbScanGroup *g, const VbDriver *driver,
+                  const VbState *desired)
 {
   const VbSuperblock *best = g->best;
   g_autoptr (VbDeviceConfig) d = NULL;
@@ -338,21 +398,25 @@ build_md1_config (VbScanGroup *g, const VbDriver *driver)
           if (c->sb.role == (gint32) r && (holder == NULL || c->sb.events > holder->sb.events))
             holder = c;
         }
+      g_autofree char *source = NULL;
       if (holder == NULL)
         {
           problem (g, "slot %u: no member of the array found", r);
           continue;
         }
+      if ((source = source_of (scan, g, holder, desired)) == NULL)
+        continue;
       g_ptr_array_add (d->components,
-                       vb_component_config_new (holder->path, role, holder->sb.component_uuid));
+                       vb_component_config_new (source, role, holder->sb.component_uuid));
       slots_found++;
     }
   for (guint i = 0; i < g->components->len; i++)
     {
       VbScanComponent *c = g->components->pdata[i];
-      if (c->sb.role == VB_SB_ROLE_SPARE)
+      g_autofree char *source = NULL;
+      if (c->sb.role == VB_SB_ROLE_SPARE && (source = source_of (scan, g, c, desired)))
         g_ptr_array_add (d->components,
-                         vb_component_config_new (c->path, "spare", c->sb.component_uuid));
+                         vb_component_config_new (source, "spare", c->sb.component_uuid));
     }
   if (slots_found < best->n_roles || g->problems->len > 0)
     return NULL;
@@ -361,7 +425,7 @@ build_md1_config (VbScanGroup *g, const VbDriver *driver)
 
 /* The device adoption would add, or NULL with problems recorded. */
 static VbDeviceConfig *
-build_config (VbScanGroup *g)
+build_config (const VbScan *scan, VbScanGroup *g, const VbState *desired)
 {
   const VbSuperblock *best = g->best;
   const VbDriver *driver = vb_driver_lookup (best->driver);
@@ -369,7 +433,7 @@ build_config (VbScanGroup *g)
   guint slots_found = 0;
 
   if (strcmp (best->format, "md1") == 0)
-    return build_md1_config (g, driver);
+    return build_md1_config (scan, g, driver, desired);
   if (driver == NULL)
     {
       problem (g, "driver '%s': unknown", best->driver);
@@ -383,27 +447,31 @@ build_config (VbScanGroup *g)
       const char *want = best->roles[i].uuid;
       VbScanComponent *c = *want ? find_component (g, want) : NULL;
       g_autofree char *role = g_strdup_printf ("%u", i);
+      g_autofree char *source = NULL;
 
       if (c == NULL)
         {
           problem (g, "slot %u (%s): no component found", i, *want ? want : "none recorded");
           continue;
         }
-      g_ptr_array_add (d->components, vb_component_config_new (c->path, role, want));
+      if ((source = source_of (scan, g, c, desired)) == NULL)
+        continue;
+      g_ptr_array_add (d->components, vb_component_config_new (source, role, want));
       slots_found++;
     }
   for (guint i = 0; i < g->components->len; i++)
     {
       VbScanComponent *c = g->components->pdata[i];
+      g_autofree char *source = NULL;
       gboolean holds_slot = FALSE;
 
       if (c->sb.role != VB_SB_ROLE_SPARE)
         continue;
       for (guint r = 0; r < best->n_roles; r++)
         holds_slot |= strcmp (best->roles[r].uuid, c->sb.component_uuid) == 0;
-      if (!holds_slot)
+      if (!holds_slot && (source = source_of (scan, g, c, desired)))
         g_ptr_array_add (d->components,
-                         vb_component_config_new (c->path, "spare", c->sb.component_uuid));
+                         vb_component_config_new (source, "spare", c->sb.component_uuid));
     }
   if (slots_found < best->n_roles || g->problems->len > 0)
     return NULL;
@@ -436,6 +504,17 @@ check_name (VbScan *scan, VbScanGroup *g, const VbState *desired)
 /* What a start makes of @c: the assembly rule (assembly.h) against the
  * newest superblock, the one the engine and md apply. A spare is current
  * unless older; an mdadm member follows md's own rule (older: recovered). */
+/* A device with one copy of its data (raid0, linear): no component is
+ * brought up to date, so one that is not current refuses the start
+ * (assembly-single.c: one event behind is a cut-short superblock update). */
+static gboolean
+single_copy (const VbScanGroup *g)
+{
+  const VbDriver *driver = vb_driver_lookup (g->best->driver);
+
+  return driver != NULL && !driver->redundant && strcmp (g->best->format, "md1") != 0;
+}
+
 static VbSlotDecision
 component_decision (const VbScanGroup *g, const VbScanComponent *c)
 {
@@ -452,6 +531,12 @@ component_decision (const VbScanGroup *g, const VbScanComponent *c)
   if (strcmp (g->best->format, "md1") == 0 || c->sb.role < 0
       || (guint32) c->sb.role >= g->best->n_roles)
     return c->sb.events < g->best->events ? VB_SLOT_REBUILD : VB_SLOT_CURRENT;
+  if (single_copy (g))
+    return c->sb.events + 1 >= g->best->events
+                   && g->best->roles[c->sb.role].state == VB_ROLE_IN_SYNC
+                   && strcmp (g->best->roles[c->sb.role].uuid, c->sb.component_uuid) == 0
+               ? VB_SLOT_CURRENT
+               : VB_SLOT_REBUILD; /* shown as "refuse" */
   return vb_assembly_decide (&facts, NULL);
 }
 
@@ -509,7 +594,7 @@ vb_scan_group (VbScan *scan, const VbState *desired)
       if (g->known_name == NULL)
         check_name (scan, g, desired);
       /* known: what is missing is still worth showing */
-      config = build_config (g);
+      config = build_config (scan, g, desired);
       if (g->known_name == NULL && g->problems->len == 0)
         g->config = g_steal_pointer (&config);
     }
@@ -534,8 +619,11 @@ components_variant (const VbScanGroup *g)
       g_variant_builder_add (&b, "{sv}", "role", g_variant_new_int32 (c->sb.role));
       g_variant_builder_add (&b, "{sv}", "events", g_variant_new_uint64 (c->sb.events));
       g_variant_builder_add (&b, "{sv}", "stale", g_variant_new_boolean (c->stale));
-      g_variant_builder_add (&b, "{sv}", "start",
-                             g_variant_new_string (vb_slot_decision_to_string (c->decision)));
+      g_variant_builder_add (
+          &b, "{sv}", "start",
+          g_variant_new_string (single_copy (g) && c->stale
+                                    ? "refuse"
+                                    : vb_slot_decision_to_string (c->decision)));
       g_variant_builder_close (&b);
     }
   return g_variant_builder_end (&b);
@@ -570,7 +658,10 @@ vb_scan_found_variant (const VbScan *scan)
       g_variant_builder_add (&b, "{sv}", "driver", g_variant_new_string (g->best->driver));
       g_variant_builder_add (&b, "{sv}", "events", g_variant_new_uint64 (g->best->events));
       g_variant_builder_add (&b, "{sv}", "slots", g_variant_new_uint32 (g->best->n_roles));
-      g_variant_builder_add (&b, "{sv}", "known", g_variant_new_boolean (g->known_name != NULL));
+      /* adopted by an earlier level of this scan: in the state now, but
+       * not known before it */
+      g_variant_builder_add (&b, "{sv}", "known",
+                             g_variant_new_boolean (g->known_name != NULL && !g->adopted));
       g_variant_builder_add (&b, "{sv}", "adopted", g_variant_new_boolean (g->adopted));
       if (device)
         {
@@ -581,6 +672,8 @@ vb_scan_found_variant (const VbScan *scan)
       g_variant_builder_add (
           &b, "{sv}", "problems",
           g_variant_new_strv ((const char *const *) g->problems->pdata, g->problems->len));
+      if (g->note)
+        g_variant_builder_add (&b, "{sv}", "note", g_variant_new_string (g->note));
       g_variant_builder_close (&b);
     }
   for (guint i = 0; i + 1 < scan->path_problems->len; i += 2)
@@ -611,4 +704,28 @@ vb_scan_device_paths (const VbScan *scan)
     }
   g_ptr_array_add (paths, NULL);
   return (char **) g_ptr_array_free (paths, FALSE);
+}
+
+char **
+vb_scan_next_nodes (const VbScan *scan, GHashTable *block_devices)
+{
+  GPtrArray *nodes = g_ptr_array_new ();
+
+  g_return_val_if_fail (scan != NULL && block_devices != NULL, NULL);
+
+  for (guint i = 0; i < scan->groups->len; i++)
+    {
+      const char *device = group_device_name (scan->groups->pdata[i]);
+      const char *node = device ? g_hash_table_lookup (block_devices, device) : NULL;
+      gboolean again = FALSE;
+
+      if (node == NULL || g_hash_table_contains (scan->looked, node))
+        continue;
+      for (guint j = 0; j < nodes->len; j++)
+        again |= strcmp (nodes->pdata[j], node) == 0;
+      if (!again)
+        g_ptr_array_add (nodes, g_strdup (node));
+    }
+  g_ptr_array_add (nodes, NULL);
+  return (char **) g_ptr_array_free (nodes, FALSE);
 }

@@ -20,6 +20,10 @@ typedef struct {
    * engine and md apply it); stale: anything but current */
   VbSlotDecision decision;
   gboolean stale;
+  /* the path is the block node of a device this vblkd runs: that device's
+   * UUID as the node's tag carries it (md: its first 16 hex digits), and
+   * the component is adopted as vblk:NAME of it; NULL otherwise */
+  char *node_of;
 } VbScanComponent;
 
 /* The superblocks of one device UUID. */
@@ -32,6 +36,7 @@ typedef struct {
   /* What adoption adds: NULL when known or when there is a problem. */
   VbDeviceConfig *config;
   gboolean adopted; /* set by the caller once the config is in the state */
+  const char *note; /* for people, set by the caller (e.g. what adoption left to do) */
 } VbScanGroup;
 
 typedef struct {
@@ -39,6 +44,8 @@ typedef struct {
   GPtrArray *path_problems; /* char* path, char* message, ... (pairs) */
   GHashTable *seen;         /* identity of every path read (st_rdev or st_dev:st_ino) */
   GPtrArray *groups;        /* VbScanGroup*, by name then UUID (vb_scan_group) */
+  char *instance;           /* this vblkd's: block nodes it made are its devices' */
+  GHashTable *looked;       /* every path vb_scan_read looked at */
 } VbScan;
 
 VbScan *vb_scan_new (void);
@@ -47,6 +54,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbScan, vb_scan_free)
 
 /* Pure: records a superblock read from @path. */
 void vb_scan_add (VbScan *scan, const char *path, const VbSuperblock *sb);
+/* Pure: the same, read from the block node of device @node_of of this
+ * vblkd (a device stacked on it: its component is vblk:NAME). */
+void vb_scan_add_node (VbScan *scan, const char *path, const VbSuperblock *sb, const char *node_of);
 /* Pure: records that @path could not be read (@message names the path). */
 void vb_scan_add_problem (VbScan *scan, const char *path, const char *message);
 
@@ -60,24 +70,36 @@ char **vb_scan_default_paths (const char *const *extra);
  * format) or an unreadable one is a path problem. With @explicit FALSE a
  * path that does not exist or is not a regular file or block device is
  * skipped too. A path whose file or block device was already read (under
- * another name) is skipped. */
+ * another name) is skipped, and so is a block node vblk made that is not
+ * a device's node of scan->instance (one vblk uses inside a device, whose
+ * file is the component, or another vblkd's); a device's node is recorded
+ * as such (vb_scan_add_node). */
 void vb_scan_read (VbScan *scan, const char *const *paths, gboolean explicit);
 
 /* Pure: (re)builds scan->groups from the superblocks against @desired: per
  * device UUID the newest superblock, stale marks, problems (a slot with no
  * component, two components claiming one role at the same events, one
  * component at two paths, a name taken, an unknown driver or invalid
- * attributes) and, for a device not in @desired and without problems, the
- * VbDeviceConfig adoption would add (backend auto, autostart, not started). */
+ * attributes, a component on the node of a device @desired does not have)
+ * and, for a device not in @desired and without problems, the
+ * VbDeviceConfig adoption would add (backend auto, autostart, not started;
+ * a component on a device's node as vblk:NAME). */
 void vb_scan_group (VbScan *scan, const VbState *desired);
 
 /* The "found" result of Manager.Scan, aa{sv} (floating): one entry per
- * group (uuid, name, driver, events, slots, known, adopted, device when
- * known or adopted, components, problems), then one entry per path problem
- * (path, problems) — those have no "uuid". */
+ * group (uuid, name, driver, events, slots, known — in the desired state
+ * before the scan —, adopted, device when known or adopted, components,
+ * problems, note when set), then one entry per path problem (path,
+ * problems) — those have no "uuid". */
 GVariant *vb_scan_found_variant (const VbScan *scan);
 
 /* Object paths of the groups that are known or adopted (NULL-terminated). */
 char **vb_scan_device_paths (const VbScan *scan);
+
+/* Pure: the block nodes a stack's next level is read from — those of the
+ * running devices (@block_devices: device name -> node) the groups are
+ * known or adopted as — that the scan has not read yet (NULL-terminated;
+ * empty when there is nothing new). */
+char **vb_scan_next_nodes (const VbScan *scan, GHashTable *block_devices);
 
 G_END_DECLS

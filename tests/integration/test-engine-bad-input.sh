@@ -21,6 +21,6 @@ vb_assert_contains "$VB_ERR" "attribute 'chunk_size'" "chunk size not a power of
 refuse InvalidArgument vbmgr create x --driver raid0 --start "$T/a.img" "$T/tiny.img"
 vb_assert_contains "$VB_ERR" "tiny.img" "a component smaller than a chunk"
 refuse InvalidArgument vbmgr create x --driver linear --attr chunk_size=64K "$T/a.img"
-vb_assert_contains "$VB_ERR" "attribute 'chunk_size': driver 'linear' has no attributes" "linear has no chunk"
+vb_assert_contains "$VB_ERR" "attribute 'chunk_size': not an attribute of driver 'linear' (allowed: metadata)" "linear has no chunk"
 vb_assert_eq "" "$(vb_loops_of "$T/a.img")" "loop devices"
 vb_stop_daemon

@@ -14,7 +14,7 @@ uri () { echo "nbd+unix:///$1?socket=$(sock "$1")"; }
 
 mk l0 l1 a0 a1 m0 m1 t0 t1 t2
 vbmgr create lin --driver linear --start "$T/l0.img" "$T/l1.img"
-vbmgr create r0 --driver raid0 --attr chunk_size=64K --start "$T/a0.img" "$T/a1.img"
+vbmgr create r0 --driver raid0 --attr chunk_size=64K --attr metadata=none --start "$T/a0.img" "$T/a1.img"
 vbmgr create r1 --driver raid1 --start "$T/m0.img" "$T/m1.img"
 # without on-component metadata: all of each component is data
 vbmgr create r10 --driver raid10 --attr chunk_size=64K --attr metadata=none --attr bitmap=none \
@@ -78,7 +78,7 @@ vb_assert_eq 1 "$(vb_json r0 '.exports | length')" "exports of r0 after --stop"
 
 vb_log "a hostile client against vblkd's own export (linear over one image, so the image is the export)"
 vb_mkimg "$T/h.img" 64M
-vbmgr create hostile --driver linear --start "$T/h.img"
+vbmgr create hostile --driver linear --attr metadata=none --start "$T/h.img"
 vbmgr export hostile --nbd --listen "unix:$(sock hostile)"
 python3 "$VB_SRCDIR/tests/nbd/nbd-hostile.py" --socket "$(sock hostile)" --file "$T/h.img" \
   --block-size 512 --export-name hostile > "$T/hostile.log" 2>&1 || vb_fail "hostile client: $(tail -30 "$T/hostile.log")"

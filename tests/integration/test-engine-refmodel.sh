@@ -18,14 +18,28 @@ refmodel () {
 
 mk l0 l1; SIZE=20M mk l2
 vbmgr create lin --driver linear --start "$T/l0.img" "$T/l1.img" "$T/l2.img"
-vb_assert_eq $(((48 + 48 + 20) << 20)) "$(vb_json lin .size)" "linear size"
-vb_assert_eq $(((48 + 48 + 20) << 20)) "$(blockdev --getsize64 "$(vb_blockdev_of lin)")" "linear node size"
-refmodel lin $((48 << 20))
+# metadata=vblk (the default, raid0 and linear too): each component gives 1 MiB less
+vb_assert_eq $(((47 + 47 + 19) << 20)) "$(vb_json lin .size)" "linear size"
+vb_assert_eq $(((47 + 47 + 19) << 20)) "$(blockdev --getsize64 "$(vb_blockdev_of lin)")" "linear node size"
+refmodel lin $((47 << 20))
 
 mk a0 a1 a2
 vbmgr create r0 --driver raid0 --attr chunk_size=64K --start "$T/a0.img" "$T/a1.img" "$T/a2.img"
-vb_assert_eq $((3 * (48 << 20))) "$(vb_json r0 .size)" "raid0 size"
+vb_assert_eq $((3 * (47 << 20))) "$(vb_json r0 .size)" "raid0 size"
 refmodel r0 65536
+
+vb_log "raid0 and linear without superblocks: the whole components"
+SIZE=16M mk n0 n1
+vbmgr create r0n --driver raid0 --attr chunk_size=64K --attr metadata=none --start "$T/n0.img" "$T/n1.img"
+vb_assert_eq $((2 * (16 << 20))) "$(vb_json r0n .size)" "raid0 size, metadata=none"
+refmodel r0n 65536
+vbmgr stop r0n
+vbmgr delete r0n
+vbmgr create linn --driver linear --attr metadata=none --start "$T/n0.img" "$T/n1.img"
+vb_assert_eq $((2 * (16 << 20))) "$(vb_json linn .size)" "linear size, metadata=none"
+refmodel linn $((16 << 20))
+vbmgr stop linn
+vbmgr delete linn
 
 mk m0 m1
 vbmgr create r1 --driver raid1 --start "$T/m0.img" "$T/m1.img"

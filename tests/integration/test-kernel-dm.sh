@@ -8,8 +8,12 @@
 # outliving a SIGKILLed vblkd and found again; vblkd killed in the middle
 # of a dm reconfiguration (even with the device suspended): the table is
 # loaded again from the configuration chosen at start-up; a stop that
-# leaves no dm device or loop device behind. Needs dm: runs in
-# the VM (tests/vm), skips elsewhere.
+# leaves no dm device or loop device behind. A linear with vblk's
+# superblocks (the default): the table maps past them, a component
+# appended online gets its own and the new role table, clean after a
+# stop, a stale component refused with nothing written, adopted again by
+# scan --adopt --start with its data. Needs dm: runs in the VM
+# (tests/vm), skips elsewhere.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 modprobe dm-mod 2> /dev/null || true
 if [ ! -e /dev/mapper/control ] || [ ! -d /sys/module/dm_mod ]; then
@@ -72,7 +76,8 @@ VB_BG_PIDS+=("$fio_pid")
 sleep 3
 vbmgr reconfigure l --add "$T/c.img"
 vb_assert_eq "$lbd" "$(vb_blockdev_of l)" "block node after the grow"
-vb_assert_eq $((192 << 20)) "$(blockdev --getsize64 "$lbd")" "size after the grow"
+# metadata=vblk (the default): each file gives 63 MiB
+vb_assert_eq $((189 << 20)) "$(blockdev --getsize64 "$lbd")" "size after the grow"
 held=$(grep -o "requests held [0-9]* us" "$VB_LOG" | tail -1)
 vb_log "dm swap: $held"
 before=$(df --output=size -B1 "$T/mnt" | tail -1)
@@ -85,6 +90,14 @@ grep -q "err= 0" "$T/fio.log" || vb_fail "fio errors: $(cat "$T/fio.log")"
 umount "$T/mnt"
 fsck.ext4 -n -f "$lbd" > "$T/fsck.log" 2>&1 || vb_fail "fsck: $(cat "$T/fsck.log")"
 
+vb_log "linear with vblk's superblocks: the table maps past them; the grown one has its own"
+vb_assert_eq vblk "$(vb_json l .attributes.metadata)" "a new linear's metadata"
+l_table=$(dmsetup table "vblk-$(cat "$VB_STATE_DIR/instance-id")-$(vb_json l .uuid)")
+vb_assert_eq "2048 2048 2048" "$(awk '{ print $5 }' <<< "$l_table" | xargs)" "the table's offsets (sectors)"
+vb_assert_eq "l 2 3" "$(vbmgr examine --json "$T/c.img" | jq -r '"\(.device_name) \(.role) \(.n_roles)"')" \
+  "the appended component's superblock"
+vb_assert_eq 3 "$(vbmgr examine --json "$T/a.img" | jq -r .n_roles)" "the new role table on the first one"
+
 vb_log "SIGKILL of vblkd: kernel devices stay, and are found again"
 vb_kill_daemon
 [ -b "$lbd" ] && [ "$(dm_count)" = 2 ] || vb_fail "dm devices did not outlive vblkd: $(dmsetup ls)"
@@ -96,10 +109,19 @@ vb_assert_eq 2 "$(dm_count)" "dm devices after the restart (no duplicates)"
 fsck.ext4 -n -f "$lbd" > /dev/null 2>&1 || vb_fail "fsck after the restart"
 
 vb_log "SIGKILL in the middle of a dm reconfiguration: the table follows the state chosen"
+# without superblocks the desired state decides (new once committed); with
+# them, the role table the components carry (written once the new table is
+# live)
+for meta in none vblk; do
 for step in suspended swapped committed; do
-  case $step in committed) want=$((48 << 20)) slots=3 ;; *) want=$((32 << 20)) slots=2 ;; esac
+  per=16
+  [ "$meta" = none ] || per=15
+  case $meta:$step in
+    *:committed | vblk:swapped) want=$((3 * per << 20)) slots=3 ;;
+    *) want=$((2 * per << 20)) slots=2 ;;
+  esac
   for f in k0 k1 k2; do rm -f "$T/$f.img"; vb_mkimg "$T/$f.img" 16M; done
-  vbmgr create k --driver linear --start "$T/k0.img" "$T/k1.img"
+  vbmgr create k --driver linear --attr metadata=$meta --start "$T/k0.img" "$T/k1.img"
   vb_stop_daemon
   vb_start_daemon VBLK_TEST_STOP_AT="reconfigure:$step"
   vb_bg vbmgr reconfigure k --add "$T/k2.img"
@@ -116,13 +138,42 @@ for step in suspended swapped committed; do
     vb_fail "k does not serve I/O after $step"
   vbmgr stop k
   vbmgr delete k
-  vb_log "killed at $step: $((want >> 20)) MiB, $slots components"
+  vb_log "metadata=$meta, killed at $step: $((want >> 20)) MiB, $slots components"
+done
 done
 
 vb_log "stop and delete: no dm device, no loop device left"
 vbmgr stop l
 vbmgr stop w
 vb_assert_eq 0 "$(dm_count)" "dm devices after stop"
+
+vb_log "linear on dm: stopped clean, a stale component refused, adopted again by scan"
+for f in a b c; do
+  vb_assert_eq true "$(vbmgr examine --json "$T/$f.img" | jq -r .clean)" "$f.img clean after stop"
+done
+cp "$T/b.img" "$T/b.old"
+vbmgr start l
+dd if=/dev/urandom of="$(vb_blockdev_of l)" bs=1M count=1 seek=70 oflag=direct status=none
+l_sum=$(sha256sum < "$(vb_blockdev_of l)")
+l_uuid=$(vb_json l .uuid)
+vbmgr stop l
+cp "$T/b.img" "$T/b.new"
+cp "$T/b.old" "$T/b.img"
+sum_a=$(sha256sum < "$T/a.img")
+vb_expect_fail Failed vbmgr start l
+vb_assert_contains "$VB_ERR" "$T/b.img" "the refusal names the stale component"
+vb_assert_contains "$VB_ERR" "stale" "the refusal says stale"
+vb_assert_eq 0 "$(dm_count)" "no dm device left by the refused start"
+vb_assert_eq "$sum_a" "$(sha256sum < "$T/a.img")" "nothing written on refusal"
+cp "$T/b.new" "$T/b.img"
+vbmgr delete l
+out=$(vbmgr scan --adopt --start --json "$T/a.img" "$T/b.img" "$T/c.img") || vb_fail "scan --adopt --start of l"
+vb_assert_eq true "$(jq -r '.[] | select(.name == "l") | .adopted' <<< "$out")" "l adopted"
+vb_wait_state l active 20
+vb_assert_eq "$l_uuid kernel vblk 3" "$(vb_json l '"\(.uuid) \(.backend) \(.attributes.metadata) \(.components | length)"')" "l as adopted"
+vb_assert_eq "$l_sum" "$(sha256sum < "$(vb_blockdev_of l)")" "l's data after adoption"
+vbmgr stop l
+vb_assert_eq 0 "$(dm_count)" "dm devices after the last stop"
 [ -z "$(losetup -j "$T/a.img"; losetup -j "$T/w.img"; losetup -j "$T/c.img")" ] ||
   vb_fail "loop devices left: $(losetup -a)"
 vbmgr delete l

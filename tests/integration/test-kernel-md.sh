@@ -11,8 +11,11 @@
 # an error; a spare rebuilt by md (rebuild job, spare moved into the
 # slot); check and repair through sync_action; the same workload on the
 # engine and on md leaving the same data; arrays outliving a SIGKILLed
-# vblkd; a clean stop leaving no array or loop device. Needs md and dm:
-# runs in the VM (tests/vm), skips elsewhere.
+# vblkd; a clean stop leaving no array or loop device. A raid0 with vblk's
+# superblocks (the default): md's data offset past them, clean after a
+# stop, a stale member refused with nothing written, adopted again by
+# scan --adopt --start with its data. Needs md and dm: runs in the VM
+# (tests/vm), skips elsewhere.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for m in md-mod raid0 raid1 raid10 dm-mod dm-flakey; do modprobe "$m" 2> /dev/null || true; done
 if [ ! -w /sys/module/md_mod/parameters/new_array ] || [ ! -e /dev/mapper/control ]; then
@@ -37,7 +40,7 @@ ext4_round () {
 }
 md_attr () { cat "/sys/block/$(basename "$1")/md/$2"; }
 
-for f in a b c d e f g h s x0 x1 k0 k1 q0 q1 q2; do vb_mkimg "$T/$f.img" 48M; done
+for f in a b c d e f g h s x0 x1 k0 k1 q0 q1 q2 z0 z1; do vb_mkimg "$T/$f.img" 48M; done
 
 vb_log "raid1 on md (auto): external metadata, initial resync as a job"
 vbmgr create m --driver raid1 --start "$T/a.img" "$T/b.img"
@@ -93,14 +96,54 @@ refmodel r10 $((512 << 10))
 ext4_round "$r10"
 vbmgr stop r10
 vbmgr delete r10
-vbmgr create r0 --driver raid0 --start "$T/c.img" "$T/d.img"
+vbmgr create r0 --driver raid0 --start "$T/z0.img" "$T/z1.img"
 r0=$(vb_blockdev_of r0)
 vb_assert_eq raid0 "$(md_attr "$r0" level)" "md level of raid0"
 vb_assert_eq "$(vb_json r0 .size)" "$(blockdev --getsize64 "$r0")" "raid0: md's size equals vblk's"
 refmodel r0 $((512 << 10))
 ext4_round "$r0"
+
+vb_log "raid0 on md with vblk's superblocks (the default): stopped, refused stale, adopted again"
+vb_assert_eq vblk "$(vb_json r0 .attributes.metadata)" "a new raid0's metadata"
+for dev in /sys/block/"$(basename "$r0")"/md/dev-*; do
+  vb_assert_eq 2048 "$(cat "$dev/offset")" "md's data offset of $(basename "$dev") (sectors)"
+done
+vb_assert_eq "raid0 0 raid0 1" "$(examine "$T/z0.img" | jq -r '"\(.driver) \(.role)"') $(examine "$T/z1.img" | jq -r '"\(.driver) \(.role)"')" \
+  "the members' superblocks"
+dd if=/dev/urandom of="$r0" bs=1M count=40 oflag=direct status=none
+r0_sum=$(head -c $((40 << 20)) "$r0" | sha256sum)
+r0_uuid=$(vb_json r0 .uuid)
+vbmgr stop r0
+vb_assert_eq "true true" "$(examine "$T/z0.img" | jq -r .clean) $(examine "$T/z1.img" | jq -r .clean)" \
+  "raid0's superblocks clean after stop"
+cp "$T/z1.img" "$T/z1.old"
+vbmgr start r0
+dd if=/dev/urandom of="$(vb_blockdev_of r0)" bs=1M count=1 seek=50 oflag=direct status=none
+r0_sum=$(head -c $((40 << 20)) "$(vb_blockdev_of r0)" | sha256sum)
+vbmgr stop r0
+cp "$T/z1.img" "$T/z1.new"
+cp "$T/z1.old" "$T/z1.img"
+sum_c=$(sha256sum < "$T/z0.img")
+vb_expect_fail Failed vbmgr start r0
+vb_assert_contains "$VB_ERR" "$T/z1.img" "the refusal names the stale member"
+vb_assert_contains "$VB_ERR" "stale" "the refusal says stale"
+vb_assert_eq 0 "$(md_arrays)" "no md array left by the refused start"
+vb_assert_eq "$sum_c" "$(sha256sum < "$T/z0.img")" "nothing written on refusal"
+cp "$T/z1.new" "$T/z1.img"
+vbmgr delete r0
+out=$(vbmgr scan --adopt --start --json "$T/z0.img" "$T/z1.img") || vb_fail "scan --adopt --start of r0"
+vb_assert_eq true "$(jq -r '.[] | select(.name == "r0") | .adopted' <<< "$out")" "r0 adopted"
+vb_wait_state r0 active 20
+vb_assert_eq "$r0_uuid kernel vblk" "$(vb_json r0 '"\(.uuid) \(.backend) \(.attributes.metadata)"')" "r0 as adopted"
+[[ "$(vb_blockdev_of r0)" == /dev/md_vb* ]] || vb_fail "the adopted raid0 is not an md array"
+vb_assert_eq "$r0_sum" "$(head -c $((40 << 20)) "$(vb_blockdev_of r0)" | sha256sum)" "r0's data after adoption"
 vbmgr stop r0
 vbmgr delete r0
+vbmgr create r0n --driver raid0 --attr metadata=none --start "$T/z0.img" "$T/z1.img"
+vb_assert_eq 0 "$(cat /sys/block/"$(basename "$(vb_blockdev_of r0n)")"/md/dev-*/offset | sort -u)" \
+  "raid0 without metadata: data from sector 0"
+vbmgr stop r0n
+vbmgr delete r0n
 
 vb_log "SIGKILL of vblkd: the array stays and is watched again"
 vbmgr start m

@@ -26,7 +26,8 @@ for f in a b c d m0 m1 m2 m3 m4 s0 s1 small; do vb_mkimg "$T/$f.img" 64M; done
 truncate -s 32M "$T/small.img"
 
 vb_log "reshapes and conversions without meaning"
-vbmgr create s --driver raid0 --attr chunk_size=64K "$T/a.img" "$T/b.img"
+# without superblocks: the images go on to other devices below
+vbmgr create s --driver raid0 --attr chunk_size=64K --attr metadata=none "$T/a.img" "$T/b.img"
 refused NotSupported "reshape" s --driver raid10
 refused NotSupported "reshape" s --add "$T/c.img"
 vbmgr delete s
@@ -35,7 +36,7 @@ refused NotSupported "reshape" t --add "$T/c.img"
 refused NotSupported "reshape" t --driver raid0
 vbmgr stop t
 vbmgr delete t
-vbmgr create l --driver linear --start "$T/a.img" "$T/b.img"
+vbmgr create l --driver linear --attr metadata=none --start "$T/a.img" "$T/b.img"
 refused NotSupported "cut off the data" l --remove "$T/b.img"
 refused InvalidArgument "nothing to reconfigure" l
 refused InvalidArgument "not known" l --driver nosuch
@@ -126,7 +127,7 @@ dd if="$top" of=/dev/null bs=4k count=1 iflag=direct status=none &
 dd_pid=$!
 VB_BG_PIDS+=("$dd_pid")
 sleep 0.5
-refused Busy "did not finish within 200 ms" top --add "$T/b.img" --timeout 200
+refused Busy "did not finish within 200 ms" top --add "$T/c.img" --timeout 200
 wait "$dd_pid" || vb_fail "the request held across the abandoned swap failed"
 vbmgr set slow delay_us=0
 vbmgr stop top

@@ -7,7 +7,10 @@
  * chunks, that an old copy of a leg put back after the bitmap was cleared
  * is rebuilt in full and never read, and that a damaged superblock refuses
  * assembly and leaves every component as it was. Then the assembly rule
- * (assembly.h) alone, case by case. */
+ * (assembly.h) alone, case by case; then raid0 and linear (one copy of the
+ * data): superblocks written at start and stop, every slot present and
+ * current or the start refused naming it with nothing written, a linear
+ * grown online, and metadata=none writing nothing but data. */
 #include "config.h"
 
 #include "assembly.h"
@@ -832,6 +835,273 @@ test_rule_resume (void)
   g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
 }
 
+/* raid0 and linear: one copy of the data */
+
+/* The two files as a device of @driver with @metadata; @reconfigure and
+ * @n as for a reconfiguration that appends components. */
+static VbEngine *
+single_new_n (Fixture *f, const char *driver, const char *metadata, guint n, gboolean reconfigure,
+              gboolean missing1, GError **error)
+{
+  g_autoptr (GHashTable) given = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) attributes = NULL;
+  guint64 offset = strcmp (metadata, "vblk") == 0 ? DATA_OFFSET : 0;
+  VbEngineSource sources[2] = { { f->paths[0], NULL, NULL }, { f->paths[1], NULL, NULL } };
+  VbComponentInfo infos[2] = { { f->paths[0], VB_COMPONENT_KIND_FILE, f->leg_size - offset },
+                               { f->paths[1], VB_COMPONENT_KIND_FILE, f->leg_size - offset } };
+  VbEngineIdentity id = { device_uuid, leg_uuids, 0, NULL, NULL, reconfigure, NULL };
+
+  g_hash_table_insert (given, "metadata", (gpointer) metadata);
+  if (strcmp (driver, "raid0") == 0)
+    g_hash_table_insert (given, "chunk_size", "64K");
+  attributes = vb_driver_resolve_attributes (vb_driver_lookup (driver), NULL, given, NULL);
+  g_assert_nonnull (attributes);
+  infos[1].missing = missing1;
+  return vb_engine_new ("s", vb_driver_lookup (driver), attributes, n, sources, infos, &id, FALSE,
+                        error);
+}
+
+static VbEngine *
+single_new (Fixture *f, const char *driver, GError **error)
+{
+  return single_new_n (f, driver, "vblk", 2, FALSE, FALSE, error);
+}
+
+static char *
+contents (const char *path, gsize *length)
+{
+  char *text = NULL;
+
+  g_assert_true (g_file_get_contents (path, &text, length, NULL));
+  return text;
+}
+
+/* A refused start left every component as it was. */
+typedef struct {
+  char *before[2];
+  gsize length[2];
+} Snapshot;
+
+static void
+snapshot_take (Fixture *f, Snapshot *snap)
+{
+  for (guint i = 0; i < 2; i++)
+    snap->before[i] = contents (f->paths[i], &snap->length[i]);
+}
+
+static void
+snapshot_assert_unchanged (Fixture *f, Snapshot *snap)
+{
+  for (guint i = 0; i < 2; i++)
+    {
+      gsize length;
+      g_autofree char *now = contents (f->paths[i], &length);
+      g_assert_cmpmem (snap->before[i], snap->length[i], now, length);
+      g_clear_pointer (&snap->before[i], g_free);
+    }
+}
+
+/* Starting refuses, naming @path and saying @why, and writes nothing. */
+static void
+assert_single_refused (Fixture *f, const char *driver, gboolean missing1, const char *path,
+                       const char *why)
+{
+  g_autoptr (GError) error = NULL;
+  Snapshot snap;
+  VbEngine *e;
+
+  snapshot_take (f, &snap);
+  e = single_new_n (f, driver, "vblk", 2, FALSE, missing1, &error);
+  g_assert_null (e);
+  g_assert_error (error, VB_ERROR, VB_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, path));
+  if (strstr (error->message, why) == NULL)
+    g_error ("'%s' does not say '%s'", error->message, why);
+  g_assert_nonnull (strstr (error->message, "nothing was written"));
+  snapshot_assert_unchanged (f, &snap);
+}
+
+static void
+test_single_fresh (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = single_new (f, "raid0", &error);
+  g_autofree void *buf = aligned (65536, 0x3c);
+  g_autofree void *back = aligned (65536, 0);
+  VbSuperblock sb0, sb1;
+  guint64 events;
+
+  g_assert_no_error (error);
+  sb0 = superblock_of (f->paths[0]);
+  sb1 = superblock_of (f->paths[1]);
+  g_assert_cmpstr (sb0.driver, ==, "raid0");
+  g_assert_cmpstr (sb1.component_uuid, ==, leg_uuids[1]);
+  g_assert_cmpint (sb1.role, ==, 1);
+  g_assert_cmpuint (sb0.events, ==, sb1.events);
+  g_assert_false (sb0.clean);
+  g_assert_cmpuint (sb0.features & VB_SB_FEATURE_BITMAP, ==, 0);
+  g_assert_cmpuint (sb0.data_offset, ==, DATA_OFFSET);
+  g_assert_cmpuint (sb0.roles[1].state, ==, VB_ROLE_IN_SYNC);
+  g_assert_nonnull (strstr (sb0.attributes, "metadata=vblk"));
+  events = sb0.events;
+  /* no job: nothing to resync, nothing to rebuild */
+  vb_engine_activate (e);
+  g_assert_false (vb_engine_component_rebuilding (e, 0));
+  g_assert_false (vb_engine_component_rebuilding (e, 1));
+  /* chunk 1 (64K..128K) is the second component's first, past its superblocks */
+  g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 65536, FALSE), ==, 0);
+  g_assert_cmpint (pread (f->leg1.fd, back, 65536, DATA_OFFSET), ==, 65536);
+  g_assert_cmpmem (back, 65536, buf, 65536);
+  vb_engine_free (e);
+  sb1 = superblock_of (f->paths[1]);
+  g_assert_true (sb1.clean);
+  g_assert_cmpuint (sb1.events, ==, events + 1);
+
+  /* started again: the same data, events on */
+  e = single_new (f, "raid0", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (vb_engine_ops.pread (e, back, 65536, 65536), ==, 0);
+  g_assert_cmpmem (back, 65536, buf, 65536);
+  g_assert_cmpuint (superblock_of (f->paths[0]).events, ==, events + 2);
+  vb_engine_free (e);
+}
+
+static void
+test_single_stale_refused (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *old = NULL;
+  gsize old_length;
+  VbSuperblock sb;
+  VbEngine *e;
+
+  vb_engine_free (single_new (f, "raid0", &error));
+  g_assert_no_error (error);
+  old = contents (f->paths[1], &old_length);
+  /* a session the copy does not have */
+  e = single_new (f, "raid0", &error);
+  g_assert_no_error (error);
+  vb_engine_free (e);
+  g_assert_true (g_file_set_contents (f->paths[1], old, old_length, NULL));
+  assert_single_refused (f, "raid0", FALSE, f->paths[1], "stale");
+
+  /* one event behind: a superblock write cut short between components,
+   * which md accepts too */
+  sb = superblock_of (f->paths[0]);
+  sb.events--;
+  g_strlcpy (sb.component_uuid, leg_uuids[1], sizeof sb.component_uuid);
+  sb.role = 1;
+  g_assert_true (vb_superblock_write (-1, f->paths[1], &sb, NULL));
+  e = single_new (f, "raid0", &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (superblock_of (f->paths[1]).events, ==, superblock_of (f->paths[0]).events);
+  vb_engine_free (e);
+}
+
+static void
+test_single_refusals (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbSuperblock sb0, sb1;
+  guint8 byte = 0x77;
+  g_autofree void *zero = aligned (4096, 0);
+
+  vb_engine_free (single_new (f, "linear", &error));
+  g_assert_no_error (error);
+  sb0 = superblock_of (f->paths[0]);
+  sb1 = superblock_of (f->paths[1]);
+
+  /* missing: there is no other copy of what it holds */
+  assert_single_refused (f, "linear", TRUE, f->paths[1], "missing");
+
+  /* another device's */
+  {
+    VbSuperblock other = sb1;
+    g_strlcpy (other.device_uuid, "7a7a7a7a-1111-4222-8333-444455556666", sizeof other.device_uuid);
+    g_assert_true (vb_superblock_write (-1, f->paths[1], &other, NULL));
+    assert_single_refused (f, "linear", FALSE, f->paths[1], "belongs to device");
+  }
+
+  /* the two swapped: each holds the other slot's data */
+  g_assert_true (vb_superblock_write (-1, f->paths[0], &sb1, NULL));
+  g_assert_true (vb_superblock_write (-1, f->paths[1], &sb0, NULL));
+  assert_single_refused (f, "linear", FALSE, f->paths[0], "not the one of slot 0");
+  g_assert_true (vb_superblock_write (-1, f->paths[0], &sb0, NULL));
+  g_assert_true (vb_superblock_write (-1, f->paths[1], &sb1, NULL));
+
+  /* a bad checksum */
+  g_assert_cmpint (pwrite (f->leg1.fd, &byte, 1, 4096 + 500), ==, 1);
+  assert_single_refused (f, "linear", FALSE, f->paths[1], "checksum");
+
+  /* blank: not the component that holds that part of the data */
+  g_assert_cmpint (pwrite (f->leg1.fd, zero, 4096, 4096), ==, 4096);
+  assert_single_refused (f, "linear", FALSE, f->paths[1], "carries no superblock");
+
+  /* the whole device again: it starts */
+  g_assert_true (vb_superblock_write (-1, f->paths[1], &sb1, NULL));
+  vb_engine_free (single_new (f, "linear", &error));
+  g_assert_no_error (error);
+}
+
+/* A linear grown by a reconfiguration: the new component is new space —
+ * its superblock and the new role table are written, nothing is rebuilt. */
+static void
+test_single_grown (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = single_new_n (f, "linear", "vblk", 1, FALSE, FALSE, &error);
+  VbSuperblock sb0, sb1;
+
+  g_assert_no_error (error);
+  vb_engine_free (e);
+  g_assert_cmpuint (superblock_of (f->paths[0]).n_roles, ==, 1);
+  /* a second one not added by a reconfiguration: not the device's */
+  assert_single_refused (f, "linear", FALSE, f->paths[0], "its superblock says 1 slots");
+
+  e = single_new_n (f, "linear", "vblk", 2, TRUE, FALSE, &error);
+  g_assert_no_error (error);
+  vb_engine_activate (e);
+  g_assert_false (vb_engine_component_rebuilding (e, 1));
+  sb0 = superblock_of (f->paths[0]);
+  sb1 = superblock_of (f->paths[1]);
+  g_assert_cmpuint (sb0.n_roles, ==, 2);
+  g_assert_cmpuint (sb0.events, ==, sb1.events);
+  g_assert_cmpstr (sb0.roles[1].uuid, ==, leg_uuids[1]);
+  g_assert_cmpuint (sb0.roles[1].state, ==, VB_ROLE_IN_SYNC);
+  g_assert_cmpint (sb1.role, ==, 1);
+  vb_engine_free (e);
+  vb_engine_free (single_new (f, "linear", &error));
+  g_assert_no_error (error);
+}
+
+/* metadata=none (a raid0 saved before it had superblocks): data from byte
+ * 0 of each component, and nothing is ever written outside the data. */
+static void
+test_single_none (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = single_new_n (f, "raid0", "none", 2, FALSE, FALSE, &error);
+  g_autofree void *buf = aligned (65536, 0x5e);
+  g_autofree void *back = aligned (65536, 0);
+  g_autoptr (GError) local = NULL;
+  VbSuperblock sb;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 65536, FALSE), ==, 0);
+  vb_engine_free (e);
+  g_assert_cmpint (pread (f->leg1.fd, back, 65536, 0), ==, 65536);
+  g_assert_cmpmem (back, 65536, buf, 65536);
+  g_assert_false (vb_superblock_read (-1, f->paths[0], &sb, &local));
+  g_assert_error (local, VB_ERROR, VB_ERROR_NOT_FOUND);
+  {
+    /* the first component was never written: still all zero */
+    gsize length;
+    g_autofree char *first = contents (f->paths[0], &length);
+    for (gsize i = 0; i < length; i++)
+      g_assert_cmpint (first[i], ==, 0);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -851,5 +1121,10 @@ main (int argc, char **argv)
   g_test_add_func ("/assembly-rule/faulty-and-missing", test_rule_faulty_and_missing);
   g_test_add_func ("/assembly-rule/split-brain", test_rule_split_brain);
   g_test_add_func ("/assembly-rule/resume", test_rule_resume);
+  ADD ("/engine-meta/single-copy/fresh", test_single_fresh);
+  ADD ("/engine-meta/single-copy/stale-refused", test_single_stale_refused);
+  ADD ("/engine-meta/single-copy/refusals", test_single_refusals);
+  ADD ("/engine-meta/single-copy/grown", test_single_grown);
+  ADD ("/engine-meta/single-copy/none", test_single_none);
   return g_test_run ();
 }

@@ -475,14 +475,48 @@ test_refusals (void)
 
   /* no attributes at all */
   assert_attr_refused ("linear", ATTRS ("chunk_size", "4K"),
-                       "attribute 'chunk_size': driver 'linear' has no attributes");
+                       "attribute 'chunk_size': not an attribute of driver 'linear' (allowed: "
+                       "metadata)");
   assert_attr_refused (
       "raid1", ATTRS ("copies", "2"),
       "attribute 'copies': not an attribute of driver 'raid1' (allowed: metadata, md_version, "
       "data_offset, data_size, bitmap, bitmap_chunk, sync_speed_min, sync_speed_max)");
   assert_attr_refused ("raid0", ATTRS ("copies", "2"),
                        "attribute 'copies': not an attribute of driver 'raid0' (allowed: "
-                       "chunk_size)");
+                       "chunk_size, metadata)");
+  /* md1 is an adopted mdadm raid1 or raid10's alone */
+  assert_attr_refused ("raid0", ATTRS ("metadata", "md1"),
+                       "attribute 'metadata': 'md1' is not allowed (allowed: vblk, none)");
+}
+
+/* A device read back from a saved state: raid0 and linear saved before
+ * they had superblocks (no metadata attribute) keep their data at byte 0;
+ * a new device gets superblocks. */
+static void
+test_saved_attributes (void)
+{
+  const VbDriver *raid0 = vb_driver_lookup ("raid0");
+  const VbDriver *linear = vb_driver_lookup ("linear");
+  const VbDriver *raid1 = vb_driver_lookup ("raid1");
+  g_autoptr (GHashTable) old_r0 = attrs_from (ATTRS ("chunk_size", "65536"));
+  g_autoptr (GHashTable) new_r0 = attrs_from (ATTRS ("chunk_size", "65536", "metadata", "vblk"));
+  g_autoptr (GHashTable) empty = attrs_from (NO_ATTRS);
+  g_autoptr (GHashTable) r0 = vb_driver_resolve_saved_attributes (raid0, old_r0, NULL);
+  g_autoptr (GHashTable) r0v = vb_driver_resolve_saved_attributes (raid0, new_r0, NULL);
+  g_autoptr (GHashTable) lin = vb_driver_resolve_saved_attributes (linear, empty, NULL);
+  g_autoptr (GHashTable) lin_new = vb_driver_resolve_attributes (linear, NULL, empty, NULL);
+  g_autoptr (GHashTable) r1 = vb_driver_resolve_saved_attributes (raid1, empty, NULL);
+
+  g_assert_cmpstr (g_hash_table_lookup (r0, "metadata"), ==, "none");
+  g_assert_cmpstr (g_hash_table_lookup (r0, "chunk_size"), ==, "65536");
+  g_assert_cmpuint (vb_driver_data_offset (r0), ==, 0);
+  g_assert_cmpstr (g_hash_table_lookup (r0v, "metadata"), ==, "vblk");
+  g_assert_cmpuint (vb_driver_data_offset (r0v), ==, 1 << 20);
+  g_assert_cmpstr (g_hash_table_lookup (lin, "metadata"), ==, "none");
+  g_assert_cmpuint (vb_driver_data_offset (lin), ==, 0);
+  g_assert_cmpstr (g_hash_table_lookup (lin_new, "metadata"), ==, "vblk");
+  /* raid1 had its metadata attribute from the start: the default */
+  g_assert_cmpstr (g_hash_table_lookup (r1, "metadata"), ==, "vblk");
 }
 
 static void
@@ -495,8 +529,10 @@ test_attributes (void)
   g_autoptr (GHashTable) given = attrs_from (ATTRS ("chunk_size", "64K"));
   g_autoptr (GHashTable) r10b = vb_driver_resolve_attributes (raid10, NULL, given, NULL);
 
-  g_assert_cmpuint (g_hash_table_size (r0), ==, 1);
+  /* chunk_size, and superblocks by default as md keeps them */
+  g_assert_cmpuint (g_hash_table_size (r0), ==, 2);
   g_assert_cmpstr (g_hash_table_lookup (r0, "chunk_size"), ==, "524288");
+  g_assert_cmpstr (g_hash_table_lookup (r0, "metadata"), ==, "vblk");
   /* chunk_size, copies and the five redundancy attributes of metadata=vblk
    * (md_version, data_offset and data_size are metadata=md1's alone) */
   g_assert_cmpuint (g_hash_table_size (r10), ==, 7);
@@ -506,9 +542,13 @@ test_attributes (void)
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap"), ==, "internal");
   g_assert_cmpstr (g_hash_table_lookup (r10, "bitmap_chunk"), ==, "67108864");
   g_assert_cmpuint (vb_driver_data_offset (r10), ==, 1 << 20);
-  g_assert_cmpuint (vb_driver_data_offset (r0), ==, 0);
+  g_assert_cmpuint (vb_driver_data_offset (r0), ==, 1 << 20);
   g_assert_true (vb_driver_has_metadata (r10));
-  g_assert_false (vb_driver_has_metadata (r0));
+  g_assert_true (vb_driver_has_metadata (r0));
+  g_assert_true (vb_check_redundancy (r0, NULL));
+  /* spares: redundancy and superblocks */
+  g_assert_true (vb_driver_takes_spares (raid10, r10));
+  g_assert_false (vb_driver_takes_spares (raid0, r0));
   {
     /* an mdadm array: data where its superblocks say */
     g_autoptr (GHashTable) md = attrs_from (
@@ -633,5 +673,6 @@ main (int argc, char **argv)
   g_test_add_func ("/layout/window-example", test_window_example);
   g_test_add_func ("/layout/refusals", test_refusals);
   g_test_add_func ("/layout/attributes", test_attributes);
+  g_test_add_func ("/layout/saved-attributes", test_saved_attributes);
   return g_test_run ();
 }

@@ -288,13 +288,17 @@ test_file_to_linear (void)
 
   assert_identity_kept (nd, old);
   g_assert_cmpstr (nd->driver, ==, "linear");
-  g_assert_cmpuint (g_hash_table_size (nd->attributes), ==, 0);
+  /* the data stays at byte 0 of /a: no superblock, whatever a new
+   * linear's default is */
+  assert_attributes (nd, "linear", A ("metadata", "none"));
   g_assert_cmpuint (nd->components->len, ==, 2);
   assert_component (nd, old, 0, "/a", "0", FALSE);
   assert_component (nd, old, 1, "/b", "1", FALSE);
 
   plan_fails (old, "linear", NULL, NULL, NULL, VB_ERROR_NOT_SUPPORTED,
               L ("'d'", "linear", "--add"));
+  plan_fails (old, "linear", A ("metadata", "vblk"), L ("/b"), NULL, VB_ERROR_NOT_SUPPORTED,
+              L ("'d'", "byte 0", "'/a'", "metadata=none"));
 }
 
 static void
@@ -482,12 +486,23 @@ test_linear (void)
 
   assert_identity_kept (nd, old);
   g_assert_cmpstr (nd->driver, ==, "linear");
-  g_assert_cmpuint (g_hash_table_size (nd->attributes), ==, 0);
+  /* a new linear has superblocks: the grown one keeps them */
+  assert_attributes (nd, "linear", A ("metadata", "vblk"));
   g_assert_cmpuint (nd->components->len, ==, 4);
   assert_component (nd, old, 0, "/a", "0", FALSE);
   assert_component (nd, old, 1, "/b", "1", FALSE);
   assert_component (nd, old, 2, "/c", "2", FALSE);
   assert_component (nd, old, 3, "/d", "3", FALSE);
+
+  {
+    /* one saved before linear had superblocks (no attribute at all) stays
+     * without: its data is at byte 0 */
+    g_autoptr (VbDeviceConfig) saved = dev_new ("linear", NULL, L ("/a", "0", "/b", "1"));
+    g_autoptr (VbDeviceConfig) grown = NULL;
+    g_hash_table_remove_all (saved->attributes);
+    grown = plan_ok (saved, "linear", NULL, L ("/c"), NULL);
+    assert_attributes (grown, "linear", A ("metadata", "none"));
+  }
 }
 
 static void

@@ -1,8 +1,10 @@
 /* Manager.Scan's grouping (vb-scan.c) with superblocks built in memory:
  * grouping by device UUID, the newest superblock winning, stale marks,
  * each problem that refuses adoption, the device adoption would add, the
- * D-Bus result; and reading real files (no superblock, a bad one, a path
- * that is not there, one file under two names). */
+ * D-Bus result; a stack's upper level found on its lower devices' nodes
+ * (adopted as vblk:NAME) and the nodes read next; and reading real files
+ * (no superblock, a bad one, a path that is not there, one file under two
+ * names). */
 #include "config.h"
 
 #include <glib/gstdio.h>
@@ -546,6 +548,87 @@ test_start_decision (void)
     }
 }
 
+/* A stack: raid0 "r0" over raid1 "r1a" (running on a loop device) and
+ * raid1 "r1b" (an md array, whose node's tag carries 16 hex digits of its
+ * UUID). r0's superblocks are on their nodes: adopted as vblk:NAME. */
+#define DEV_A "a1a1a1a1-0000-4000-8000-00000000000a"
+#define DEV_B "b1b1b1b1-0000-4000-8000-00000000000b"
+#define DEV_R "c0c0c0c0-0000-4000-8000-0000000000c0"
+#define R0 "cccccccc-0000-4000-8000-000000000000"
+#define R1 "cccccccc-0000-4000-8000-000000000001"
+#define R0_ATTRS "chunk_size=65536\nmetadata=vblk\n"
+
+static const char *const r_slots[] = { R0, R1, NULL };
+
+static void
+add_r (VbScan *scan, const char *path, const char *self, gint32 role, const char *node_of)
+{
+  VbSuperblock sb;
+
+  make_sb (&sb, DEV_R, "r0", "raid0", R0_ATTRS, self, role, 4, r_slots);
+  vb_scan_add_node (scan, path, &sb, node_of);
+}
+
+static void
+test_stack (void)
+{
+  g_autoptr (VbScan) scan = vb_scan_new ();
+  g_autoptr (VbState) desired = vb_state_new ();
+  g_autoptr (GHashTable) nodes = g_hash_table_new (g_str_hash, g_str_equal);
+  g_auto (GStrv) next = NULL;
+  VbScanGroup *r;
+
+  scan->instance = g_strdup ("0123abcd");
+  g_ptr_array_add (desired->devices, vb_device_config_new ("r1a", DEV_A, "raid1", "loop"));
+  g_ptr_array_add (desired->devices, vb_device_config_new ("r1b", DEV_B, "raid1", "kernel"));
+  add_r (scan, "/dev/loop7", R0, 0, DEV_A);
+  add_r (scan, "/dev/md_vb0123abcd_b1b1b1b100004000", R1, 1, "b1b1b1b100004000");
+  vb_scan_group (scan, desired);
+
+  g_assert_cmpuint (scan->groups->len, ==, 1);
+  r = group (scan, 0);
+  g_assert_cmpuint (r->problems->len, ==, 0);
+  g_assert_nonnull (r->config);
+  g_assert_cmpstr (r->config->driver, ==, "raid0");
+  g_assert_cmpstr (g_hash_table_lookup (r->config->attributes, "metadata"), ==, "vblk");
+  g_assert_cmpstr (g_hash_table_lookup (r->config->attributes, "chunk_size"), ==, "65536");
+  /* built on the devices, never on their raw nodes */
+  assert_component (r->config, 0, "vblk:r1a", "0", R0);
+  assert_component (r->config, 1, "vblk:r1b", "1", R1);
+
+  /* the next level is read from the nodes of the devices found that run,
+   * once */
+  g_hash_table_insert (nodes, "r0", "/dev/loop9");
+  g_hash_table_insert (nodes, "r1a", "/dev/loop7");
+  r->adopted = TRUE;
+  next = vb_scan_next_nodes (scan, nodes);
+  g_assert_cmpuint (g_strv_length (next), ==, 1);
+  g_assert_cmpstr (next[0], ==, "/dev/loop9");
+  g_hash_table_add (scan->looked, g_strdup ("/dev/loop9"));
+  g_strfreev (next);
+  next = vb_scan_next_nodes (scan, nodes);
+  g_assert_cmpuint (g_strv_length (next), ==, 0);
+}
+
+/* A component on the node of a device this vblkd does not know (left
+ * running, or another state's): no adoption, the problem named. */
+static void
+test_stack_unknown_node (void)
+{
+  g_autoptr (VbScan) scan = vb_scan_new ();
+  g_autoptr (VbState) desired = vb_state_new ();
+  VbScanGroup *r;
+
+  scan->instance = g_strdup ("0123abcd");
+  g_ptr_array_add (desired->devices, vb_device_config_new ("r1a", DEV_A, "raid1", "loop"));
+  add_r (scan, "/dev/loop7", R0, 0, DEV_A);
+  add_r (scan, "/dev/loop8", R1, 1, DEV_B);
+  vb_scan_group (scan, desired);
+  r = group (scan, 0);
+  g_assert_null (r->config);
+  g_assert_true (has_problem (r, "'/dev/loop8' is the block node of a device vblkd does not know"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -563,5 +646,7 @@ main (int argc, char **argv)
   g_test_add_func ("/scan/variant", test_variant);
   g_test_add_func ("/scan/read-files", test_read_files);
   g_test_add_func ("/scan/default-paths", test_default_paths);
+  g_test_add_func ("/scan/stack", test_stack);
+  g_test_add_func ("/scan/stack-unknown-node", test_stack_unknown_node);
   return g_test_run ();
 }

@@ -9,6 +9,7 @@
 #define LINEAR_SECTOR 512
 
 static const VbAttrSpec linear_attributes[] = {
+  VB_METADATA_ATTRIBUTE,
   { NULL },
 };
 

@@ -10,6 +10,7 @@ static const VbAttrSpec raid0_attributes[] = {
   /* not online: changing it moves every byte (a reshape, not a setting) */
   { "chunk_size", VB_ATTR_SIZE, "524288", FALSE, 0, NULL,
     "bytes per chunk: a power of two from 4K to 64M" },
+  VB_METADATA_ATTRIBUTE,
   { NULL },
 };
 

@@ -82,6 +82,7 @@ const VbDriver vb_driver_raid1 = {
   .min_components = 1,
   .max_components = VB_MAX_COPIES,
   .component_kinds = VB_COMPONENT_KIND_FILE | VB_COMPONENT_KIND_BLOCK | VB_COMPONENT_KIND_DEVICE,
+  .redundant = TRUE,
   .validate = raid1_validate,
   .size = raid1_size,
   .layout = raid1_layout,

@@ -127,6 +127,7 @@ const VbDriver vb_driver_raid10 = {
   .min_components = 2,
   .max_components = VB_MAX_COMPONENTS,
   .component_kinds = VB_COMPONENT_KIND_FILE | VB_COMPONENT_KIND_BLOCK | VB_COMPONENT_KIND_DEVICE,
+  .redundant = TRUE,
   .validate = raid10_validate,
   .size = raid10_size,
   .layout = raid10_layout,

@@ -26,6 +26,10 @@ typedef struct {
   const guint64 *allowed;    /* UINT: 0-terminated allowed values, or NULL */
   const char *description;
   const char *const *choices; /* CHOICE: NULL-terminated words */
+  /* What a saved state that does not name the attribute means, when that
+   * is not @default_value: states written before the attribute existed
+   * (vb_driver_resolve_saved_attributes). NULL: the default. */
+  const char *saved_absent;
 } VbAttrSpec;
 
 /* The attributes every redundant driver shares: on-component metadata, the
@@ -95,6 +99,23 @@ extern const char *const vb_md_version_choices[];
         "bytes per second a resync, rebuild or check never exceeds (0: no limit)"                  \
   }
 
+/* The on-component metadata of a driver that keeps one copy of its data
+ * (raid0, linear): superblocks by default, as md keeps them, so that a
+ * stack comes back from its disks. A device saved before these drivers had
+ * the attribute has its data from byte 0 of each component: metadata=none. */
+extern const char *const vb_metadata_single_copy_choices[];
+#define VB_METADATA_ATTRIBUTE                                                                      \
+  { "metadata",                                                                                    \
+    VB_ATTR_CHOICE,                                                                                \
+    "vblk",                                                                                        \
+    FALSE,                                                                                         \
+    0,                                                                                             \
+    NULL,                                                                                          \
+    "on-component metadata: vblk (a superblock on every component, data from 1 MiB) or none "     \
+    "(data from byte 0; no superblock, so scan cannot find the device)",                          \
+    vb_metadata_single_copy_choices,                                                               \
+    "none" }
+
 /* What the daemon found out about a component before asking the driver. */
 typedef enum {
   VB_COMPONENT_KIND_FILE = 1 << 0,   /* regular file */
@@ -127,6 +148,9 @@ typedef struct {
   guint min_components;
   guint max_components;
   guint component_kinds; /* VbComponentKind mask */
+  /* Keeps more than one copy of the data: a component may be missing,
+   * fail, be rebuilt or re-added, and spares make sense. */
+  gboolean redundant;
   /* Cross-checks once every attribute is canonical and present. NULL: none. */
   gboolean (*validate) (GHashTable *attributes, const VbComponentInfo *components,
                         guint n_components, GError **error);
@@ -163,6 +187,12 @@ char *vb_attr_canonicalize (const VbAttrSpec *spec, const char *value, GError **
  * @given, defaults for everything still missing. */
 GHashTable *vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base,
                                           GHashTable *given, GError **error);
+/* The same for the attributes of a device read back from a saved state:
+ * an attribute it does not name means its saved_absent value (what the
+ * device had before the attribute existed), not the default of a new
+ * device. */
+GHashTable *vb_driver_resolve_saved_attributes (const VbDriver *driver, GHashTable *saved,
+                                                GError **error);
 
 /* Component count and kinds, then driver->validate. */
 gboolean vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
@@ -192,6 +222,9 @@ void vb_map_identity (const VbLayout *layout, guint64 offset, guint64 length, Vb
 gboolean vb_check_redundancy (GHashTable *attributes, GError **error);
 /* Superblocks on the components: metadata=vblk or md1. */
 gboolean vb_driver_has_metadata (GHashTable *attributes);
+/* Spares: a redundant driver with superblocks (a spare carries one, so
+ * that it is found with its device and never taken by another). */
+gboolean vb_driver_takes_spares (const VbDriver *driver, GHashTable *attributes);
 /* Where data starts on each component: 0, VB_DATA_OFFSET (1 MiB) with
  * metadata=vblk (superblock at 4 KiB, bitmap from 8 KiB), or attribute
  * data_offset with metadata=md1. */

@@ -24,6 +24,8 @@ static const VbDriver *const all_drivers[] = {
 };
 
 const char *const vb_metadata_choices[] = { "vblk", "none", "md1", NULL };
+/* no md1: vblk adopts only mdadm's raid1 and raid10 */
+const char *const vb_metadata_single_copy_choices[] = { "vblk", "none", NULL };
 const char *const vb_md_version_choices[] = { "1.0", "1.1", "1.2", NULL };
 const char *const vb_bitmap_choices[] = { "internal", "none", NULL };
 
@@ -34,7 +36,8 @@ vb_check_redundancy (GHashTable *attributes, GError **error)
   const char *bitmap = g_hash_table_lookup (attributes, "bitmap");
   guint64 chunk;
 
-  if (metadata == NULL)
+  /* a driver without a bitmap (raid0, linear) has nothing more to check */
+  if (metadata == NULL || bitmap == NULL)
     return TRUE;
   if (g_strcmp0 (bitmap, "internal") == 0 && strcmp (metadata, "vblk") != 0)
     {
@@ -85,6 +88,12 @@ vb_driver_has_metadata (GHashTable *attributes)
   const char *metadata = g_hash_table_lookup (attributes, "metadata");
 
   return g_strcmp0 (metadata, "vblk") == 0 || g_strcmp0 (metadata, "md1") == 0;
+}
+
+gboolean
+vb_driver_takes_spares (const VbDriver *driver, GHashTable *attributes)
+{
+  return driver != NULL && driver->redundant && vb_driver_has_metadata (attributes);
 }
 
 guint64
@@ -332,7 +341,7 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
             {
               g_autofree char *allowed = vb_driver_attr_names (driver);
               g_autofree char *name = vb_shown (keys[i]);
-              /* linear and raid1 have none: say so rather than "(allowed: )" */
+              /* a driver without attributes: say so rather than "(allowed: )" */
               if (*allowed == '\0')
                 g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                              "attribute '%s': driver '%s' has no attributes", name,
@@ -355,6 +364,27 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
   if (!drop_md1_attributes (driver, out, error))
     return NULL;
   return g_steal_pointer (&out);
+}
+
+GHashTable *
+vb_driver_resolve_saved_attributes (const VbDriver *driver, GHashTable *saved, GError **error)
+{
+  g_autoptr (GHashTable) given = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (saved)
+    {
+      g_hash_table_iter_init (&iter, saved);
+      while (g_hash_table_iter_next (&iter, &key, &value))
+        g_hash_table_insert (given, key, value);
+    }
+  /* never the new device's default: that could move the data (a raid0
+   * saved without superblocks has its data at byte 0, not at 1 MiB) */
+  for (const VbAttrSpec *a = driver->attributes; a && a->name; a++)
+    if (a->saved_absent && !g_hash_table_contains (given, a->name))
+      g_hash_table_insert (given, (gpointer) a->name, (gpointer) a->saved_absent);
+  return vb_driver_resolve_attributes (driver, NULL, given, error);
 }
 
 static const char *

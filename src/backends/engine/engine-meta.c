@@ -650,6 +650,64 @@ engine_meta_decide_readd (VbEngine *e, guint slot, const VbSuperblock *own, char
   return d;
 }
 
+/* A device with one copy of its data (raid0, linear): no bitmap, resync
+ * or rebuild, and no stale component to bring up to date — every slot
+ * must hold its own, current component (vb_assembly_single_copy, the
+ * rules backend kernel's md and dm parts use too). The superblocks then
+ * say it runs (events + 1, not clean until a clean stop). */
+static gboolean
+assemble_single_copy (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes, Found *found,
+                      gint best, GError **error)
+{
+  VbEngineMeta *m = e->meta;
+  g_autofree VbAssemblySlot *slots = g_new0 (VbAssemblySlot, e->n);
+  gboolean fresh = best < 0;
+
+  if (fresh)
+    fresh_superblock (e, id, attributes, &m->sb);
+  else
+    {
+      /* a smaller component would cut off the data at its end (a
+       * reconfiguration appends components, smaller ones too) */
+      if (!id->reconfigure && e->layout.component_size < found[best].sb.data_size)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
+                       "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing "
+                       "was written)",
+                       e->name, found[best].sb.data_size, e->layout.component_size);
+          return FALSE;
+        }
+      m->sb = found[best].sb;
+      g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
+      vb_superblock_set_attributes (&m->sb, attributes);
+      if (id->reconfigure)
+        remap_roles (e, id, found);
+      m->sb.data_size = e->layout.component_size;
+    }
+  for (guint i = 0; i < e->n; i++)
+    {
+      slots[i].path = e->components[i].path;
+      slots[i].missing = e->components[i].missing;
+      slots[i].sb = found[i].present ? &found[i].sb : NULL;
+    }
+  if (!vb_assembly_single_copy (e->name, fresh ? NULL : &m->sb, slots, e->n, id->reconfigure,
+                                error))
+    return FALSE;
+  for (guint i = 0; i < e->n; i++)
+    e->components[i].uuid = g_strdup (m->sb.roles[i].uuid);
+  m->need_sync = FALSE;
+  if (!e->read_only)
+    {
+      m->sb.clean = FALSE;
+      g_mutex_lock (&m->lock);
+      write_all_locked (e);
+      g_mutex_unlock (&m->lock);
+    }
+  m->closed = e->read_only;
+  return TRUE;
+}
+
 gboolean
 engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes,
                       GError **error)
@@ -717,6 +775,10 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
                    e->components[best].path, found[best].sb.n_roles, e->n);
       return FALSE;
     }
+
+  /* raid0, linear: rules of their own (nothing below applies to them) */
+  if (!e->driver->redundant)
+    return assemble_single_copy (e, id, attributes, found, best, error);
 
   engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
                           vb_attr_get_u64 (attributes, "sync_speed_max"));

@@ -714,7 +714,8 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
   if (!e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' has no redundancy: a component cannot be re-added", e->name);
+                   "device '%s' has %s: a component cannot be re-added", e->name,
+                   e->driver->redundant ? "no redundancy" : "one copy of its data");
       return -ENOTSUP;
     }
   if (!engine_is_faulty (c))
