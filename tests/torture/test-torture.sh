@@ -16,7 +16,8 @@
 #   TORTURE_KINDS, TORTURE_BITMAPS, TORTURE_LEGS  what random runs pick from
 #                          (raid1 raid10 / internal none / file loop)
 #   TORTURE_SKIP="KIND..." step or check kinds to leave out (torture.py WEIGHTS,
-#                          CLAIMS, CHECKS)
+#                          CLAIMS, CHECKS, VARIANTS)
+#   TORTURE_WEIGHTS="KIND=N ..."  change how often step kinds come (0: never)
 #   TORTURE_SAVE=DIR       on failure, keep the step log and vblkd's log there
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 
@@ -155,7 +156,7 @@ run_one () {
   exec 3<> "$dir/req" 4<> "$dir/rep"
   vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s${skip:+, skipping: $skip}"
   "$PY" "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
-    --duration "$run_seconds" --skip "$skip" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
+    --duration "$run_seconds" --skip "$skip" --weights "${TORTURE_WEIGHTS:-}" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
     --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" \
     --req "$dir/req" --rep "$dir/rep" &
   py=$!

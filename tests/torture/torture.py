@@ -37,10 +37,17 @@ CLAIMS = ["claim-own-node", "claim-own-link", "claim-fifo", "claim-dir", "claim-
           "claim-missing", "claim-own-leg", "claim-create-own-node"]
 # checks that can be left out the same way
 CHECKS = ["reads", "legs", "stopped-states", "own-node-trap", "scrub", "failed-stays"]
-# variants of steps that can be left out: another disk taking a detached
-# leg's loop number; a start right after a stopped device's leg is unplugged
-# (while its node is still on its way out)
-VARIANTS = ["hot-reuse", "hot-gone-race"]
+# variants of steps that can be left out: hot-reuse: another disk taking a
+# detached leg's loop number; hot-gone-race: a start right after a stopped
+# device's leg is unplugged (while its node is still on its way out);
+# failed-carry: a failed leg carried across a stop, a restart of vblkd, a
+# reconfiguration or a change of spares (left out: those wait until no slot
+# is failed); takeover-race: the next step while a spare is taking a failed
+# slot (left out: the takeover is waited for); fail-syncing: a leg failed
+# while a leg is being rebuilt (left out: legs fail only when all are in sync)
+VARIANTS = ["hot-reuse", "hot-gone-race", "failed-carry", "takeover-race", "fail-syncing"]
+CARRY = {"stop", "kill", "term", "reconfigure", "reconfigure-last", "spare-add", "spare-remove",
+         "snap-restore", "policy-spare"}
 
 
 class Config:
@@ -50,6 +57,13 @@ class Config:
         self.bitmap = args.bitmap
         self.legs = args.legs
         self.skip = set(args.skip.replace(",", " ").split())
+        # KIND=WEIGHT,... : more (or less) of some step kinds
+        self.weights = dict(WEIGHTS)
+        for item in args.weights.replace(",", " ").split():
+            kind, _, w = item.partition("=")
+            if kind not in WEIGHTS or not w.isdigit():
+                raise SystemExit("torture.py: bad weight '%s' (KIND=N, KIND one of %s)" % (item, " ".join(WEIGHTS)))
+            self.weights[kind] = int(w)
         unknown = self.skip - set(WEIGHTS) - set(CLAIMS) - set(CHECKS) - set(VARIANTS)
         if unknown:
             raise SystemExit("torture.py: unknown step or check kind in skip: %s" % " ".join(sorted(unknown)))
@@ -242,8 +256,9 @@ class Torture:
 
     def choose(self):
         kinds, weights = [], []
-        for kind, w in WEIGHTS.items():
-            if self.skipped(kind):
+        carry = self.skipped("failed-carry") and any(c.st == "failed" for c in self.m.slots())
+        for kind, w in self.cfg.weights.items():
+            if self.skipped(kind) or w == 0 or (carry and kind in CARRY):
                 continue
             if getattr(self, "can_" + kind.replace("-", "_"))():
                 kinds.append(kind)
@@ -270,8 +285,17 @@ class Torture:
         m.check_legs()
         m.after_restart = False
         text = "jobs ended, in-sync legs equal the model"
-        if not self.skipped("scrub") and self.rng.random() < 0.3:
-            self.run.vb("check", m.name)
+        # (a scrub compares copies: a device with a single slot has none)
+        if not self.skipped("scrub") and self.rng.random() < 0.3 and m.n_slots() > 1:
+            for _ in range(5):
+                # a job may start between the wait and the check (a spare
+                # taking a slot): Busy, wait for it too
+                rc, _, err = self.run.vb("check", m.name, expect=None)
+                if rc == 0 or "Busy" not in err:
+                    break
+                self.wait_jobs()
+            if rc != 0:
+                raise Failure("%s: vbmgr check: exit status %d: %s" % (why, rc, err.strip()))
             self.wait_jobs()
             jobs = [j for j in self.run.vb_json("jobs", "--json")
                     if j.get("device") == m.name and j.get("operation") == "check"]
@@ -319,11 +343,26 @@ class Torture:
     def losable(self, states=("in-sync", "syncing")):
         return [c for c in self.m.slots() if c.st in states and self.m.can_lose(c)]
 
+    def failable(self):
+        if self.skipped("fail-syncing") and any(c.st == "syncing" for c in self.m.slots()):
+            return []
+        return self.losable()
+
     def can_fail(self):
-        return self.m.started and bool(self.losable())
+        return self.m.started and bool(self.failable())
+
+    def await_takeover(self):
+        """With 'takeover-race' left out: until a spare took the failed slot
+        (or 10 s: vblkd may leave it to a re-add)."""
+        m = self.m
+        deadline = time.monotonic() + 10
+        while (self.skipped("takeover-race") and m.spares() and any(c.st == "failed" for c in m.slots())
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+            m.check_state()
 
     def do_fail(self):
-        c = self.rng.choice(self.losable())
+        c = self.rng.choice(self.failable())
         if self.under_writes():
             with Writers(self.m, self.step, self.rng) as w:
                 self.run.vb("fail", self.m.name, self.source(c))
@@ -333,6 +372,7 @@ class Torture:
             self.run.vb("fail", self.m.name, self.source(c))
             extra = ""
         c.st, c.why, c.may_return = "failed", "admin", False
+        self.await_takeover()
         return "%s%s" % (c.img.name(), extra)
 
     def last_copies(self):
@@ -344,9 +384,11 @@ class Torture:
     def do_fail_last(self):
         c = self.rng.choice(self.last_copies())
         _, _, err = self.run.vb("fail", self.m.name, self.source(c), expect=1)
-        if "WouldLoseData" not in err:
-            raise Failure("vbmgr fail of the last copy %s: %s (expected WouldLoseData)" % (c.img.name(), err.strip()))
-        return "%s refused: WouldLoseData" % c.img.name()
+        # a single slot left: nothing to fail over to (NotSupported)
+        want = "NotSupported" if self.m.n_slots() == 1 else "WouldLoseData"
+        if want not in err:
+            raise Failure("vbmgr fail of the last copy %s: %s (expected %s)" % (c.img.name(), err.strip(), want))
+        return "%s refused: %s" % (c.img.name(), want)
 
     def can_stop(self):
         return self.m.started
@@ -370,12 +412,8 @@ class Torture:
         return ""
 
     def failed_may_return(self):
-        """With the check 'failed-stays' skipped, a failed leg may come back
-        (re-added) when the device starts."""
-        if self.skipped("failed-stays"):
-            for c in self.m.slots():
-                if c.st == "failed":
-                    c.may_return = True
+        """(The check 'failed-stays' left out: torture_model lets a failed
+        leg come back at any time.)"""
 
     def can_kill(self):
         return True
@@ -590,6 +628,7 @@ class Torture:
             c.may_return = True  # it went away and comes back: the policy may re-add it
         elif m.started:
             c.st, c.why, c.may_return = "failed", "hotplug", True
+            self.await_takeover()
         return "%s (%s)%s" % (c.img.name(), loop, extra)
 
     def can_hot_return(self):
@@ -711,6 +750,7 @@ def main():
     p.add_argument("--legs", choices=["file", "loop"], required=True)
     p.add_argument("--duration", type=float, default=30)
     p.add_argument("--skip", default="")
+    p.add_argument("--weights", default="")
     p.add_argument("--name", default="tor")
     p.add_argument("--backend", default="loop")
     p.add_argument("--dir", required=True)

@@ -50,6 +50,7 @@ class Comp:
         self.source = img.loop or img.path  # the path vblkd knows it by
         # a hotplug-failed or missing leg that came back: vblkd may re-add it
         self.may_return = False
+        self.came_back = False
         img.comp = self
         img.used = True
 
@@ -113,8 +114,11 @@ class Model:
         """Whether COMP's slot can go (fail, detach, be overwritten) with
         every byte still on another in-sync slot."""
         slots = self.by_slot()
+        # (a leg unplugged while the device is stopped is missing at the start)
+        def whole(c):
+            return c.st == "in-sync" and (self.cfg.legs == "file" or c.img.loop is not None)
         for g in self.groups():
-            if comp.slot in g and not any(s != comp.slot and slots[s].st == "in-sync" for s in g):
+            if comp.slot in g and not any(s != comp.slot and whole(slots[s]) for s in g):
                 return False
         return True
 
@@ -246,26 +250,36 @@ class Model:
                 continue
             if c.kind == "slot" and self.kind == "raid1" and slot_role:
                 c.slot = int(o["role"])  # raid1 renumbers its slots on reconfigure
+            if c.kind == "spare" and slot_role and o["state"] in ("rebuilding", "in-sync"):
+                self._takeover(c, o, obs)
             if not running:
                 continue
             if c.kind == "slot" and c.st == "syncing" and o["state"] == "in-sync":
                 c.st = "in-sync"
             present = self.cfg.legs == "file" or c.img.loop is not None
-            if (c.kind == "slot" and c.st == "failed" and c.may_return and present and slot_role
+            # with the check 'failed-stays' left out, a failed leg may come
+            # back at any time (its data is still checked)
+            may = c.may_return or "failed-stays" in self.skip_checks
+            if (c.kind == "slot" and c.st == "failed" and may and present and slot_role
                     and o["state"] in ("rebuilding", "in-sync")):
                 self.log.note("%s came back (re-added by vblkd)" % c.img.name())
                 c.st, c.why, c.may_return = "syncing", None, False
-            if c.kind == "spare" and slot_role and o["state"] in ("rebuilding", "in-sync"):
-                for v in self.comps:
-                    if (v.kind == "slot" and v.st == "failed" and v.uuid in obs
-                            and obs[v.uuid]["role"] == "faulty"
-                            and (self.kind == "raid1" or v.slot == int(o["role"]))):
-                        self.log.note("spare %s took slot %s of %s" % (c.img.name(), o["role"], v.img.name()))
-                        c.kind, c.slot, c.st = "slot", int(o["role"]), "syncing"
-                        v.kind, v.slot, v.st = "replaced", None, "faulty"
-                        break
+                c.came_back = True
             if c.kind == "slot" and c.st == "syncing" and o["state"] == "in-sync":
                 c.st = "in-sync"
+
+    def _takeover(self, c, o, obs):
+        """Spare C now holds a slot: allowed when it is a failed slot's,
+        whose component became the replaced one."""
+        for v in self.comps:
+            # (a failed leg that came back on its own may be replaced all the same)
+            if (v.kind == "slot" and (v.st == "failed" or (v.came_back and v.st == "syncing")) and v.uuid in obs
+                    and obs[v.uuid]["role"] == "faulty"
+                    and (self.kind == "raid1" or v.slot == int(o["role"]))):
+                self.log.note("spare %s took slot %s of %s" % (c.img.name(), o["role"], v.img.name()))
+                c.kind, c.slot, c.st = "slot", int(o["role"]), "syncing"
+                v.kind, v.slot, v.st = "replaced", None, "faulty"
+                return
 
     def spares(self):
         return [c for c in self.comps if c.kind == "spare"]
@@ -291,6 +305,17 @@ class Model:
             probs.append("device state %s, the model says %s" % (show["state"], want))
         if running and self.size and int(show["size"]) != self.size:
             probs.append("size %s, the model's %d" % (show["size"], self.size))
+        if running and self.size and show["block_device"]:
+            try:
+                fd = os.open(show["block_device"], os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    node_size = os.lseek(fd, 0, os.SEEK_END)
+                finally:
+                    os.close(fd)
+                if node_size != self.size:
+                    probs.append("the node %s has %d bytes, the model %d" % (show["block_device"], node_size, self.size))
+            except OSError as e:
+                probs.append("the node %s: %s" % (show["block_device"], e))
         byuuid = {c.uuid: c for c in self.comps if c.uuid}
         seen = set()
         slot_states = []
