@@ -122,9 +122,12 @@ torture_start_daemon () {
 
 # torture.py's requests, one a line: pid, kill, term, start; answers "ok ..."
 serve () {
-  local py=$1 line
+  local py=$1 line part=
   while :; do
+    # a timeout in the middle of a line keeps what was read of it
     if IFS= read -r -t 1 -u 3 line; then
+      line=$part$line
+      part=
       case $line in
         pid) echo "ok ${VBLKD_PID:-0}" >&4 ;;
         kill) vb_kill_daemon; echo "ok" >&4 ;;
@@ -137,8 +140,9 @@ serve () {
           fi ;;
         *) echo "error: unknown request '$line'" >&4 ;;
       esac
-    elif ! vb_pid_alive "$py"; then
-      return 0
+    else
+      part+=$line
+      vb_pid_alive "$py" || return 0
     fi
   done
 }

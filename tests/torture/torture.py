@@ -39,7 +39,8 @@ CLAIMS = ["claim-own-node", "claim-own-link", "claim-fifo", "claim-dir", "claim-
 CHECKS = ["reads", "legs", "stopped-states", "own-node-trap", "scrub", "failed-stays"]
 # variants of steps that can be left out: hot-reuse: another disk taking a
 # detached leg's loop number; hot-gone-race: a start right after a stopped
-# device's leg is unplugged (while its node is still on its way out);
+# device's leg is unplugged (while its node is still on its way out) or
+# comes back elsewhere (before the policy recorded where);
 # failed-carry: a failed leg carried across a stop, a restart of vblkd, a
 # reconfiguration or a change of spares (left out: those wait until no slot
 # is failed); takeover-race: the next step while a spare is taking a failed
@@ -407,6 +408,11 @@ class Torture:
             if self.cfg.legs == "loop" and c.img.loop is None and c.st != "failed":
                 c.st, c.why, c.may_return = "failed", "missing", True
         self.failed_may_return()
+        if self.skipped("hot-gone-race"):
+            # the nodes of unplugged legs gone first (see VARIANTS)
+            deadline = time.monotonic() + 10
+            while self.loops.held() and time.monotonic() < deadline:
+                time.sleep(0.05)
         self.run.vb("start", m.name, timeout=60)
         m.started = True
         return ""
@@ -530,14 +536,21 @@ class Torture:
 
     def do_re_add(self):
         c = self.rng.choice(self.readdable())
+        # (with 'failed-stays' left out, the leg may have come back on its
+        # own since the last look: "not faulty" then)
+        expect = None if self.skipped("failed-stays") else 0
         if self.under_writes():
             with Writers(self.m, self.step, self.rng) as w:
-                self.run.vb("add", self.m.name, self.source(c))
+                rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
                 w.stop()
             extra = " under %d writes" % w.count
         else:
-            self.run.vb("add", self.m.name, self.source(c))
+            rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
             extra = ""
+        if rc != 0 and "not faulty" not in err:
+            raise Failure("vbmgr add %s (re-add): exit status %d: %s" % (c.img.name(), rc, err.strip()))
+        if rc != 0:
+            extra += " (back already)"
         c.st, c.why, c.may_return = "syncing", None, False
         return "%s%s" % (c.img.name(), extra)
 
@@ -549,7 +562,10 @@ class Torture:
         args, text = [], []
         slots = m.slots()
         insync = [c for c in slots if c.st == "in-sync"]
-        removable = [c for c in slots if c.st != "in-sync" or len(insync) > 1]
+        # (not a failed leg while there is a spare: the spare may be taking
+        # its slot right now, and then it is not a slot to remove)
+        removable = [c for c in slots if (c.st != "in-sync" or len(insync) > 1)
+                     and not (c.st == "failed" and m.spares())]
         add = len(slots) < 2 or (len(slots) < 4 and self.rng.random() < 0.6)
         remove = (not add or self.rng.random() < 0.3) and len(slots) > 1 and removable
         gone = None
@@ -639,6 +655,12 @@ class Torture:
         c = self.rng.choice([c for c in m.comps if c.img.loop is None])
         loop = self.attach(c.img)
         self.run.sh("udevadm", "settle", "--timeout=10", check=False)
+        if not m.started and self.skipped("hot-gone-race") and c.uuid:
+            # until the policy recorded where the leg is now: a start at once
+            # would not find it (the race is the variant's)
+            deadline = time.monotonic() + 10
+            while self.source(c) != loop and time.monotonic() < deadline:
+                time.sleep(0.1)
         if c.kind == "slot" and c.st == "failed" and m.started and c.why in ("hotplug", "missing"):
             c.st, c.why, c.may_return = "syncing", None, False  # the rule re-adds it
         return "%s as %s" % (c.img.name(), loop)
