@@ -8,7 +8,8 @@
 # polkitd, udevd and vblkd (lib.sh) and kills, stops and starts vblkd when
 # torture.py asks, over two FIFOs.
 #
-#   TORTURE_RUNS="SEED:KIND:BITMAP:LEGS ..."  exactly these runs (a replay)
+#   TORTURE_RUNS="SEED:KIND:BITMAP:LEGS[:WEIGHTS] ..."  exactly these runs (a
+#                          replay; WEIGHTS as in TORTURE_WEIGHTS, comma-separated)
 #   TORTURE_DURATION=S     random runs until S seconds have passed (default:
 #                          one random run), after the fixed seeds
 #   TORTURE_RUN_SECONDS=S  length of each run (25; 120 when TORTURE_DURATION is set)
@@ -73,9 +74,10 @@ if [ -n "${TORTURE_RUNS:-}" ]; then
   read -r -a runs <<< "$TORTURE_RUNS"
   total=-1
 elif [ "$fixed" != 0 ]; then
-  while read -r seed kind bitmap leg _; do
+  while read -r seed kind bitmap leg weights _; do
     case $seed in '#'* | '') continue ;; esac
-    runs+=("$seed:$kind:$bitmap:$leg")
+    case $weights in '#'* | '-') weights= ;; esac
+    runs+=("$seed:$kind:$bitmap:$leg${weights:+:$weights}")
   done < "$TORTURE_DIR/seeds"
 fi
 
@@ -150,8 +152,9 @@ serve () {
 n=0
 start_time=$SECONDS
 run_one () {
-  local seed kind bitmap leg dir py rc=0
-  IFS=: read -r seed kind bitmap leg <<< "$1"
+  local seed kind bitmap leg weights dir py rc=0
+  IFS=: read -r seed kind bitmap leg weights <<< "$1"
+  weights=${weights:-${TORTURE_WEIGHTS:-}}
   n=$((n + 1))
   dir=$T/run-$n
   mkdir -p "$dir"
@@ -160,7 +163,7 @@ run_one () {
   exec 3<> "$dir/req" 4<> "$dir/rep"
   vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s${skip:+, skipping: $skip}"
   "$PY" "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
-    --duration "$run_seconds" --skip "$skip" --weights "${TORTURE_WEIGHTS:-}" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
+    --duration "$run_seconds" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
     --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" \
     --req "$dir/req" --rep "$dir/rep" &
   py=$!
@@ -170,7 +173,7 @@ run_one () {
   exec 3>&- 4>&-
   if [ "$rc" -ne 0 ]; then
     vb_fail "torture run $n (seed $seed, $kind, bitmap $bitmap, legs $leg) failed; replay:" \
-      "TORTURE_RUNS='$seed:$kind:$bitmap:$leg' bash tests/torture/test-torture.sh"
+      "TORTURE_RUNS='$1'${skip:+ TORTURE_SKIP='$skip'} bash tests/torture/test-torture.sh"
   fi
 }
 

@@ -251,8 +251,11 @@ class Torture:
         print("model: %s" % self.m.summary(), file=out)
         print("last steps:", file=out)
         self.log.dump(out)
-        print("replay: TORTURE_RUNS='%d:%s:%s:%s' bash tests/torture/test-torture.sh"
-              % (self.seed, self.cfg.kind, self.cfg.bitmap, self.cfg.legs), file=out)
+        w = self.args.weights.replace(" ", ",")
+        print("replay: TORTURE_RUNS='%d:%s:%s:%s%s'%s bash tests/torture/test-torture.sh"
+              % (self.seed, self.cfg.kind, self.cfg.bitmap, self.cfg.legs, ":" + w if w else "",
+                 " TORTURE_SKIP='%s'" % " ".join(sorted(self.cfg.skip)) if self.cfg.skip else ""),
+              file=out)
         out.flush()
 
     def choose(self):
