@@ -418,6 +418,11 @@ class Torture:
                 time.sleep(0.05)
         self.run.vb("start", m.name, timeout=60)
         m.started = True
+        # the link is there when start returns (a method that makes a block
+        # node returns once it exists), not some time later (defect F)
+        link = os.path.join(self.args.dev_dir, m.name)
+        if not os.path.islink(link):
+            raise Failure("vbmgr start returned, and %s is missing (defect F)" % link)
         return ""
 
     def failed_may_return(self):
