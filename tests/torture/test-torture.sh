@@ -162,7 +162,7 @@ run_one () {
   # read-write opens of the FIFOs do not wait for torture.py
   exec 3<> "$dir/req" 4<> "$dir/rep"
   vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s${skip:+, skipping: $skip}"
-  "$PY" "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
+  "$PY" -B "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
     --duration "$run_seconds" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
     --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" \
     --req "$dir/req" --rep "$dir/rep" &
