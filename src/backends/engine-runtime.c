@@ -381,6 +381,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
   g_autofree gboolean *failed = g_new0 (gboolean, request->n_components);
+  g_autofree int *held_fd = g_new (int, request->n_components);
   g_autofree guint64 *errors = g_new0 (guint64, request->n_components);
   g_autoptr (GError) local = NULL;
   VbEngine *old, *engine;
@@ -400,6 +401,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   for (guint i = 0; i < request->n_components; i++)
     {
       behind[i] = TRUE;
+      held_fd[i] = -1;
       for (guint j = 0; j < vb_engine_n_components (old); j++)
         if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
           {
@@ -409,8 +411,14 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
              * are some; without, this does) */
             failed[i] = vb_engine_component_faulty (old, j);
             errors[i] = vb_engine_component_errors (old, j);
+            held_fd[i] = failed[i] ? -1 : vb_engine_component_fd (old, j);
           }
       source_for (request->paths[i], &sources[i]);
+      if (sources[i].ops == NULL && held_fd[i] >= 0)
+        {
+          sources[i].has_fd = TRUE;
+          sources[i].fd = held_fd[i];
+        }
     }
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;

@@ -128,6 +128,11 @@ vb_component_open_error (GError **error, const char *path, int errsv)
                  "array or another device)",
                  path);
   else
-    g_set_error (error, VB_ERROR, errsv == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
+    /* a node that is going away (a disk unplugged, a loop device being
+     * detached) is as gone as a path that is not there */
+    g_set_error (error, VB_ERROR,
+                 errsv == ENOENT || errsv == ENXIO || errsv == ENODEV || errsv == ENOMEDIUM
+                     ? VB_ERROR_NOT_FOUND
+                     : VB_ERROR_FAILED,
                  "component '%s': %s", path, g_strerror (errsv));
 }

@@ -22,6 +22,10 @@ typedef struct {
   guint64 size;         /* from the last probe */
   gboolean complete;    /* enough components to start */
   guint64 missing;      /* bit i: component i's path was not there at the last probe */
+  /* a device not running: what its metadata says of its slots (the
+   * newest superblock's role table, or the desired state without one) */
+  guint64 faulty;     /* bit i: component i failed and stays out until re-added */
+  guint64 rebuilding; /* bit i: component i is behind: a start rebuilds it */
 } VbDeviceStatus;
 
 void vb_device_status_free (VbDeviceStatus *status);

@@ -38,6 +38,17 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray 
 
   if (d == NULL || vb_hotplug_blank_taken (daemon, candidate, a->source))
     return TRUE;
+  /* a path one of its components still names (a failed slot whose disk
+   * went away, and another disk took the number): no second component
+   * may name it, which a spare would; a replacement takes the slot over */
+  if (!a->replace)
+    for (guint j = 0; j < d->components->len; j++)
+      if (strcmp (((VbComponentConfig *) d->components->pdata[j])->source, a->source) == 0)
+        {
+          g_message ("vblk: policy: %s: %s is the path of a failed component; not a spare",
+                     d->name, a->source);
+          return TRUE;
+        }
   if (!a->replace)
     g_ptr_array_add (d->components, vb_component_config_new (a->source, "spare", NULL));
   else
@@ -54,10 +65,17 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray 
         return TRUE;
       VbComponentConfig *old = d->components->pdata[slot];
       VbComponentConfig *nc = vb_component_config_new (a->source, old->role, NULL);
-      g_free (old->role);
-      old->role = g_strdup ("faulty");
       d->components->pdata[slot] = nc;
-      g_ptr_array_add (d->components, old);
+      /* the replaced one stays listed (faulty) for vbmgr remove, unless the
+       * new disk took its path: then nothing names it any more */
+      if (strcmp (old->source, a->source) == 0)
+        vb_component_config_free (old);
+      else
+        {
+          g_free (old->role);
+          old->role = g_strdup ("faulty");
+          g_ptr_array_add (d->components, old);
+        }
       nc->uuid = vb_uuid_new ();
       if (g_hash_table_contains (daemon->running, d->uuid))
         {

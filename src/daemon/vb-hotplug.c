@@ -63,6 +63,10 @@ typedef struct {
   gboolean probing;
   GHashTable *present; /* component UUID -> devnode, as last seen */
   GHashTable *timers;  /* device name -> source id (start degraded) */
+  /* component UUIDs of slots that failed because their disk went away:
+   * only such a disk is put back when it returns (one that failed on its
+   * own, or was failed by the administrator, waits for an explicit re-add) */
+  GHashTable *went_away;
   guint64 decisions;
 } Hotplug;
 
@@ -208,6 +212,17 @@ vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
   return backend && backend->component_status
          && backend->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
          && faulty;
+}
+
+/* Slot @slot of a started device had no disk when it started. */
+static gboolean
+slot_missing (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
+{
+  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+
+  return backend && backend->component_missing
+         && backend->component_missing (r->block_device, slot);
 }
 
 /* The path a component was known by no longer leads to it: gone, a
@@ -509,8 +524,13 @@ decide (Item *item, GPtrArray *assemblies)
             return;
           }
         gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+        /* a disk that went away and is back (an add, not a change event of
+         * one that stayed) */
         gboolean moved = FALSE,
-                 readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot);
+                 readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
+                         && strcmp (item->action, "change") != 0
+                         && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
+                             || slot_missing (daemon, d, slot));
         for (guint j = 0; j < d->components->len; j++)
           {
             const VbComponentConfig *c = d->components->pdata[j];
@@ -618,6 +638,8 @@ gone (Item *item)
             continue;
           g_message ("vblk: policy: %s: component %s (%s) went away", d->name, c->source,
                      item->action);
+          if (c->uuid)
+            g_hash_table_add (hp.went_away, g_strdup (c->uuid));
           /* on the op worker: the engine writes the survivors' superblocks */
           vb_daemon_submit (daemon, mutate_gone, VB_OP_CHANGE, NULL, op_logged,
                             g_strdup_printf ("%s\n%u\nrelease", d->name, j), g_free);
@@ -793,6 +815,7 @@ vb_hotplug_init (VbDaemon *daemon)
   hp.pending = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) item_free);
   hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  hp.went_away = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_timeout_add_seconds (1, poll_loops, NULL);
 }
 

@@ -95,6 +95,10 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
         return "faulty";
       if (rebuilding)
         return "rebuilding";
+      /* the engine has it: its path may have gone since (an unplugged disk
+       * it still holds open), which says nothing about its data */
+      if (vb_component_config_is_slot (c))
+        return "in-sync";
     }
   if (g_strcmp0 (c->role, "spare") == 0)
     return "spare";
@@ -111,8 +115,15 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
       return "in-sync";
     }
   const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
-  return st && index < 64 && (st->missing & (G_GUINT64_CONSTANT (1) << index)) ? "missing"
-                                                                               : "in-sync";
+  guint64 bit = index < 64 ? G_GUINT64_CONSTANT (1) << index : 0;
+  if (st && (st->missing & bit))
+    return "missing";
+  /* not running: what its superblocks (or the desired state) say */
+  if (st && !g_hash_table_contains (daemon->running, d->uuid) && (st->faulty & bit))
+    return "faulty";
+  if (st && !g_hash_table_contains (daemon->running, d->uuid) && (st->rebuilding & bit))
+    return "rebuilding";
+  return "in-sync";
 }
 
 static void

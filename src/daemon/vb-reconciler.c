@@ -428,6 +428,49 @@ sync_exports (VbOp *op)
     }
 }
 
+/* A device that does not run: its slots' states as its metadata says —
+ * the newest of its components' superblocks (what a start would go by),
+ * or the desired state for a redundant device without superblocks. */
+static void
+slot_states_of_stopped (VbOp *op, VbProbe *probe, const VbDeviceConfig *d, VbDeviceStatus *st)
+{
+  const VbSuperblock *best = NULL;
+
+  st->faulty = st->rebuilding = 0;
+  if (g_hash_table_contains (op->running, d->uuid))
+    return;
+  for (guint c = 0; c < d->components->len && c < 64; c++)
+    {
+      const VbComponentConfig *cc = d->components->pdata[c];
+      g_autoptr (GError) local = NULL;
+      const VbPathFacts *f;
+
+      if (!vb_component_config_is_slot (cc))
+        continue;
+      if (cc->faulty)
+        st->faulty |= G_GUINT64_CONSTANT (1) << c;
+      else if (cc->behind)
+        st->rebuilding |= G_GUINT64_CONSTANT (1) << c;
+      if (!vb_driver_has_metadata (d->attributes) || cc->source[0] != '/')
+        continue;
+      f = vb_probe_facts (probe, cc->source, VB_INSPECT_SUPERBLOCK, &local);
+      if (f && f->has_superblock && strcmp (f->superblock.device_uuid, d->uuid) == 0
+          && (best == NULL || f->superblock.events > best->events))
+        best = &f->superblock;
+    }
+  for (guint c = 0, slot = 0; best && c < d->components->len && c < 64; c++)
+    {
+      const VbComponentConfig *cc = d->components->pdata[c];
+      if (!vb_component_config_is_slot (cc))
+        continue;
+      if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_FAULTY)
+        st->faulty |= G_GUINT64_CONSTANT (1) << c;
+      else if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_REBUILDING)
+        st->rebuilding |= G_GUINT64_CONSTANT (1) << c;
+      slot++;
+    }
+}
+
 /* Size and completeness of every device, for D-Bus. */
 static void
 compute_status (VbOp *op)
@@ -452,6 +495,18 @@ compute_status (VbOp *op)
           st->size = 0;
           st->complete = FALSE;
         }
+      /* a running device is as large as its node, whatever became of a
+       * component's path meanwhile (a disk unplugged, another disk at its
+       * number) */
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      if (r)
+        {
+          g_autoptr (GError) ignored = NULL;
+          const VbPathFacts *node
+              = vb_probe_facts (&probe, r->block_device, VB_INSPECT_TYPE, &ignored);
+          if (node)
+            st->size = node->size;
+        }
       /* published as component state by the main thread, which never stats */
       st->missing = 0;
       for (guint c = 0; c < d->components->len && c < 64; c++)
@@ -460,6 +515,7 @@ compute_status (VbOp *op)
           if (vb_probe_source_missing (&probe, source))
             st->missing |= G_GUINT64_CONSTANT (1) << c;
         }
+      slot_states_of_stopped (op, &probe, d, st);
     }
   vb_probe_clear (&probe);
 }

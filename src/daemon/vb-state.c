@@ -955,6 +955,17 @@ vb_state_save (const VbState *state, const char *path, GError **error)
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   text = vb_state_to_json (state);
+  /* what a later vblkd would refuse to load is never written: the change
+   * that led to it is refused instead (the old file stays) */
+  {
+    g_autoptr (VbState) back = vb_state_from_json (text, -1, "the state to save", &local);
+    if (back == NULL)
+      {
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     "%s: not saved, it would not load again: %s", path, local->message);
+        return FALSE;
+      }
+  }
   /* CONSISTENT|DURABLE: temp file in the same directory, fsync, rename. */
   if (!g_file_set_contents_full (path, text, -1,
                                  G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0600,

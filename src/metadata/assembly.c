@@ -1,5 +1,7 @@
 /* See assembly.h. The rules, in the order they are asked:
  *  1. not there: missing;
+ *  1b. the slot's member failed or went missing and another disk (blank,
+ *     or not that member) is at its path: faulty, unless re-added there;
  *  2. not this slot's member (blank, another slot's or another component's
  *     superblock): rebuilt in full;
  *  3. faulty in the device's table: stays faulty unless re-added;
@@ -99,6 +101,17 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
 
   if (!f->present)
     return because (VB_SLOT_MISSING, why, "it is not there");
+  /* the slot's own component failed or went away, and another disk is at
+   * its path now (a blank one that took the number of an unplugged one,
+   * say): that disk is not taken behind anyone's back */
+  if ((state == VB_ROLE_FAULTY || state == VB_ROLE_MISSING) && !f->readd
+      && (own == NULL || own->role != (gint32) f->slot
+          || strcmp (own->component_uuid, dev->roles[f->slot].uuid) != 0))
+    return because (VB_SLOT_FAULTY, why,
+                    "its component %s and the disk at its path now is %s; the slot stays out "
+                    "until a component is added to it",
+                    state == VB_ROLE_FAULTY ? "failed" : "went away",
+                    own == NULL ? "blank" : "not that component");
   if (own == NULL)
     return because (VB_SLOT_REBUILD, why, "it is new to the device");
   if (own->role != (gint32) f->slot || *dev->roles[f->slot].uuid == '\0'

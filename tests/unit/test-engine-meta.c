@@ -755,6 +755,16 @@ test_rule_membership (void)
   own = own_sb (&dev, 10);
   g_strlcpy (own.component_uuid, "2c3d4e5f-6a7b-4c8d-8e9f-0a1b2c3d4e5f", sizeof own.component_uuid);
   g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
+  /* a slot whose member failed or went away, another disk at its path (a
+   * blank one that took an unplugged one's number): it stays out, unless
+   * a component is added there (a re-add makes it the slot's new member) */
+  for (guint k = 0; k < 2; k++)
+    {
+      dev.roles[1].state = k == 0 ? VB_ROLE_FAULTY : VB_ROLE_MISSING;
+      g_assert_cmpint (decide (&dev, NULL, FALSE, NULL), ==, VB_SLOT_FAULTY);
+      g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_FAULTY);
+      g_assert_cmpint (decide (&dev, NULL, TRUE, NULL), ==, VB_SLOT_REBUILD);
+    }
 }
 
 /* A failed component stays faulty until an explicit re-add; a missing one

@@ -65,6 +65,10 @@ struct _VbEngine {
   GMutex sync_lock; /* the job below */
   struct _EngineSync *sync;
   GThread *spare_thread; /* a spare taking a failed slot */
+  /* held from the check that a slot is faulty to its new component's
+   * install: a spare taking it and a re-add of its old component never
+   * both take one slot */
+  GMutex slot_lock;
   gboolean need_rebuild; /* metadata=none: a slot behind at start */
   GArray *kept_fds;      /* metadata=none: fds of replaced components, closed at the end */
   gint quiesced;         /* atomic: no spare is taken (a swap is under way) */

@@ -711,6 +711,9 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
 
   g_return_val_if_fail (slot < e->n, -EINVAL);
   c = &e->components[slot];
+  /* checked and installed under the slot lock: a spare taking this slot
+   * at the same time leaves it to one of them */
+  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
   if (!e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
@@ -800,6 +803,10 @@ take_spare_thread (gpointer data)
   int fd;
 
   g_free (t);
+  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
+  /* a re-add may have put the slot's own component back meanwhile */
+  if (!engine_is_faulty (&e->components[slot]))
+    return NULL;
   if (!engine_meta_pop_spare (e, &path, &uuid))
     return NULL;
   fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);

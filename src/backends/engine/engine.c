@@ -149,6 +149,44 @@ engine_component_failed (VbEngine *e, guint i, int err)
     }
 }
 
+int
+vb_engine_component_fd (VbEngine *e, guint i)
+{
+  g_return_val_if_fail (i < e->n, -1);
+  return e->components[i].released || e->components[i].ops ? -1 : e->components[i].fd;
+}
+
+/* The fd an engine being replaced held: its claim goes on in a duplicate. */
+static gboolean
+take_component_fd (Component *c, int held, guint32 *align, GError **error)
+{
+  struct statx stx = { 0 };
+  struct stat st;
+  int fd = fcntl (held, F_DUPFD_CLOEXEC, 3);
+
+  if (fd < 0 || fstat (fd, &st) < 0)
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      vb_component_open_error (error, c->path, e);
+      return FALSE;
+    }
+  c->is_block = S_ISBLK (st.st_mode);
+  c->direct = (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
+  if (c->direct && statx (fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0
+      && (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0)
+    *align = MAX (*align, stx.stx_dio_offset_align);
+  else if (c->is_block)
+    {
+      int ss = 512;
+      if (ioctl (fd, BLKSSZGET, &ss) == 0)
+        *align = MAX (*align, (guint32) ss);
+    }
+  c->fd = fd;
+  return TRUE;
+}
+
 static gboolean
 open_component (Component *c, gboolean read_only, guint32 *align, GError **error)
 {
@@ -217,6 +255,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   e->components = g_new0 (Component, n_components);
   g_rw_lock_init (&e->barrier);
   g_mutex_init (&e->sync_lock);
+  g_mutex_init (&e->slot_lock);
   for (guint i = 0; i < n_components; i++)
     e->components[i].fd = -1;
   driver->layout (attributes, infos, n_components, &e->layout);
@@ -239,6 +278,11 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
           g_atomic_int_set (&c->faulty, 1);
           g_atomic_int_set (&c->recorded, 1);
           c->missing = TRUE;
+        }
+      else if (sources[i].has_fd && sources[i].fd >= 0)
+        {
+          if (!take_component_fd (c, sources[i].fd, &align, error))
+            return NULL;
         }
       else if (!open_component (c, read_only, &align, error))
         return NULL;
@@ -328,6 +372,7 @@ vb_engine_free (VbEngine *e)
   vb_fault_free (e->fault);
   g_rw_lock_clear (&e->barrier);
   g_mutex_clear (&e->sync_lock);
+  g_mutex_clear (&e->slot_lock);
   g_free (e->components);
   g_free (e->name);
   g_free (e);

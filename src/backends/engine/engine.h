@@ -18,6 +18,11 @@ typedef struct {
   const char *path;
   const VbBlockOps *ops;
   void *handle;
+  /* an engine being replaced (online reconfiguration) hands over its open
+   * fd of a component it keeps: duplicated rather than opened again, so
+   * the claim it holds on a block device (O_EXCL) carries over */
+  gboolean has_fd;
+  int fd;
 } VbEngineSource;
 
 /* Who the device and its components are, for on-component metadata
@@ -77,6 +82,8 @@ VbEngine *vb_engine_new (const char *name, const VbDriver *driver, GHashTable *a
                          const VbComponentInfo *infos, const VbEngineIdentity *identity,
                          gboolean read_only, GError **error);
 void vb_engine_free (VbEngine *engine);
+/* The open fd of @component, or -1 (in process, missing, or let go of). */
+int vb_engine_component_fd (VbEngine *engine, guint component);
 /* Frees without a clean stop: the superblocks keep saying unclean and the
  * bitmap keeps its bits (a device formatted at creation, resynced when
  * it first starts). */
