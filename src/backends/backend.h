@@ -97,6 +97,9 @@ typedef struct {
    * an engine device stacked on it. All cheap and non-blocking. */
   gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
                                 gboolean *rebuilding, guint64 *errors);
+  /* The path of the component in slot @component now (a spare that took
+   * it, say); NULL when unknown. Cheap. */
+  char *(*slot_source) (const char *block_device, guint component);
   /* The component was not there when the device started (degraded start). */
   gboolean (*component_missing) (const char *block_device, guint component);
   /* TRUE when some data has no healthy copy left: the device refuses writes. */

@@ -240,6 +240,17 @@ vb_engine_runtime_component_status (const char *block_device, guint component, g
   return ok;
 }
 
+char *
+vb_engine_runtime_slot_source (const char *block_device, guint slot)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  char *path = e && slot < vb_engine_n_components (e) ? vb_engine_component_path_dup (e, slot) : NULL;
+
+  engine_put (rt);
+  return path;
+}
+
 void
 vb_engine_runtime_release (const char *block_device, guint component)
 {
@@ -411,7 +422,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
              * are some; without, this does) */
             failed[i] = vb_engine_component_faulty (old, j);
             errors[i] = vb_engine_component_errors (old, j);
-            held_fd[i] = failed[i] ? -1 : vb_engine_component_fd (old, j);
+            held_fd[i] = vb_engine_component_fd (old, j);
           }
       source_for (request->paths[i], &sources[i]);
       if (sources[i].ops == NULL && held_fd[i] >= 0)

@@ -49,6 +49,7 @@ gboolean vb_engine_runtime_format (const VbBackendRequest *request, GError **err
 gboolean vb_engine_runtime_supports (const VbDriver *driver, GHashTable *attributes, char **reason);
 
 /* The backend callbacks that concern only the engine. */
+char *vb_engine_runtime_slot_source (const char *block_device, guint slot);
 gboolean vb_engine_runtime_component_status (const char *block_device, guint component,
                                              gboolean *faulty, gboolean *rebuilding,
                                              guint64 *errors);
@@ -81,6 +82,6 @@ gboolean vb_engine_runtime_reconfigure (const char *block_device, const VbBacken
   .set_faulty = vb_engine_runtime_set_faulty, .release = vb_engine_runtime_release,                \
   .block_ops = vb_engine_runtime_block_ops, .check = vb_engine_runtime_check,                      \
   .cancel_job = vb_engine_runtime_cancel_job, .set_spares = vb_engine_runtime_set_spares,          \
-  .readd = vb_engine_runtime_readd
+  .readd = vb_engine_runtime_readd, .slot_source = vb_engine_runtime_slot_source
 
 G_END_DECLS

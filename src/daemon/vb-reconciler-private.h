@@ -48,5 +48,9 @@ char *vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state);
 void vb_op_run_readds (VbOp *op);
 void vb_op_run_faults (VbOp *op);
 void vb_op_sync_spares (VbOp *op);
+/* Refuses a change that drops a spare of @old the engine has just put in a
+ * slot (its takeover not recorded yet): BUSY. */
+gboolean vb_op_check_spares_kept (VbOp *op, const VbDeviceConfig *d, const VbDeviceConfig *old,
+                                  GError **error);
 
 G_END_DECLS

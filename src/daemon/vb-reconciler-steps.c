@@ -180,6 +180,89 @@ vb_op_run_faults (VbOp *op)
 }
 
 /* A started device learns its spares (added, or one taken into a slot). */
+/* The slot of running device @d whose component the engine replaced by
+ * spare @source, or -1. */
+static gint
+slot_taken_by (VbOp *op, const VbDeviceConfig *d, const char *source)
+{
+  const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+  guint slots = vb_device_config_n_slots (d);
+
+  for (guint s = 0; backend && backend->slot_source && s < slots; s++)
+    {
+      g_autofree char *now = backend->slot_source (r->block_device, s);
+      if (g_strcmp0 (now, source) == 0)
+        return (gint) s;
+    }
+  return -1;
+}
+
+/* A spare the engine put in a failed slot (now, or just before) is
+ * recorded there in the desired state before the op ends, so that what
+ * vblkd shows and keeps never lags the engine (the spare's job event
+ * records it again, a no-op then). */
+static void
+record_spare_moves (VbOp *op)
+{
+  gboolean changed = FALSE;
+
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          VbComponentConfig *spare = d->components->pdata[j];
+          gint slot;
+          if (g_strcmp0 (spare->role, "spare") != 0
+              || (slot = slot_taken_by (op, d, spare->source)) < 0)
+            continue;
+          VbComponentConfig *old = d->components->pdata[slot];
+          g_free (spare->role);
+          spare->role = g_strdup_printf ("%d", slot);
+          g_free (old->role);
+          old->role = g_strdup ("faulty");
+          d->components->pdata[slot] = spare;
+          d->components->pdata[j] = old;
+          changed = TRUE;
+          g_message ("vblk: %s: spare %s took slot %d (%s)", d->name, spare->source, slot,
+                     old->source);
+        }
+    }
+  if (changed)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!vb_state_save (op->candidate, op->daemon->state_path, &local))
+        g_warning ("vblk: saving the desired state after a spare took a slot: %s", local->message);
+    }
+}
+
+gboolean
+vb_op_check_spares_kept (VbOp *op, const VbDeviceConfig *d, const VbDeviceConfig *old,
+                         GError **error)
+{
+  for (guint j = 0; old && j < old->components->len; j++)
+    {
+      const VbComponentConfig *c = old->components->pdata[j];
+      gboolean kept = FALSE;
+      gint slot;
+
+      if (g_strcmp0 (c->role, "spare") != 0)
+        continue;
+      for (guint k = 0; d && k < d->components->len && !kept; k++)
+        kept = strcmp (((VbComponentConfig *) d->components->pdata[k])->source, c->source) == 0;
+      if (!kept && (slot = slot_taken_by (op, old, c->source)) >= 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                       "spare '%s' has just taken slot %d of '%s' (it is being rebuilt); it is no "
+                       "longer a spare to remove",
+                       c->source, slot, old->name);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 void
 vb_op_sync_spares (VbOp *op)
 {
@@ -209,4 +292,5 @@ vb_op_sync_spares (VbOp *op)
       backend->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
                            (const char *const *) uuids->pdata);
     }
+  record_spare_moves (op);
 }

@@ -711,6 +711,8 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       only_stopping = old && !d->started && old->started;
       if (only_stopping)
         continue;
+      if (!vb_op_check_spares_kept (op, d, old, &op->error))
+        break;
       if (op->mode == VB_OP_POLICY)
         {
           vb_claim_device (&probe, d, old,

@@ -236,7 +236,7 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   if (!ok)
     return FALSE;
   for (guint i = 0; i < r->paths->len; i++)
-    if (r->paths->pdata[i] == NULL)
+    if (r->paths->pdata[i] == NULL && !g_array_index (r->infos, VbComponentInfo, i).missing)
       {
         g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
                      slot_path (d, i));

@@ -241,12 +241,17 @@ class Model:
                 c.source = o["source"]
             if c is None:
                 img = self.policy_blank_at(o["source"])
-                if img is not None and o["role"] == "spare" and not self.spares():
+                # a spare the policy added may have taken a failed slot
+                # before this look (as any spare does at once)
+                took = slot_role and o["state"] in ("rebuilding", "in-sync")
+                if img is not None and (o["role"] == "spare" or took) and not self.spares():
                     nc = Comp(img, "spare", st="spare")
                     nc.uuid = o["uuid"]
                     self.comps.append(nc)
                     self.pending_policy.discard(img)
                     self.log.note("the policy took %s as a spare" % img.name())
+                    if took:
+                        self._takeover(nc, o, obs)
                 continue
             if c.kind == "slot" and self.kind == "raid1" and slot_role:
                 c.slot = int(o["role"])  # raid1 renumbers its slots on reconfigure

@@ -292,11 +292,13 @@ vb_engine_set_spares (VbEngine *e, guint n, const char *const *paths, const char
     }
   write_spares_locked (e);
   g_mutex_unlock (&m->lock);
-  /* a slot that failed while no spare was there takes one now */
+  /* a slot that failed while no spare was there takes one now, before
+   * this returns: the caller records where the spare went */
   for (guint i = 0; i < e->n && n > 0; i++)
     if (engine_is_faulty (&e->components[i]) && !g_atomic_int_get (&e->lost))
       {
         engine_sync_take_spare (e, i);
+        engine_sync_join_spare (e);
         break;
       }
 }
@@ -650,6 +652,51 @@ engine_meta_decide_readd (VbEngine *e, guint slot, const VbSuperblock *own, char
   return d;
 }
 
+/* Another disk at the path of a slot whose component failed or went away
+ * (assembly rule 1b): the slot stays out, so the disk's size does not
+ * count. The layout is made again with such slots at the size the data
+ * needs; FALSE when a component the device uses is too small all the same. */
+static gboolean
+relayout_without_strangers (VbEngine *e, const VbEngineIdentity *id, const Found *found, gint best,
+                            GHashTable *attributes)
+{
+  const VbSuperblock *t = &found[best].sb;
+  guint64 need = t->data_size;
+  g_autofree VbComponentInfo *infos = g_new0 (VbComponentInfo, e->n);
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      /* a reconfiguration's slots are new: the running engine says which
+       * kept component is out; at a start, the newest superblock does */
+      gboolean out = id->reconfigure
+                         ? id->failed && id->failed[i]
+                         : i < t->n_roles
+                               && (t->roles[i].state == VB_ROLE_FAULTY
+                                   || t->roles[i].state == VB_ROLE_MISSING);
+      gboolean member = !id->reconfigure && found[i].present && found[i].sb.role == (gint32) i
+                        && strcmp (found[i].sb.component_uuid, t->roles[i].uuid) == 0;
+      infos[i].source = c->path;
+      infos[i].kind = c->is_block ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
+      infos[i].size = c->size;
+      infos[i].missing = c->missing;
+      if (c->missing || (out && !member))
+        {
+          any |= !c->missing;
+          infos[i].size = need;
+        }
+      else if (c->size < need)
+        return FALSE;
+    }
+  if (!any)
+    return FALSE;
+  e->driver->layout (attributes, infos, e->n, &e->layout);
+  if (e->block_size && e->layout.size % e->block_size != 0)
+    e->layout.size -= e->layout.size % e->block_size;
+  return e->layout.component_size >= need;
+}
+
 /* A device with one copy of its data (raid0, linear): no bitmap, resync
  * or rebuild, and no stale component to bring up to date — every slot
  * must hold its own, current component (vb_assembly_single_copy, the
@@ -783,8 +830,10 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
   engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
                           vb_attr_get_u64 (attributes, "sync_speed_max"));
 
-  /* smaller components than the data needs would cut the device short */
-  if (best >= 0 && e->layout.component_size < found[best].sb.data_size)
+  /* smaller components than the data needs would cut the device short
+   * (unless only disks the device will not use are smaller) */
+  if (best >= 0 && e->layout.component_size < found[best].sb.data_size
+      && !relayout_without_strangers (e, id, found, best, attributes))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "

@@ -23,6 +23,7 @@ typedef struct {
   const VbBlockOps *ops; /* in-process component */
   void *handle;
   gboolean is_block;
+  guint64 size;        /* bytes of its data area, as probed at start */
   gboolean direct;     /* opened O_DIRECT */
   guint64 data_offset; /* where the data area starts */
   gint faulty;         /* atomic */

@@ -149,6 +149,17 @@ engine_component_failed (VbEngine *e, guint i, int err)
     }
 }
 
+char *
+vb_engine_component_path_dup (VbEngine *e, guint i)
+{
+  g_autoptr (GMutexLocker) locker = NULL;
+
+  g_return_val_if_fail (i < e->n, NULL);
+  /* a spare taking the slot or a re-add replaces it under this lock */
+  locker = g_mutex_locker_new (&e->slot_lock);
+  return g_strdup (e->components[i].path);
+}
+
 int
 vb_engine_component_fd (VbEngine *e, guint i)
 {
@@ -264,6 +275,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
     {
       Component *c = &e->components[i];
       c->path = g_strdup (sources[i].path ? sources[i].path : infos[i].source);
+      c->size = infos[i].size;
       if (identity && identity->errors)
         c->errors = identity->errors[i];
       if (sources[i].ops)

@@ -82,6 +82,9 @@ VbEngine *vb_engine_new (const char *name, const VbDriver *driver, GHashTable *a
                          const VbComponentInfo *infos, const VbEngineIdentity *identity,
                          gboolean read_only, GError **error);
 void vb_engine_free (VbEngine *engine);
+/* The path of the component in slot @component now (a spare that took the
+ * slot, say), newly allocated; safe from any thread. */
+char *vb_engine_component_path_dup (VbEngine *engine, guint component);
 /* The open fd of @component, or -1 (in process, missing, or let go of). */
 int vb_engine_component_fd (VbEngine *engine, guint component);
 /* Frees without a clean stop: the superblocks keep saying unclean and the
