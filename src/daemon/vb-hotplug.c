@@ -524,11 +524,11 @@ decide (Item *item, GPtrArray *assemblies)
             return;
           }
         gboolean running = g_hash_table_contains (daemon->running, d->uuid);
-        /* a disk that went away and is back (an add, not a change event of
-         * one that stayed) */
+        /* a disk that went away (or was not there at start) and is back —
+         * an add event, or a change one (a loop device attached again): a
+         * change event of a failed disk that stayed is no return */
         gboolean moved = FALSE,
                  readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
-                         && strcmp (item->action, "change") != 0
                          && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
                              || slot_missing (daemon, d, slot));
         for (guint j = 0; j < d->components->len; j++)
