@@ -289,6 +289,18 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
     return FALSE;
   if (req->options)
     g_variant_lookup (req->options, "role", "s", &role);
+  for (guint i = 0; i < d->components->len && g_strcmp0 (role, "spare") != 0; i++)
+    {
+      const VbComponentConfig *c = d->components->pdata[i];
+      if (strcmp (c->source, req->source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                       "component '%s' was replaced in its slot of '%s' (a spare took it): remove "
+                       "it, then add it again as a spare if it is to serve",
+                       req->source, d->name);
+          return FALSE;
+        }
+    }
   if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0
       && !is_slot_source (d, req->source))
     {

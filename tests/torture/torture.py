@@ -546,7 +546,9 @@ class Torture:
         c = self.rng.choice(self.readdable())
         # (with 'failed-stays' left out, the leg may have come back on its
         # own since the last look: "not faulty" then)
-        expect = None if self.skipped("failed-stays") else 0
+        # (a spare may take its slot first: the re-add is refused then, and
+        # the leg is the replaced one)
+        expect = None
         if self.under_writes():
             with Writers(self.m, self.step, self.rng) as w:
                 rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
@@ -555,7 +557,11 @@ class Torture:
         else:
             rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
             extra = ""
-        if rc != 0 and "not faulty" not in err:
+        if rc != 0 and "replaced in its slot" in err and self.m.spares():
+            self.m.check_state()
+            if c.kind == "replaced":
+                return "%s refused: a spare took its slot first" % c.img.name()
+        if rc != 0 and ("not faulty" not in err or not self.skipped("failed-stays")):
             raise Failure("vbmgr add %s (re-add): exit status %d: %s" % (c.img.name(), rc, err.strip()))
         if rc != 0:
             extra += " (back already)"
