@@ -13,8 +13,8 @@
 
 #include "backend.h"
 #include "engine-runtime.h"
-#include "engine/engine.h"
-#include "engine/fuse-server.h"
+#include "engine.h"
+#include "fuse-server.h"
 #include "loop-util.h"
 #include "vb-error.h"
 #include "vb-testhook.h"

@@ -19,8 +19,8 @@
 
 #include "backend.h"
 #include "engine-runtime.h"
-#include "engine/nbd-handshake.h"
-#include "engine/nbd-server.h"
+#include "nbd-handshake.h"
+#include "nbd-server.h"
 #include "loop-util.h"
 #include "nbd-netlink.h"
 #include "vb-error.h"

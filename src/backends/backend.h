@@ -7,9 +7,9 @@
 #include <glib.h>
 #include <sys/types.h>
 
-#include "engine/block-ops.h"
-#include "engine/driver.h"
-#include "engine/engine.h"
+#include "block-ops.h"
+#include "driver.h"
+#include "engine.h"
 
 G_BEGIN_DECLS
 

@@ -3,7 +3,7 @@
 
 #include "engine-runtime.h"
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
 

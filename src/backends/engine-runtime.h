@@ -8,7 +8,7 @@
 #include <glib.h>
 
 #include "backend.h"
-#include "engine/engine-switch.h"
+#include "engine-switch.h"
 
 G_BEGIN_DECLS
 

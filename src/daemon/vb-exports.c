@@ -7,8 +7,8 @@
 
 #include "vb-exports.h"
 
-#include "engine/engine.h"
-#include "engine/nbd-server.h"
+#include "engine.h"
+#include "nbd-server.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "engine/driver.h"
+#include "driver.h"
 #include "metadata.h"
 #include "vb-error.h"
 #include "vb-util.h"

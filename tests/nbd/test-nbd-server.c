@@ -4,7 +4,7 @@
  * shutdown with connections open, and refused arguments. */
 #include "config.h"
 
-#include "engine/nbd-server.h"
+#include "nbd-server.h"
 #include "vb-error.h"
 
 #include <errno.h>

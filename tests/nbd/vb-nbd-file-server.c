@@ -6,7 +6,7 @@
  * the /dev/nbdX it got. */
 #include "config.h"
 
-#include "engine/nbd-server.h"
+#include "nbd-server.h"
 #include "nbd-netlink.h"
 
 #include <linux/nbd.h>

@@ -2,7 +2,7 @@
  * refusals with the messages users see, sizes and extents. */
 #include "config.h"
 
-#include "engine/driver.h"
+#include "driver.h"
 #include "vb-error.h"
 
 static GHashTable *

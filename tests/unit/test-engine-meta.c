@@ -14,7 +14,7 @@
 #include "config.h"
 
 #include "assembly.h"
-#include "engine/engine.h"
+#include "engine.h"
 #include "superblock.h"
 #include "vb-error.h"
 

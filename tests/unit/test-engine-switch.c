@@ -8,8 +8,8 @@
  * that writers running through many swaps lose or misplace nothing. */
 #include "config.h"
 
-#include "engine/engine-switch.h"
-#include "engine/engine.h"
+#include "engine-switch.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <fcntl.h>

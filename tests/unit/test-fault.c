@@ -3,8 +3,8 @@
  * kinds, range edges, resets, delays, and exact counts under threads. */
 #include "config.h"
 
-#include "engine/driver.h"
-#include "engine/fault.h"
+#include "driver.h"
+#include "fault.h"
 #include "vb-error.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Unit tests of the dependency graph (src/daemon/vb-graph): edges, cycle and
+/* Unit tests of the dependency graph (src/core/vb-graph): edges, cycle and
  * missing-dependency checks with their messages, start and stop orders, and
  * the text and Graphviz renderings. */
 #include "config.h"

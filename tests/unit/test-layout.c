@@ -3,7 +3,7 @@
  * layouts, and the attribute and component refusals users see. */
 #include "config.h"
 
-#include "engine/driver.h"
+#include "driver.h"
 #include "vb-error.h"
 
 #define SECTOR 512

@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "engine/driver.h"
+#include "driver.h"
 #include "vb-error.h"
 #include "vb-reconfig.h"
 #include "vb-util.h"

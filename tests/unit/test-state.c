@@ -1,4 +1,4 @@
-/* Unit tests of the desired state (src/daemon/vb-state): defaults, the JSON
+/* Unit tests of the desired state (src/core/vb-state): defaults, the JSON
  * round trip, every way state.json can be corrupt and the message naming
  * the place, and durable saving and loading of the file. */
 #include "config.h"

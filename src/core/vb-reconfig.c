@@ -4,7 +4,7 @@
 
 #include "vb-reconfig.h"
 
-#include "engine/driver.h"
+#include "driver.h"
 #include "vb-error.h"
 #include "vb-util.h"
 
