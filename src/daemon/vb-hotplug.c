@@ -642,7 +642,8 @@ gone (Item *item)
             g_hash_table_add (hp.went_away, g_strdup (c->uuid));
           /* on the op worker: the engine writes the survivors' superblocks */
           vb_daemon_submit (daemon, mutate_gone, VB_OP_CHANGE, NULL, op_logged,
-                            g_strdup_printf ("%s\n%u\nrelease", d->name, j), g_free);
+                            g_strdup_printf ("%s\n%u\nrelease\n%s", d->name, j, item->devnode),
+                            g_free);
         }
     }
 }

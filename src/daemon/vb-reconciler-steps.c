@@ -124,6 +124,19 @@ vb_op_run_readds (VbOp *op)
   g_clear_pointer (&readds, g_ptr_array_unref);
 }
 
+/* Whether slot @index of running node @block_device holds a component
+ * other than @path now (the backend knows; unknown counts as no). */
+static gboolean
+slot_holds_other (const VbBackend *backend, const char *block_device, guint index,
+                  const char *path)
+{
+  g_autofree char *now = backend && backend->slot_source
+                             ? backend->slot_source (block_device, index)
+                             : NULL;
+
+  return now != NULL && strcmp (now, path) != 0;
+}
+
 /* SetFaulty asked for by this op's mutate (the engine writes superblocks). */
 void
 vb_op_run_faults (VbOp *op)
@@ -132,8 +145,11 @@ vb_op_run_faults (VbOp *op)
 
   for (guint i = 0; faults && i < faults->len; i++)
     {
-      g_auto (GStrv) parts = g_strsplit (faults->pdata[i], "\n", 3);
+      g_auto (GStrv) parts = g_strsplit (faults->pdata[i], "\n", 4);
       gboolean release = parts[1] && parts[2] && strcmp (parts[2], "release") == 0;
+      /* a node that went away: the slot it held, unless another component
+       * took that slot meanwhile (a spare, after the node's first event) */
+      const char *gone = release ? parts[3] : NULL;
       const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
@@ -147,6 +163,8 @@ vb_op_run_faults (VbOp *op)
       if (d == NULL || r == NULL)
         g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started",
                      parts[0]);
+      else if (gone && slot_holds_other (backend, r->block_device, index, gone))
+        g_debug ("vblk: %s: %s went away, but slot %u no longer holds it", d->name, gone, index);
       else
         {
           res = backend && backend->set_faulty ? backend->set_faulty (r->block_device, index)

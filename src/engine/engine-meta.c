@@ -697,6 +697,38 @@ relayout_without_strangers (VbEngine *e, const VbEngineIdentity *id, const Found
   return e->layout.component_size >= need;
 }
 
+/* Whether every slot holds its own component, present and in sync. */
+static gboolean
+all_slots_in_sync (VbEngine *e)
+{
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      if (c->missing || engine_is_faulty (c) || g_atomic_int_get (&c->rebuilding))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The layout made again with no component larger than @size data bytes. */
+static void
+layout_at (VbEngine *e, GHashTable *attributes, guint64 size)
+{
+  g_autofree VbComponentInfo *infos = g_new0 (VbComponentInfo, e->n);
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      infos[i].source = c->path;
+      infos[i].kind = c->is_block ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
+      infos[i].size = c->missing ? size : MIN (c->size, size);
+      infos[i].missing = c->missing;
+    }
+  e->driver->layout (attributes, infos, e->n, &e->layout);
+  if (e->block_size && e->layout.size % e->block_size != 0)
+    e->layout.size -= e->layout.size % e->block_size;
+}
+
 /* A device with one copy of its data (raid0, linear): no bitmap, resync
  * or rebuild, and no stale component to bring up to date — every slot
  * must hold its own, current component (vb_assembly_single_copy, the
@@ -946,8 +978,19 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
   }
 
   /* larger components: the device grows, and the new part of each copy
-   * holds whatever was there, so everything is made equal again */
+   * holds whatever was there, so everything is made equal again — but
+   * only when every slot holds its own component, in sync: a slot that is
+   * out (failed, missing, being rebuilt) may come back, or be taken by a
+   * spare, no larger than the data is now */
   gboolean grew = !fresh && e->layout.component_size > m->sb.data_size;
+  if (grew && !all_slots_in_sync (e))
+    {
+      g_message ("%s: components grew beyond %" G_GUINT64_FORMAT
+                 " data bytes, but not every slot is in sync; the device keeps its size",
+                 e->name, m->sb.data_size);
+      layout_at (e, attributes, m->sb.data_size);
+      grew = FALSE;
+    }
   if (grew && m->sb.features & VB_SB_FEATURE_BITMAP)
     {
       gsize need = vb_bitmap_bytes_for (e->layout.size, m->sb.bitmap_chunk);
