@@ -601,6 +601,10 @@ class Torture:
             self.run.vb("reconfigure", m.name, *args, timeout=60)
         if gone is not None:
             self.forget(gone)
+            # its superblock is erased (it no longer describes the device):
+            # a disk of the spare rule's size is blank again, for the policy
+            if gone.img.policy_blank and gone.img.loop:
+                m.pending_policy.add(gone.img)
         if new is not None:
             m.comps.append(Comp(new, "slot", max([c.slot for c in m.slots()] + [-1]) + 1, "syncing"))
         return " ".join(text)
