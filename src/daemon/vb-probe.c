@@ -312,6 +312,17 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
                    "component 'vblk:%s': devices nested deeper than %d", name, PROBE_MAX_DEPTH);
       return FALSE;
     }
+  /* a device that runs is the size of its node: what its metadata keeps
+   * (larger components do not grow it), not what its components would
+   * give a new one */
+  const char *node = probe->block_devices ? g_hash_table_lookup (probe->block_devices, name) : NULL;
+  const VbPathFacts *f = node ? vb_probe_facts (probe, node, VB_INSPECT_TYPE, NULL) : NULL;
+  if (f && f->is_block && f->size > 0)
+    {
+      *size = f->size;
+      g_hash_table_insert (probe->sizes, g_strdup (name), g_memdup2 (size, sizeof *size));
+      return TRUE;
+    }
   probe->depth++;
   gboolean ok = vb_probe_validate (probe, config, TRUE, size, &complete, &local);
   probe->depth--;

@@ -697,19 +697,6 @@ relayout_without_strangers (VbEngine *e, const VbEngineIdentity *id, const Found
   return e->layout.component_size >= need;
 }
 
-/* Whether every slot holds its own component, present and in sync. */
-static gboolean
-all_slots_in_sync (VbEngine *e)
-{
-  for (guint i = 0; i < e->n; i++)
-    {
-      Component *c = &e->components[i];
-      if (c->missing || engine_is_faulty (c) || g_atomic_int_get (&c->rebuilding))
-        return FALSE;
-    }
-  return TRUE;
-}
-
 /* The layout made again with no component larger than @size data bytes. */
 static void
 layout_at (VbEngine *e, GHashTable *attributes, guint64 size)
@@ -977,41 +964,13 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
       }
   }
 
-  /* larger components: the device grows, and the new part of each copy
-   * holds whatever was there, so everything is made equal again — but
-   * only when every slot holds its own component, in sync: a slot that is
-   * out (failed, missing, being rebuilt) may come back, or be taken by a
-   * spare, no larger than the data is now */
-  gboolean grew = !fresh && e->layout.component_size > m->sb.data_size;
-  if (grew && !all_slots_in_sync (e))
-    {
-      g_message ("%s: components grew beyond %" G_GUINT64_FORMAT
-                 " data bytes, but not every slot is in sync; the device keeps its size",
-                 e->name, m->sb.data_size);
-      layout_at (e, attributes, m->sb.data_size);
-      grew = FALSE;
-    }
-  if (grew && m->sb.features & VB_SB_FEATURE_BITMAP)
-    {
-      gsize need = vb_bitmap_bytes_for (e->layout.size, m->sb.bitmap_chunk);
-      if (need > VB_DATA_OFFSET - VB_BITMAP_OFFSET)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "device '%s': its components grew beyond what a bitmap of %" G_GUINT64_FORMAT
-                       "-byte chunks can cover; refusing to start (nothing was written)",
-                       e->name, m->sb.bitmap_chunk);
-          return FALSE;
-        }
-      m->sb.bitmap_bytes = need;
-    }
-  if (grew)
-    {
-      g_message ("%s: components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                 " data bytes; resyncing",
-                 e->name, m->sb.data_size, e->layout.component_size);
-      m->sb.data_size = e->layout.component_size;
-      m->sb.clean = FALSE;
-    }
+  /* larger components never grow the device by themselves (md's rule:
+   * growing is the administrator's decision): the data keeps its recorded
+   * size, so that a spare or a returning leg the size of the others still
+   * fits, and a device stacked on this one (a linear appending it) does not
+   * see its own layout shift under its data */
+  if (!fresh && e->layout.component_size > m->sb.data_size)
+    layout_at (e, attributes, m->sb.data_size);
 
   /* the bitmap: the newest component's, or all dirty for a new device
    * (its copies were never made equal) */
@@ -1033,8 +992,6 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
                                  persist_bitmap_block, e);
       vb_bitmap_set_clear_func (m->bitmap, record_clear, e);
     }
-  if (grew && m->bitmap && !e->read_only)
-    vb_bitmap_mark_all (m->bitmap);
   m->need_sync = fresh || !m->sb.clean;
   for (guint i = 0; i < e->n; i++)
     if (g_atomic_int_get (&e->components[i].rebuilding))
