@@ -38,6 +38,15 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray 
 
   if (d == NULL || vb_hotplug_blank_taken (daemon, candidate, a->source))
     return TRUE;
+  /* decided against the state of its batch's probe: another blank disk of
+   * the same batch (a coldplug after a restart) may have become the spare
+   * the rule asks for meanwhile */
+  if (!a->replace && vb_hotplug_n_spares (d) > 0)
+    {
+      g_message ("vblk: policy: %s: %s: the device has a spare now; not taken", d->name,
+                 a->source);
+      return TRUE;
+    }
   /* a path one of its components still names (a failed slot whose disk
    * went away, and another disk took the number): no second component
    * may name it, which a spare would; a replacement takes the slot over */
