@@ -5,11 +5,11 @@
 
 #include "vbmgr.h"
 
-#include <errno.h>
 #include <glib/gi18n.h>
 #include <string.h>
 
 #include "vb-error.h"
+#include "vb-size.h"
 
 #define POLICY_PATH VB_OBJECT_ROOT "/Policy"
 
@@ -90,42 +90,6 @@ vb_mgr_policy_list (int argc, char **argv)
 }
 
 /* vbmgr policy test */
-
-/* BYTES, or a number with K, M, G, T (powers of 1024; "iB" or "B" may
- * follow), as in rule files. */
-static gboolean
-vb_mgr_parse_size (const char *text, guint64 *size)
-{
-  static const char units[] = "KMGT";
-  char *end = NULL;
-  const char *unit;
-  guint64 value;
-
-  if (!g_ascii_isdigit (*text))
-    return FALSE;
-  errno = 0;
-  value = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return FALSE;
-  if (*end == '\0')
-    {
-      *size = value;
-      return TRUE;
-    }
-  unit = strchr (units, g_ascii_toupper (*end));
-  if (unit == NULL
-      || (end[1] != '\0' && g_ascii_strcasecmp (end + 1, "iB") != 0
-          && g_ascii_strcasecmp (end + 1, "B") != 0))
-    return FALSE;
-  for (const char *u = units; u <= unit; u++)
-    {
-      if (value > G_MAXUINT64 / 1024)
-        return FALSE;
-      value *= 1024;
-    }
-  *size = value;
-  return TRUE;
-}
 
 static const char *
 vb_mgr_json_string (JsonObject *o, const char *member)
@@ -242,7 +206,7 @@ vb_mgr_policy_test (int argc, char **argv)
     }
   if (size_text != NULL)
     {
-      if (!vb_mgr_parse_size (size_text, &size))
+      if (!vb_size_parse (size_text, &size, NULL))
         return vb_mgr_usage_error ("policy test", _ ("--size: '%s' is not a size (e.g. 200G)"),
                                    size_text);
       g_variant_builder_add (&options, "{sv}", "size", g_variant_new_uint64 (size));

@@ -218,7 +218,7 @@ parse_size_match (const char *value, VbPolicyMatch *m)
         while (is_blank (*size))
           size++;
         m->op = ops[i].op;
-        return vb_policy_parse_size (size, &m->size);
+        return vb_size_parse (size, &m->size, NULL);
       }
   return FALSE;
 }
