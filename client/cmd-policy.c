@@ -148,6 +148,46 @@ vb_mgr_print_decision (JsonObject *o)
     g_print ("%s %s\n", _ ("Problem:"), s);
 }
 
+/* Policy.Evaluate on @properties and @options, printed as text or JSON;
+ * @devnode (or NULL) names the block device in messages. */
+static int
+vb_mgr_policy_evaluate (const char *devnode, GVariant *properties, GVariantBuilder *options,
+                        gboolean json)
+{
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusPolicy) policy = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  const char *decision;
+
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  policy = vb_mgr_get_policy (manager, "policy test");
+  if (policy == NULL)
+    return VB_EXIT_FAILED;
+  reply = vb_mgr_call (
+      policy, "Evaluate",
+      g_variant_new ("(@a{ss}@a{sv})", properties, g_variant_builder_end (options)), &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("policy test", devnode, error);
+  g_variant_get (reply, "(&s)", &decision);
+  if (!json_parser_load_from_data (parser, decision, -1, &error)
+      || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      g_autoptr (GError) bad
+          = g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("vblkd's decision is not a JSON object: %s"),
+                         error ? error->message : decision);
+      return vb_mgr_fail ("policy test", devnode, bad);
+    }
+  if (json)
+    vb_mgr_print_json (json_parser_get_root (parser));
+  else
+    vb_mgr_print_decision (json_node_get_object (json_parser_get_root (parser)));
+  return VB_EXIT_OK;
+}
+
 static int
 vb_mgr_policy_test (int argc, char **argv)
 {
@@ -172,14 +212,8 @@ vb_mgr_policy_test (int argc, char **argv)
           { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
           G_OPTION_ENTRY_NULL };
   g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
-  g_autoptr (GDBusObjectManager) manager = NULL;
-  g_autoptr (VbDBusPolicy) policy = NULL;
   g_autoptr (GVariant) properties = NULL;
-  g_autoptr (GVariant) reply = NULL;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (JsonParser) parser = json_parser_new ();
   g_autofree char *devnode = NULL;
-  const char *decision;
   guint64 size;
 
   if (!vb_mgr_parse_options ("policy test", "[DEVICE]",
@@ -219,31 +253,7 @@ vb_mgr_policy_test (int argc, char **argv)
   if (name != NULL)
     g_variant_builder_add (&options, "{sv}", "device-name", g_variant_new_string (name));
 
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  policy = vb_mgr_get_policy (manager, "policy test");
-  if (policy == NULL)
-    return VB_EXIT_FAILED;
-  reply = vb_mgr_call (
-      policy, "Evaluate",
-      g_variant_new ("(@a{ss}@a{sv})", properties, g_variant_builder_end (&options)), &error);
-  if (reply == NULL)
-    return vb_mgr_fail ("policy test", devnode, error);
-  g_variant_get (reply, "(&s)", &decision);
-  if (!json_parser_load_from_data (parser, decision, -1, &error)
-      || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    {
-      g_autoptr (GError) bad
-          = g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("vblkd's decision is not a JSON object: %s"),
-                         error ? error->message : decision);
-      return vb_mgr_fail ("policy test", devnode, bad);
-    }
-  if (json)
-    vb_mgr_print_json (json_parser_get_root (parser));
-  else
-    vb_mgr_print_decision (json_node_get_object (json_parser_get_root (parser)));
-  return VB_EXIT_OK;
+  return vb_mgr_policy_evaluate (devnode, properties, &options, json);
 }
 
 /* vbmgr policy reload */

@@ -1,6 +1,7 @@
 /* The policy object and its decisions: which rule, if any, takes a block
- * device, and the human text of why. Also the size and duration syntax of
- * rule values. Parsing of rule files lives in vb-policy-parse.c. */
+ * device, and the human text of why. Also the duration syntax of rule
+ * values (sizes are vb-size.h's). Parsing of rule files lives in
+ * vb-policy-parse.c. */
 #include "config.h"
 
 #include "vb-policy-private.h"
