@@ -95,12 +95,6 @@ vb_mgr_list_jobs (GDBusObjectManager *manager)
 }
 
 static const char *
-vb_mgr_str (const char *s)
-{
-  return s != NULL ? s : "";
-}
-
-static const char *
 vb_mgr_job_state (VbDBusJob *job)
 {
   return vb_mgr_str (vb_dbus_job_get_state (job));
@@ -192,31 +186,6 @@ vb_mgr_job_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbMgrJob 
   json_builder_end_object (builder);
 }
 
-/* Left-aligned columns; the last one is not padded. */
-static void
-vb_mgr_print_columns (GPtrArray *rows, guint columns)
-{
-  g_autofree gsize *width = g_new0 (gsize, columns);
-
-  for (guint r = 0; r < rows->len; r++)
-    for (guint c = 0; c < columns; c++)
-      width[c] = MAX (width[c], (gsize) g_utf8_strlen (((char **) rows->pdata[r])[c], -1));
-  for (guint r = 0; r < rows->len; r++)
-    {
-      char **row = rows->pdata[r];
-      g_autoptr (GString) line = g_string_new (NULL);
-
-      for (guint c = 0; c < columns; c++)
-        {
-          g_string_append (line, row[c]);
-          if (c + 1 < columns)
-            for (gsize pad = g_utf8_strlen (row[c], -1); pad <= width[c]; pad++)
-              g_string_append_c (line, ' ');
-        }
-      g_print ("%s\n", line->str);
-    }
-}
-
 static char *
 vb_mgr_percent (double progress)
 {
@@ -254,48 +223,21 @@ vb_mgr_job_row (GDBusObjectManager *manager, VbMgrJob *j)
 int
 vb_cmd_jobs (int argc, char **argv)
 {
-  gboolean json = FALSE;
-  const GOptionEntry entries[]
-      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
-          G_OPTION_ENTRY_NULL };
-  g_autoptr (GDBusObjectManager) manager = NULL;
-  g_autoptr (GPtrArray) jobs = NULL;
+  static const char *const header[] = {
+    N_ ("JOB"),  N_ ("OPERATION"), N_ ("DEVICE"),     N_ ("STATE"),      N_ ("PROGRESS"),
+    N_ ("RATE"), N_ ("ETA"),       N_ ("DONE/TOTAL"), N_ ("MISMATCHES"), NULL,
+  };
+  static const VbMgrListing listing = {
+    .command = "jobs",
+    .summary = N_ ("List the jobs: resync, rebuild, check and repair, running or "
+                   "recently ended."),
+    .header = header,
+    .collect = vb_mgr_list_jobs,
+    .row = (char **(*) (GDBusObjectManager *, gpointer)) vb_mgr_job_row,
+    .to_json = (VbMgrToJsonFunc) vb_mgr_job_to_json,
+  };
 
-  if (!vb_mgr_parse_options ("jobs", "",
-                             _ ("List the jobs: resync, rebuild, check and repair, running or "
-                                "recently ended."),
-                             entries, &argc, &argv))
-    return VB_EXIT_USAGE;
-  if (argc > 1)
-    return vb_mgr_usage_error ("jobs", _ ("unexpected argument '%s'"), argv[1]);
-
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  jobs = vb_mgr_list_jobs (manager);
-
-  if (json)
-    vb_mgr_print_json_list (manager, jobs, (VbMgrToJsonFunc) vb_mgr_job_to_json);
-  else
-    {
-      g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
-      char **header = g_new0 (char *, 10);
-
-      header[0] = g_strdup (_ ("JOB"));
-      header[1] = g_strdup (_ ("OPERATION"));
-      header[2] = g_strdup (_ ("DEVICE"));
-      header[3] = g_strdup (_ ("STATE"));
-      header[4] = g_strdup (_ ("PROGRESS"));
-      header[5] = g_strdup (_ ("RATE"));
-      header[6] = g_strdup (_ ("ETA"));
-      header[7] = g_strdup (_ ("DONE/TOTAL"));
-      header[8] = g_strdup (_ ("MISMATCHES"));
-      g_ptr_array_add (rows, header);
-      for (guint i = 0; i < jobs->len; i++)
-        g_ptr_array_add (rows, vb_mgr_job_row (manager, jobs->pdata[i]));
-      vb_mgr_print_columns (rows, 9);
-    }
-  return VB_EXIT_OK;
+  return vb_mgr_run_listing (&listing, argc, argv);
 }
 
 /* vbmgr wait */
@@ -615,6 +557,44 @@ vb_mgr_parse_timeout (const char *text, double *timeout)
   return end != text && *end == '\0' && isfinite (*timeout) && *timeout >= 0;
 }
 
+/* What `wait TARGET` waits for: the job at *@job_path (put in @watched),
+ * or, when there is none and TARGET names a device, no job of the device
+ * at *@device_path running. FALSE after printing why neither exists. */
+static gboolean
+vb_mgr_wait_find (GDBusObjectManager *manager, const char *target, gboolean is_number,
+                  char **job_path, char **device_path, GHashTable *watched)
+{
+  if (*job_path != NULL)
+    {
+      VbMgrJob *j = vb_mgr_job_get (manager, *job_path);
+
+      /* a device may be named like a number: the job comes first */
+      if (j == NULL && (target[0] == '/' || !vb_mgr_device_exists (manager, target)))
+        {
+          g_autofree char *text
+              = is_number && target[0] != '/'
+                    ? g_strdup_printf (_ ("no job %s and no device named '%s'"), target, target)
+                    : g_strdup_printf (_ ("no job %s"), target);
+
+          g_printerr ("vbmgr: wait %s: NotFound: %s\n", target, text);
+          return FALSE;
+        }
+      if (j != NULL)
+        g_hash_table_insert (watched, j->path, j);
+      else
+        g_clear_pointer (job_path, g_free);
+    }
+  if (*job_path == NULL)
+    {
+      g_autoptr (VbDBusDevice) device = vb_mgr_lookup_device (manager, "wait", target);
+
+      if (device == NULL)
+        return FALSE;
+      *device_path = vb_device_object_path (target);
+    }
+  return TRUE;
+}
+
 int
 vb_cmd_wait (int argc, char **argv)
 {
@@ -665,34 +645,8 @@ vb_cmd_wait (int argc, char **argv)
   if (manager == NULL)
     return VB_EXIT_FAILED;
   watched = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vb_mgr_job_free);
-  if (job_path != NULL)
-    {
-      VbMgrJob *j = vb_mgr_job_get (manager, job_path);
-
-      /* a device may be named like a number: the job comes first */
-      if (j == NULL && (target[0] == '/' || !vb_mgr_device_exists (manager, target)))
-        {
-          g_autofree char *text
-              = is_number && target[0] != '/'
-                    ? g_strdup_printf (_ ("no job %s and no device named '%s'"), target, target)
-                    : g_strdup_printf (_ ("no job %s"), target);
-
-          g_printerr ("vbmgr: wait %s: NotFound: %s\n", target, text);
-          return VB_EXIT_FAILED;
-        }
-      if (j != NULL)
-        g_hash_table_insert (watched, j->path, j);
-      else
-        g_clear_pointer (&job_path, g_free);
-    }
-  if (job_path == NULL)
-    {
-      g_autoptr (VbDBusDevice) device = vb_mgr_lookup_device (manager, "wait", target);
-
-      if (device == NULL)
-        return VB_EXIT_FAILED;
-      device_path = vb_device_object_path (target);
-    }
+  if (!vb_mgr_wait_find (manager, target, is_number, &job_path, &device_path, watched))
+    return VB_EXIT_FAILED;
 
   w.manager = manager;
   w.target = target;

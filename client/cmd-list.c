@@ -6,7 +6,6 @@
 #include "vbmgr.h"
 
 #include <glib/gi18n.h>
-#include <stdarg.h>
 #include <string.h>
 
 /* One component as shown: index from its object path ".../components/N". */
@@ -105,12 +104,6 @@ vb_mgr_sorted_attributes (GVariant *attributes)
   return pairs;
 }
 
-static const char *
-vb_mgr_str (const char *s)
-{
-  return s != NULL ? s : "";
-}
-
 static void
 vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbDBusDevice *device)
 {
@@ -185,102 +178,36 @@ vb_mgr_device_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbDBus
   json_builder_end_object (builder);
 }
 
-/* Prints @rows (each a char*[@columns]) left-aligned in columns, each line
- * after @indent; the last column is not padded. */
-static void
-vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent)
-{
-  g_autofree gsize *width = g_new0 (gsize, columns);
-
-  for (guint r = 0; r < rows->len; r++)
-    {
-      char **row = rows->pdata[r];
-
-      for (guint c = 0; c < columns; c++)
-        width[c] = MAX (width[c], (gsize) g_utf8_strlen (row[c], -1));
-    }
-  for (guint r = 0; r < rows->len; r++)
-    {
-      char **row = rows->pdata[r];
-      g_autoptr (GString) line = g_string_new (indent);
-
-      for (guint c = 0; c < columns; c++)
-        {
-          g_string_append (line, row[c]);
-          if (c + 1 < columns)
-            for (gsize pad = g_utf8_strlen (row[c], -1); pad <= width[c]; pad++)
-              g_string_append_c (line, ' ');
-        }
-      g_print ("%s\n", line->str);
-    }
-}
-
-static char **vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;
-
 static char **
-vb_mgr_row (const char *first, ...)
+vb_mgr_device_row (GDBusObjectManager *manager, VbDBusDevice *device)
 {
-  GPtrArray *cells = g_ptr_array_new ();
-  va_list args;
+  g_autofree char *size
+      = g_format_size_full (vb_dbus_device_get_size (device), G_FORMAT_SIZE_IEC_UNITS);
 
-  va_start (args, first);
-  for (const char *s = first; s != NULL; s = va_arg (args, const char *))
-    g_ptr_array_add (cells, g_strdup (s));
-  va_end (args);
-  g_ptr_array_add (cells, NULL);
-  return (char **) g_ptr_array_free (cells, FALSE);
-}
-
-static const char *
-vb_mgr_or_dash (const char *s)
-{
-  return s != NULL && *s != '\0' ? s : "-";
+  return vb_mgr_row (vb_mgr_or_dash (vb_dbus_device_get_name (device)),
+                     vb_mgr_or_dash (vb_dbus_device_get_driver (device)),
+                     vb_mgr_or_dash (vb_dbus_device_get_backend (device)),
+                     vb_mgr_or_dash (vb_dbus_device_get_state (device)), size,
+                     vb_mgr_or_dash (vb_dbus_device_get_block_device (device)), NULL);
 }
 
 int
 vb_cmd_list (int argc, char **argv)
 {
-  gboolean json = FALSE;
-  const GOptionEntry entries[]
-      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
-          G_OPTION_ENTRY_NULL };
-  g_autoptr (GDBusObjectManager) manager = NULL;
-  g_autoptr (GPtrArray) devices = NULL;
+  static const char *const header[] = {
+    N_ ("NAME"), N_ ("DRIVER"),       N_ ("BACKEND"), N_ ("STATE"),
+    N_ ("SIZE"), N_ ("BLOCK-DEVICE"), NULL,
+  };
+  static const VbMgrListing listing = {
+    .command = "list",
+    .summary = N_ ("List the devices."),
+    .header = header,
+    .collect = vb_mgr_list_devices,
+    .row = (char **(*) (GDBusObjectManager *, gpointer)) vb_mgr_device_row,
+    .to_json = (VbMgrToJsonFunc) vb_mgr_device_to_json,
+  };
 
-  if (!vb_mgr_parse_options ("list", "", _ ("List the devices."), entries, &argc, &argv))
-    return VB_EXIT_USAGE;
-  if (argc > 1)
-    return vb_mgr_usage_error ("list", _ ("unexpected argument '%s'"), argv[1]);
-
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  devices = vb_mgr_list_devices (manager);
-
-  if (json)
-    vb_mgr_print_json_list (manager, devices, (VbMgrToJsonFunc) vb_mgr_device_to_json);
-  else
-    {
-      g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
-
-      g_ptr_array_add (rows, vb_mgr_row (_ ("NAME"), _ ("DRIVER"), _ ("BACKEND"), _ ("STATE"),
-                                         _ ("SIZE"), _ ("BLOCK-DEVICE"), NULL));
-      for (guint i = 0; i < devices->len; i++)
-        {
-          VbDBusDevice *device = devices->pdata[i];
-          g_autofree char *size
-              = g_format_size_full (vb_dbus_device_get_size (device), G_FORMAT_SIZE_IEC_UNITS);
-
-          g_ptr_array_add (
-              rows, vb_mgr_row (vb_mgr_or_dash (vb_dbus_device_get_name (device)),
-                                vb_mgr_or_dash (vb_dbus_device_get_driver (device)),
-                                vb_mgr_or_dash (vb_dbus_device_get_backend (device)),
-                                vb_mgr_or_dash (vb_dbus_device_get_state (device)), size,
-                                vb_mgr_or_dash (vb_dbus_device_get_block_device (device)), NULL));
-        }
-      vb_mgr_print_table (rows, 6, "");
-    }
-  return VB_EXIT_OK;
+  return vb_mgr_run_listing (&listing, argc, argv);
 }
 
 static void

@@ -5,11 +5,11 @@
 
 #include "vbmgr.h"
 
-#include <errno.h>
 #include <glib/gi18n.h>
 #include <string.h>
 
 #include "vb-error.h"
+#include "vb-size.h"
 
 #define POLICY_PATH VB_OBJECT_ROOT "/Policy"
 
@@ -91,42 +91,6 @@ vb_mgr_policy_list (int argc, char **argv)
 
 /* vbmgr policy test */
 
-/* BYTES, or a number with K, M, G, T (powers of 1024; "iB" or "B" may
- * follow), as in rule files. */
-static gboolean
-vb_mgr_parse_size (const char *text, guint64 *size)
-{
-  static const char units[] = "KMGT";
-  char *end = NULL;
-  const char *unit;
-  guint64 value;
-
-  if (!g_ascii_isdigit (*text))
-    return FALSE;
-  errno = 0;
-  value = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return FALSE;
-  if (*end == '\0')
-    {
-      *size = value;
-      return TRUE;
-    }
-  unit = strchr (units, g_ascii_toupper (*end));
-  if (unit == NULL
-      || (end[1] != '\0' && g_ascii_strcasecmp (end + 1, "iB") != 0
-          && g_ascii_strcasecmp (end + 1, "B") != 0))
-    return FALSE;
-  for (const char *u = units; u <= unit; u++)
-    {
-      if (value > G_MAXUINT64 / 1024)
-        return FALSE;
-      value *= 1024;
-    }
-  *size = value;
-  return TRUE;
-}
-
 static const char *
 vb_mgr_json_string (JsonObject *o, const char *member)
 {
@@ -184,6 +148,46 @@ vb_mgr_print_decision (JsonObject *o)
     g_print ("%s %s\n", _ ("Problem:"), s);
 }
 
+/* Policy.Evaluate on @properties and @options, printed as text or JSON;
+ * @devnode (or NULL) names the block device in messages. */
+static int
+vb_mgr_policy_evaluate (const char *devnode, GVariant *properties, GVariantBuilder *options,
+                        gboolean json)
+{
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (VbDBusPolicy) policy = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  const char *decision;
+
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  policy = vb_mgr_get_policy (manager, "policy test");
+  if (policy == NULL)
+    return VB_EXIT_FAILED;
+  reply = vb_mgr_call (
+      policy, "Evaluate",
+      g_variant_new ("(@a{ss}@a{sv})", properties, g_variant_builder_end (options)), &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("policy test", devnode, error);
+  g_variant_get (reply, "(&s)", &decision);
+  if (!json_parser_load_from_data (parser, decision, -1, &error)
+      || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      g_autoptr (GError) bad
+          = g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("vblkd's decision is not a JSON object: %s"),
+                         error ? error->message : decision);
+      return vb_mgr_fail ("policy test", devnode, bad);
+    }
+  if (json)
+    vb_mgr_print_json (json_parser_get_root (parser));
+  else
+    vb_mgr_print_decision (json_node_get_object (json_parser_get_root (parser)));
+  return VB_EXIT_OK;
+}
+
 static int
 vb_mgr_policy_test (int argc, char **argv)
 {
@@ -208,14 +212,8 @@ vb_mgr_policy_test (int argc, char **argv)
           { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
           G_OPTION_ENTRY_NULL };
   g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
-  g_autoptr (GDBusObjectManager) manager = NULL;
-  g_autoptr (VbDBusPolicy) policy = NULL;
   g_autoptr (GVariant) properties = NULL;
-  g_autoptr (GVariant) reply = NULL;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (JsonParser) parser = json_parser_new ();
   g_autofree char *devnode = NULL;
-  const char *decision;
   guint64 size;
 
   if (!vb_mgr_parse_options ("policy test", "[DEVICE]",
@@ -242,7 +240,7 @@ vb_mgr_policy_test (int argc, char **argv)
     }
   if (size_text != NULL)
     {
-      if (!vb_mgr_parse_size (size_text, &size))
+      if (!vb_size_parse (size_text, &size, NULL))
         return vb_mgr_usage_error ("policy test", _ ("--size: '%s' is not a size (e.g. 200G)"),
                                    size_text);
       g_variant_builder_add (&options, "{sv}", "size", g_variant_new_uint64 (size));
@@ -255,31 +253,7 @@ vb_mgr_policy_test (int argc, char **argv)
   if (name != NULL)
     g_variant_builder_add (&options, "{sv}", "device-name", g_variant_new_string (name));
 
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  policy = vb_mgr_get_policy (manager, "policy test");
-  if (policy == NULL)
-    return VB_EXIT_FAILED;
-  reply = vb_mgr_call (
-      policy, "Evaluate",
-      g_variant_new ("(@a{ss}@a{sv})", properties, g_variant_builder_end (&options)), &error);
-  if (reply == NULL)
-    return vb_mgr_fail ("policy test", devnode, error);
-  g_variant_get (reply, "(&s)", &decision);
-  if (!json_parser_load_from_data (parser, decision, -1, &error)
-      || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    {
-      g_autoptr (GError) bad
-          = g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("vblkd's decision is not a JSON object: %s"),
-                         error ? error->message : decision);
-      return vb_mgr_fail ("policy test", devnode, bad);
-    }
-  if (json)
-    vb_mgr_print_json (json_parser_get_root (parser));
-  else
-    vb_mgr_print_decision (json_node_get_object (json_parser_get_root (parser)));
-  return VB_EXIT_OK;
+  return vb_mgr_policy_evaluate (devnode, properties, &options, json);
 }
 
 /* vbmgr policy reload */

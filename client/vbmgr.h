@@ -1,6 +1,7 @@
 /* vbmgr: declarations shared by the command files (cmd-*.c) and the common
  * helpers in vbmgr.c — connecting to vblkd, calling it, reporting errors
- * with the exit codes of the contract. */
+ * with the exit codes of the contract — and in listing.c (tables, JSON
+ * lists). */
 #pragma once
 
 #include <gio/gio.h>
@@ -106,5 +107,28 @@ void vb_mgr_print_json (JsonNode *root);
 typedef void (*VbMgrToJsonFunc) (JsonBuilder *builder, GDBusObjectManager *manager, gpointer item);
 void vb_mgr_print_json_list (GDBusObjectManager *manager, GPtrArray *items,
                              VbMgrToJsonFunc to_json);
+
+/* listing.c: one listing command (list, jobs): "--json" prints every item
+ * by @to_json as a JSON array, otherwise a table: the @header (N_ ()
+ * strings, NULL-terminated) and one @row per item (as many cells,
+ * NULL-terminated, owned by the table). */
+typedef struct {
+  const char *command;
+  const char *summary; /* N_ () */
+  const char *const *header;
+  GPtrArray *(*collect) (GDBusObjectManager *manager); /* the items, sorted */
+  char **(*row) (GDBusObjectManager *manager, gpointer item);
+  VbMgrToJsonFunc to_json;
+} VbMgrListing;
+int vb_mgr_run_listing (const VbMgrListing *listing, int argc, char **argv);
+
+/* Prints @rows (each a char*[@columns]) left-aligned in columns, each line
+ * after @indent; the last column is not padded. */
+void vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent);
+/* A table row: copies of the strings up to NULL, NULL-terminated. */
+char **vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;
+/* @s, or "" for NULL (JSON); @s, or "-" for NULL or "" (tables). */
+const char *vb_mgr_str (const char *s);
+const char *vb_mgr_or_dash (const char *s);
 
 G_END_DECLS

@@ -1,9 +1,10 @@
 #!/bin/bash
 # run-tests.sh: the README's test command. Installs what is missing, builds with
-# -Dwerror=true and runs every test (unit, and as root the 'root' suite with a
-# private bus, polkitd, udevd and loop devices). The last line of the output is
-# "N passed, N failed" (", N skipped" when some were skipped); the exit status
-# is non-zero when anything failed.
+# -Dwerror=true and runs every test: the suites are the folders of tests/
+# (unit, fuzz, nbd; as root also integration and torture, with a private bus,
+# polkitd, udevd and loop devices, and vm, which boots Debian's kernel). The
+# last line of the output is "N passed, N failed" (", N skipped" when some
+# were skipped); the exit status is non-zero when anything failed.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +24,7 @@ if [ "$(id -u)" -eq 0 ]; then
   bash "$repo/tests/vm/build-cache.sh" ||
     echo "run-tests.sh: the VM cache could not be built: the 'vm' suite will skip" >&2
 else
-  echo "run-tests.sh: not root: not installing packages, and the 'root' suite will skip" >&2
+  echo "run-tests.sh: not root: not installing packages; the 'integration', 'torture' and 'vm' suites will skip" >&2
 fi
 
 if [ -d "$build/meson-private" ]; then

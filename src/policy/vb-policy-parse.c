@@ -218,7 +218,7 @@ parse_size_match (const char *value, VbPolicyMatch *m)
         while (is_blank (*size))
           size++;
         m->op = ops[i].op;
-        return vb_policy_parse_size (size, &m->size);
+        return vb_size_parse (size, &m->size, NULL);
       }
   return FALSE;
 }
@@ -408,6 +408,40 @@ get_value (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, const char *file,
   return g_steal_pointer (&value);
 }
 
+/* A match.WHAT key of rule @r. */
+static gboolean
+parse_match_key (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, VbPolicyRule *r,
+                 GError **error)
+{
+  const char *file = r->file;
+  const char *key = k->key;
+  const char *what = key + strlen ("match.");
+  g_autofree char *value = NULL;
+  g_autoptr (VbPolicyMatch) m = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (match_keywords); i++)
+    if (g_ascii_strcasecmp (what, match_keywords[i]) == 0 && strcmp (what, match_keywords[i]))
+      {
+        set_error (error, file, k->line, "%s: write match.%s (match.* keywords are lower case)",
+                   key, match_keywords[i]);
+        return FALSE;
+      }
+  if (!is_property_name (what))
+    {
+      set_error (error, file, k->line,
+                 "%s: '%s' is not a udev property name (letters, digits, _ and .)", key, what);
+      return FALSE;
+    }
+  if ((value = get_value (kf, g, k, file, error)) == NULL)
+    return FALSE;
+  m = g_new0 (VbPolicyMatch, 1);
+  m->line = k->line;
+  if (!parse_match (what, value, m, file, k->line, error))
+    return FALSE;
+  g_ptr_array_add (r->matches, g_steal_pointer (&m));
+  return TRUE;
+}
+
 static gboolean
 parse_key (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, VbPolicyRule *r, KeyLines *lines,
            GError **error)
@@ -417,32 +451,7 @@ parse_key (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, VbPolicyRule *r, 
   g_autofree char *value = NULL;
 
   if (g_str_has_prefix (key, "match."))
-    {
-      const char *what = key + strlen ("match.");
-      g_autoptr (VbPolicyMatch) m = NULL;
-
-      for (guint i = 0; i < G_N_ELEMENTS (match_keywords); i++)
-        if (g_ascii_strcasecmp (what, match_keywords[i]) == 0 && strcmp (what, match_keywords[i]))
-          {
-            set_error (error, file, k->line, "%s: write match.%s (match.* keywords are lower case)",
-                       key, match_keywords[i]);
-            return FALSE;
-          }
-      if (!is_property_name (what))
-        {
-          set_error (error, file, k->line,
-                     "%s: '%s' is not a udev property name (letters, digits, _ and .)", key, what);
-          return FALSE;
-        }
-      if ((value = get_value (kf, g, k, file, error)) == NULL)
-        return FALSE;
-      m = g_new0 (VbPolicyMatch, 1);
-      m->line = k->line;
-      if (!parse_match (what, value, m, file, k->line, error))
-        return FALSE;
-      g_ptr_array_add (r->matches, g_steal_pointer (&m));
-      return TRUE;
-    }
+    return parse_match_key (kf, g, k, r, error);
   if (!g_strv_contains (
           (const char *const[]){ "action", "devices", "start-degraded-after", "domain", NULL },
           key))

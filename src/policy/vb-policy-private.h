@@ -1,9 +1,10 @@
 /* Inside the policy library: the match conditions of a rule, shared by the
  * rule-file parser (vb-policy-parse.c) and evaluation (vb-policy.c), and the
- * size and duration syntax both read and write. */
+ * duration syntax both read and write. */
 #pragma once
 
 #include "vb-policy.h"
+#include "vb-size.h"
 
 G_BEGIN_DECLS
 
@@ -49,12 +50,8 @@ VbPolicy *vb_policy_new_take (GPtrArray *rules);
 /* "assemble" -> VB_POLICY_ASSEMBLE ...; FALSE for anything else. */
 gboolean vb_policy_action_from_string (const char *text, VbPolicyAction *out);
 
-/* "100", "4K", "1MiB", "2GB", "1t": bytes, K M G T powers of 1024 (the
- * attribute syntax of vblk). */
-gboolean vb_policy_parse_size (const char *text, guint64 *out);
-/* The largest unit that divides @bytes exactly: "200G", "1536K", "123". */
-char *vb_policy_format_size (guint64 bytes);
-/* "<=" ... */
+/* Sizes are read and written with vb_size_parse and vb_size_format
+ * (vb-size.h), as driver attributes are. "<=" ... */
 const char *vb_policy_size_op_to_string (VbSizeOp op);
 
 /* "500ms", "30s", "2m", "1h", "0", "never" (the last two: 0). */

@@ -1,6 +1,7 @@
 /* The policy object and its decisions: which rule, if any, takes a block
- * device, and the human text of why. Also the size and duration syntax of
- * rule values. Parsing of rule files lives in vb-policy-parse.c. */
+ * device, and the human text of why. Also the duration syntax of rule
+ * values (sizes are vb-size.h's). Parsing of rule files lives in
+ * vb-policy-parse.c. */
 #include "config.h"
 
 #include "vb-policy-private.h"
@@ -38,54 +39,6 @@ vb_policy_action_from_string (const char *text, VbPolicyAction *out)
 }
 
 /* Sizes and durations */
-
-static const struct {
-  char suffix;
-  guint64 mult;
-} size_units[] = {
-  { 'T', G_GUINT64_CONSTANT (1) << 40 },
-  { 'G', G_GUINT64_CONSTANT (1) << 30 },
-  { 'M', G_GUINT64_CONSTANT (1) << 20 },
-  { 'K', G_GUINT64_CONSTANT (1) << 10 },
-};
-
-gboolean
-vb_policy_parse_size (const char *text, guint64 *out)
-{
-  char *end = NULL;
-  guint64 v, mult = 1;
-
-  if (!g_ascii_isdigit (*text))
-    return FALSE;
-  errno = 0;
-  v = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS (size_units); i++)
-    if (g_ascii_toupper (*end) == size_units[i].suffix)
-      {
-        mult = size_units[i].mult;
-        end++;
-        break;
-      }
-  /* "1M", "1MiB" and "1MB" all mean 2^20 bytes, as vblk attributes read them */
-  if (mult > 1 && (g_ascii_strcasecmp (end, "iB") == 0 || g_ascii_strcasecmp (end, "B") == 0))
-    end += strlen (end);
-  if (*end != '\0' || (v != 0 && mult > G_MAXUINT64 / v))
-    return FALSE;
-  *out = v * mult;
-  return TRUE;
-}
-
-char *
-vb_policy_format_size (guint64 bytes)
-{
-  for (guint i = 0; bytes != 0 && i < G_N_ELEMENTS (size_units); i++)
-    if (bytes % size_units[i].mult == 0)
-      return g_strdup_printf ("%" G_GUINT64_FORMAT "%c", bytes / size_units[i].mult,
-                              size_units[i].suffix);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT, bytes);
-}
 
 const char *
 vb_policy_size_op_to_string (VbSizeOp op)
@@ -258,7 +211,7 @@ vb_policy_rule_to_string (const VbPolicyRule *r)
           g_string_append_printf (s, " match.%s=%s", m->property, m->pattern);
           break;
           case VB_MATCH_SIZE: {
-            g_autofree char *size = vb_policy_format_size (m->size);
+            g_autofree char *size = vb_size_format (m->size);
 
             g_string_append_printf (s, " match.size=%s%s", vb_policy_size_op_to_string (m->op),
                                     size);
@@ -349,8 +302,8 @@ match_holds (const VbPolicyMatch *m, const VbPolicyInput *in, GString *text)
         return glob_holds (m, m->property, value, absent, text);
       }
       case VB_MATCH_SIZE: {
-        g_autofree char *have = vb_policy_format_size (in->size);
-        g_autofree char *want = vb_policy_format_size (m->size);
+        g_autofree char *have = vb_size_format (in->size);
+        g_autofree char *want = vb_size_format (m->size);
         const char *op = vb_policy_size_op_to_string (m->op);
 
         if (!size_holds (m->op, in->size, m->size))

@@ -1,4 +1,4 @@
-# lib.sh: sourced by every integration test (suite 'root').
+# lib.sh: sourced by every integration test (suite 'integration').
 # Gives each test its own system bus (dbus-daemon with a private config), a real
 # polkitd that knows org.vblk.policy, a real systemd-udevd, and vblkd/vbmgr run
 # exactly as users run them; everything it starts or sets up is undone on exit.

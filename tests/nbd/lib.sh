@@ -5,6 +5,11 @@ set -euo pipefail
 : "${VB_NBD_FILE_SERVER:?run through meson test}"
 : "${VB_NBD_TESTDIR:=$(dirname "${BASH_SOURCE[0]}")}"
 
+# Under the 'valgrind' test setup (tests/valgrind.sh) the server runs under
+# valgrind: NBD_SERVER is the command that starts it.
+read -ra NBD_SERVER <<< "${VB_VALGRIND:-}"
+NBD_SERVER+=("$VB_NBD_FILE_SERVER")
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/vb-nbd.XXXXXX")
 SERVER_PID=
 SOCK=
@@ -39,7 +44,7 @@ nbd_start_server() {
   local file=$1
   shift
   SOCK=$T/nbd.sock
-  "$VB_NBD_FILE_SERVER" --socket "$SOCK" "$@" "$file" > "$T/server.out" 2> "$T/server.err" &
+  "${NBD_SERVER[@]}" --socket "$SOCK" "$@" "$file" > "$T/server.out" 2> "$T/server.err" &
   SERVER_PID=$!
   for _ in $(seq 100); do
     grep -qx ready "$T/server.out" 2> /dev/null && return 0

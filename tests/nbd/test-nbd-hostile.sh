@@ -94,7 +94,7 @@ grep -q "closed by the server" "$T/held.out" || nbd_fail "held clients were not 
 nbd_log "a live socket is never taken over; a stale one (server killed) is replaced"
 nbd_start_server "$img"
 first_pid=$SERVER_PID
-if "$VB_NBD_FILE_SERVER" --socket "$SOCK" "$img" > "$T/second.out" 2> "$T/second.err"; then
+if "${NBD_SERVER[@]}" --socket "$SOCK" "$img" > "$T/second.out" 2> "$T/second.err"; then
   nbd_fail "a second server took over a live socket"
 fi
 grep -qi "in use" "$T/second.err" || nbd_fail "second server: unexpected error: $(cat "$T/second.err")"

@@ -4,6 +4,7 @@
 
 #include "driver.h"
 #include "vb-error.h"
+#include "vb-size.h"
 #include "vb-util.h"
 
 #include <errno.h>
@@ -154,50 +155,6 @@ vb_driver_attr_names (const VbDriver *driver)
   return g_string_free (s, FALSE);
 }
 
-static gboolean
-parse_size (const char *text, guint64 *out)
-{
-  char *end = NULL;
-  guint64 v, mult = 1;
-
-  if (!g_ascii_isdigit (*text))
-    return FALSE;
-  errno = 0;
-  v = g_ascii_strtoull (text, &end, 10);
-  if (errno != 0)
-    return FALSE;
-  switch (g_ascii_toupper (*end))
-    {
-    case '\0':
-      break;
-    case 'K':
-      mult = 1ULL << 10;
-      end++;
-      break;
-    case 'M':
-      mult = 1ULL << 20;
-      end++;
-      break;
-    case 'G':
-      mult = 1ULL << 30;
-      end++;
-      break;
-    case 'T':
-      mult = 1ULL << 40;
-      end++;
-      break;
-    default:
-      return FALSE;
-    }
-  /* "1M", "1MiB" and "1MB" all mean 2^20 bytes, as losetup and mdadm read them */
-  if (mult > 1 && (g_ascii_strcasecmp (end, "iB") == 0 || g_ascii_strcasecmp (end, "B") == 0))
-    end += strlen (end);
-  if (*end != '\0' || (v != 0 && mult > G_MAXUINT64 / v))
-    return FALSE;
-  *out = v * mult;
-  return TRUE;
-}
-
 char *
 vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
 {
@@ -251,11 +208,9 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
       }
 
     case VB_ATTR_SIZE:
-      if (!parse_size (given, &v))
+      if (!vb_size_parse (given, &v, error))
         {
-          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "attribute '%s': '%s' is not a size (bytes, or a number with K, M, G or T)",
-                       spec->name, value);
+          g_prefix_error (error, "attribute '%s': ", spec->name);
           return NULL;
         }
       if (spec->multiple && v % spec->multiple != 0)
