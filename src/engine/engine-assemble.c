@@ -265,48 +265,126 @@ layout_at (VbEngine *e, GHashTable *attributes, guint64 size)
     e->layout.size -= e->layout.size % e->block_size;
 }
 
+/* What assembly has found so far. */
+typedef struct {
+  VbEngine *e;
+  const VbEngineIdentity *id;
+  GHashTable *attributes;
+  Found *found;   /* per slot: what its component holds */
+  gint best;      /* the slot holding the newest superblock; -1: none */
+  gboolean fresh; /* a new device: no slot holds a superblock of it */
+  gboolean grew;  /* the device grows with its components */
+} Assembly;
+
+/* Reads every present slot's superblock; the newest (highest events) wins. */
+static gboolean
+find_newest_superblock (Assembly *a, GError **error)
+{
+  VbEngine *e = a->e;
+  Found *found = a->found;
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      if (e->components[i].missing)
+        continue;
+      if (!read_slot (e, i, a->id->uuid, &found[i], error))
+        return FALSE;
+      if (found[i].present && (a->best < 0 || found[i].sb.events > found[a->best].sb.events))
+        a->best = i;
+    }
+  a->fresh = a->best < 0;
+  return TRUE;
+}
+
+/* Two components claiming one role with equal events: which holds the
+ * data cannot be told, so nothing is touched; nor when the newest
+ * superblock counts other slots than the device has (but in a
+ * reconfiguration). */
+static gboolean
+refuse_ambiguous (Assembly *a, GError **error)
+{
+  VbEngine *e = a->e;
+  Found *found = a->found;
+
+  for (guint i = 0; i < e->n; i++)
+    for (guint j = i + 1; j < e->n; j++)
+      if (found[i].present && found[j].present && found[i].sb.role == found[j].sb.role
+          && found[i].sb.role >= 0 && found[i].sb.events == found[j].sb.events
+          && strcmp (found[i].sb.component_uuid, found[j].sb.component_uuid) != 0)
+        {
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_FAILED,
+              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
+              "; refusing to start (nothing was written)",
+              e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
+              found[i].sb.events);
+          return FALSE;
+        }
+  if (a->best >= 0 && found[a->best].sb.n_roles != e->n && !a->id->reconfigure)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
+                   "start (nothing was written)",
+                   e->components[a->best].path, found[a->best].sb.n_roles, e->n);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The device's superblock from now on: a new one for a new device, else
+ * the newest, its name and attributes following the desired state (and
+ * in a reconfiguration its role table the new slots). */
+static void
+adopt_superblock (Assembly *a)
+{
+  VbEngine *e = a->e;
+  VbEngineMeta *m = e->meta;
+
+  if (a->fresh)
+    {
+      fresh_superblock (e, a->id, a->attributes, &m->sb);
+      return;
+    }
+  m->sb = a->found[a->best].sb;
+  g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
+  vb_superblock_set_attributes (&m->sb, a->attributes);
+  if (a->id->reconfigure)
+    remap_roles (e, a->id, a->found);
+}
+
 /* A device with one copy of its data (raid0, linear): no bitmap, resync
  * or rebuild, and no stale component to bring up to date — every slot
  * must hold its own, current component (vb_assembly_single_copy, the
  * rules backend kernel's md and dm parts use too). The superblocks then
  * say it runs (events + 1, not clean until a clean stop). */
 static gboolean
-assemble_single_copy (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes, Found *found,
-                      gint best, GError **error)
+assemble_single_copy (Assembly *a, GError **error)
 {
+  VbEngine *e = a->e;
   VbEngineMeta *m = e->meta;
   g_autofree VbAssemblySlot *slots = g_new0 (VbAssemblySlot, e->n);
-  gboolean fresh = best < 0;
 
-  if (fresh)
-    fresh_superblock (e, id, attributes, &m->sb);
-  else
+  /* a smaller component would cut off the data at its end (a
+   * reconfiguration appends components, smaller ones too) */
+  if (!a->fresh && !a->id->reconfigure && e->layout.component_size < a->found[a->best].sb.data_size)
     {
-      /* a smaller component would cut off the data at its end (a
-       * reconfiguration appends components, smaller ones too) */
-      if (!id->reconfigure && e->layout.component_size < found[best].sb.data_size)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-                       "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing "
-                       "was written)",
-                       e->name, found[best].sb.data_size, e->layout.component_size);
-          return FALSE;
-        }
-      m->sb = found[best].sb;
-      g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
-      vb_superblock_set_attributes (&m->sb, attributes);
-      if (id->reconfigure)
-        remap_roles (e, id, found);
-      m->sb.data_size = e->layout.component_size;
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
+                   "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing "
+                   "was written)",
+                   e->name, a->found[a->best].sb.data_size, e->layout.component_size);
+      return FALSE;
     }
+  adopt_superblock (a);
+  if (!a->fresh)
+    m->sb.data_size = e->layout.component_size;
   for (guint i = 0; i < e->n; i++)
     {
       slots[i].path = e->components[i].path;
       slots[i].missing = e->components[i].missing;
-      slots[i].sb = found[i].present ? &found[i].sb : NULL;
+      slots[i].sb = a->found[i].present ? &a->found[i].sb : NULL;
     }
-  if (!vb_assembly_single_copy (e->name, fresh ? NULL : &m->sb, slots, e->n, id->reconfigure,
+  if (!vb_assembly_single_copy (e->name, a->fresh ? NULL : &m->sb, slots, e->n, a->id->reconfigure,
                                 error))
     return FALSE;
   for (guint i = 0; i < e->n; i++)
@@ -323,194 +401,156 @@ assemble_single_copy (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
   return TRUE;
 }
 
-gboolean
-engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes,
-                      GError **error)
+/* Smaller components than the data needs would cut the device short
+ * (unless only disks the device will not use are smaller). */
+static gboolean
+check_data_fits (Assembly *a, GError **error)
 {
-  g_autofree Found *found = g_new0 (Found, e->n);
-  const VbMetadataHandler *handler;
-  VbEngineMeta *m;
-  gint best = -1;
-  gboolean fresh;
-  g_autofree guint8 *bits = NULL;
-  gsize bits_len = 0;
+  VbEngine *e = a->e;
+  const VbSuperblock *newest = a->best >= 0 ? &a->found[a->best].sb : NULL;
 
-  g_return_val_if_fail (id != NULL && id->uuid != NULL, FALSE);
+  if (newest == NULL || e->layout.component_size >= newest->data_size
+      || relayout_without_strangers (e, a->id, a->found, a->best, a->attributes))
+    return TRUE;
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+               "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
+               "components now give %" G_GUINT64_FORMAT " (a smaller one replaced one?); "
+               "refusing to start (nothing was written)",
+               e->name, newest->data_size, e->layout.component_size);
+  return FALSE;
+}
 
-  handler = vb_metadata_lookup (g_hash_table_lookup (attributes, "metadata"));
-  g_return_val_if_fail (handler != NULL, FALSE);
-  m = engine_meta_new (e, id, handler);
+/* Slot @i by the assembly rule: current, missing (the device starts
+ * degraded), faulty (until an explicit re-add), or behind — resynced from
+ * the bitmap, its rebuild resumed, or rebuilt in full. */
+static void
+decide_slot_at_start (Assembly *a, guint i)
+{
+  VbEngine *e = a->e;
+  VbEngineMeta *m = e->meta;
+  Component *c = &e->components[i];
+  g_autofree char *why = NULL;
+
+  switch (decide_slot (e, i, a->found, a->best, FALSE, &why))
+    {
+    case VB_SLOT_CURRENT:
+      return;
+    case VB_SLOT_MISSING:
+      /* its uuid stays in the table: when it comes back it is re-added */
+      g_free (c->uuid);
+      c->uuid = g_strdup (m->sb.roles[i].uuid);
+      if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
+        m->sb.roles[i].state = VB_ROLE_MISSING;
+      g_message ("%s: component %u (%s) is missing; starting degraded", e->name, i, c->path);
+      return;
+    case VB_SLOT_FAULTY:
+      /* never read nor written, and not brought back by this start:
+       * only an explicit re-add does (vb_engine_readd) */
+      g_message ("%s: component %u (%s): %s", e->name, i, c->path, why);
+      g_atomic_int_set (&c->faulty, 1);
+      g_atomic_int_set (&c->recorded, 1);
+      return;
+    case VB_SLOT_RESYNC:
+      g_message ("%s: component %u (%s): %s; resyncing the chunks it records", e->name, i, c->path,
+                 why);
+      break;
+    case VB_SLOT_RESUME:
+      /* it had every superblock write (and with it every write of the
+       * device) since, so it holds the data below the recorded offset
+       * but for the bitmap's dirty chunks */
+      g_message ("%s: component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes",
+                 e->name, i, c->path, m->sb.rebuild_offset);
+      c->full_rebuild = TRUE;
+      c->rebuild_from = m->sb.rebuild_offset;
+      break;
+    case VB_SLOT_REBUILD:
+      g_message ("%s: component %u (%s): %s; rebuilding it in full", e->name, i, c->path, why);
+      c->full_rebuild = TRUE;
+      break;
+    }
+  g_atomic_int_set (&c->rebuilding, 1);
+  g_strlcpy (m->sb.roles[i].uuid, c->uuid, sizeof m->sb.roles[i].uuid);
+  m->sb.roles[i].state = VB_ROLE_REBUILDING;
+}
+
+/* A slot rebuilt from the start makes the whole rebuild start there. */
+static void
+rebuild_from_start_if_any (VbEngine *e)
+{
   for (guint i = 0; i < e->n; i++)
-    {
-      if (e->components[i].missing)
-        continue;
-      if (!read_slot (e, i, id->uuid, &found[i], error))
-        return FALSE;
-      if (found[i].present && (best < 0 || found[i].sb.events > found[best].sb.events))
-        best = i;
-    }
-  /* two components claiming one role with equal events: which holds the
-   * data cannot be told, so nothing is touched */
-  for (guint i = 0; i < e->n; i++)
-    for (guint j = i + 1; j < e->n; j++)
-      if (found[i].present && found[j].present && found[i].sb.role == found[j].sb.role
-          && found[i].sb.role >= 0 && found[i].sb.events == found[j].sb.events
-          && strcmp (found[i].sb.component_uuid, found[j].sb.component_uuid) != 0)
-        {
-          g_set_error (
-              error, VB_ERROR, VB_ERROR_FAILED,
-              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
-              "; refusing to start (nothing was written)",
-              e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
-              found[i].sb.events);
-          return FALSE;
-        }
-  if (best >= 0 && found[best].sb.n_roles != e->n && !id->reconfigure)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
-                   "start (nothing was written)",
-                   e->components[best].path, found[best].sb.n_roles, e->n);
-      return FALSE;
-    }
+    if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild
+        && e->components[i].rebuild_from == 0)
+      {
+        e->meta->sb.rebuild_offset = 0;
+        for (guint j = 0; j < e->n; j++)
+          e->components[j].rebuild_from = 0;
+        return;
+      }
+}
 
-  /* raid0, linear: rules of their own (nothing below applies to them) */
-  if (!e->driver->redundant)
-    return assemble_single_copy (e, id, attributes, found, best, error);
-
-  engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
-                          vb_attr_get_u64 (attributes, "sync_speed_max"));
-
-  /* smaller components than the data needs would cut the device short
-   * (unless only disks the device will not use are smaller) */
-  if (best >= 0 && e->layout.component_size < found[best].sb.data_size
-      && !relayout_without_strangers (e, id, found, best, attributes))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-                   "components now give %" G_GUINT64_FORMAT " (a smaller one replaced one?); "
-                   "refusing to start (nothing was written)",
-                   e->name, found[best].sb.data_size, e->layout.component_size);
-      return FALSE;
-    }
-
-  fresh = best < 0;
-  if (fresh)
-    fresh_superblock (e, id, attributes, &m->sb);
-  else
-    {
-      m->sb = found[best].sb;
-      /* the name and attributes follow the desired state */
-      g_strlcpy (m->sb.device_name, e->name, sizeof m->sb.device_name);
-      vb_superblock_set_attributes (&m->sb, attributes);
-      if (id->reconfigure)
-        remap_roles (e, id, found);
-    }
+/* Each slot's component and what it is; a new device needs all of its
+ * components, and something must be readable. */
+static gboolean
+decide_slots (Assembly *a, GError **error)
+{
+  VbEngine *e = a->e;
+  VbEngineMeta *m = e->meta;
+  guint readable = 0;
 
   for (guint i = 0; i < e->n; i++)
     {
       Component *c = &e->components[i];
-      const char *expect = m->sb.roles[i].uuid;
-      gboolean member = found[i].present && found[i].sb.role == (gint32) i
-                        && strcmp (found[i].sb.component_uuid, expect) == 0;
-      g_autofree char *why = NULL;
-      VbSlotDecision d;
+      const Found *f = &a->found[i];
+      gboolean member = f->present && f->sb.role == (gint32) i
+                        && strcmp (f->sb.component_uuid, m->sb.roles[i].uuid) == 0;
 
-      c->uuid = g_strdup (member ? found[i].sb.component_uuid : id->component_uuids[i]);
-      if (fresh)
+      c->uuid = g_strdup (member ? f->sb.component_uuid : a->id->component_uuids[i]);
+      if (!a->fresh)
+        decide_slot_at_start (a, i);
+      else if (c->missing)
         {
-          if (!c->missing)
-            continue;
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                        "component '%s' is missing: a new device needs all of its components",
                        c->path);
           return FALSE;
         }
-      d = decide_slot (e, i, found, best, FALSE, &why);
-      switch (d)
-        {
-        case VB_SLOT_CURRENT:
-          continue;
-        case VB_SLOT_MISSING:
-          /* its uuid stays in the table: when it comes back it is re-added */
-          g_free (c->uuid);
-          c->uuid = g_strdup (m->sb.roles[i].uuid);
-          if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
-            m->sb.roles[i].state = VB_ROLE_MISSING;
-          g_message ("%s: component %u (%s) is missing; starting degraded", e->name, i, c->path);
-          continue;
-        case VB_SLOT_FAULTY:
-          /* never read nor written, and not brought back by this start:
-           * only an explicit re-add does (vb_engine_readd) */
-          g_message ("%s: component %u (%s): %s", e->name, i, c->path, why);
-          g_atomic_int_set (&c->faulty, 1);
-          g_atomic_int_set (&c->recorded, 1);
-          continue;
-        case VB_SLOT_RESYNC:
-          g_message ("%s: component %u (%s): %s; resyncing the chunks it records", e->name, i,
-                     c->path, why);
-          break;
-        case VB_SLOT_RESUME:
-          /* it had every superblock write (and with it every write of the
-           * device) since, so it holds the data below the recorded offset
-           * but for the bitmap's dirty chunks */
-          g_message ("%s: component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes",
-                     e->name, i, c->path, m->sb.rebuild_offset);
-          c->full_rebuild = TRUE;
-          c->rebuild_from = m->sb.rebuild_offset;
-          break;
-        case VB_SLOT_REBUILD:
-          g_message ("%s: component %u (%s): %s; rebuilding it in full", e->name, i, c->path, why);
-          c->full_rebuild = TRUE;
-          break;
-        }
-      g_atomic_int_set (&c->rebuilding, 1);
-      g_strlcpy (m->sb.roles[i].uuid, c->uuid, sizeof m->sb.roles[i].uuid);
-      m->sb.roles[i].state = VB_ROLE_REBUILDING;
     }
-
-  /* a slot rebuilt from the start makes the whole rebuild start there */
+  rebuild_from_start_if_any (e);
   for (guint i = 0; i < e->n; i++)
-    if (g_atomic_int_get (&e->components[i].rebuilding) && e->components[i].full_rebuild
-        && e->components[i].rebuild_from == 0)
-      {
-        m->sb.rebuild_offset = 0;
-        for (guint j = 0; j < e->n; j++)
-          e->components[j].rebuild_from = 0;
-        break;
-      }
+    readable += !g_atomic_int_get (&e->components[i].rebuilding);
+  if (readable > 0)
+    return TRUE;
+  g_set_error (
+      error, VB_ERROR, VB_ERROR_FAILED,
+      "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
+      ", names none that is here); refusing to start",
+      e->name, m->sb.events);
+  return FALSE;
+}
 
-  /* something must be readable */
-  {
-    guint readable = 0;
-    for (guint i = 0; i < e->n; i++)
-      readable += !g_atomic_int_get (&e->components[i].rebuilding);
-    if (readable == 0)
-      {
-        g_set_error (
-            error, VB_ERROR, VB_ERROR_FAILED,
-            "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
-            ", names none that is here); refusing to start",
-            e->name, m->sb.events);
-        return FALSE;
-      }
-  }
+/* Larger components: the device grows, and the new part of each copy
+ * holds whatever was there, so everything is made equal again — but only
+ * when every slot holds its own component, in sync: a slot that is out
+ * (failed, missing, being rebuilt) may come back, or be taken by a spare,
+ * no larger than the data is now. */
+static gboolean
+decide_growth (Assembly *a, GError **error)
+{
+  VbEngine *e = a->e;
+  VbEngineMeta *m = e->meta;
 
-  /* larger components: the device grows, and the new part of each copy
-   * holds whatever was there, so everything is made equal again — but
-   * only when every slot holds its own component, in sync: a slot that is
-   * out (failed, missing, being rebuilt) may come back, or be taken by a
-   * spare, no larger than the data is now */
-  gboolean grew = !fresh && e->layout.component_size > m->sb.data_size;
-  if (grew && !all_slots_in_sync (e))
+  a->grew = !a->fresh && e->layout.component_size > m->sb.data_size;
+  if (a->grew && !all_slots_in_sync (e))
     {
       g_message ("%s: components grew beyond %" G_GUINT64_FORMAT
                  " data bytes, but not every slot is in sync; the device keeps its size",
                  e->name, m->sb.data_size);
-      layout_at (e, attributes, m->sb.data_size);
-      grew = FALSE;
+      layout_at (e, a->attributes, m->sb.data_size);
+      a->grew = FALSE;
     }
-  if (grew && m->sb.features & VB_SB_FEATURE_BITMAP)
+  if (!a->grew)
+    return TRUE;
+  if (m->sb.features & VB_SB_FEATURE_BITMAP)
     {
       gsize need = vb_bitmap_bytes_for (e->layout.size, m->sb.bitmap_chunk);
       if (need > VB_DATA_OFFSET - VB_BITMAP_OFFSET)
@@ -523,70 +563,122 @@ engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attri
         }
       m->sb.bitmap_bytes = need;
     }
-  if (grew)
-    {
-      g_message ("%s: components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                 " data bytes; resyncing",
-                 e->name, m->sb.data_size, e->layout.component_size);
-      m->sb.data_size = e->layout.component_size;
-      m->sb.clean = FALSE;
-    }
+  g_message ("%s: components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+             " data bytes; resyncing",
+             e->name, m->sb.data_size, e->layout.component_size);
+  m->sb.data_size = e->layout.component_size;
+  m->sb.clean = FALSE;
+  return TRUE;
+}
 
-  /* the bitmap: the newest component's, or all dirty for a new device
-   * (its copies were never made equal) */
-  if (m->sb.features & VB_SB_FEATURE_BITMAP)
+/* The bitmap: the newest component's, or all dirty for a new device (its
+ * copies were never made equal) and a grown one. */
+static gboolean
+load_bitmap (Assembly *a, GError **error)
+{
+  VbEngine *e = a->e;
+  VbEngineMeta *m = e->meta;
+  g_autofree guint8 *bits = NULL;
+  gsize bits_len = 0;
+
+  if (!(m->sb.features & VB_SB_FEATURE_BITMAP))
+    return TRUE;
+  if (!a->fresh)
     {
-      if (!fresh)
+      bits_len = m->sb.bitmap_bytes;
+      bits = read_bitmap (e, a->best, bits_len);
+      if (bits == NULL)
         {
-          bits_len = m->sb.bitmap_bytes;
-          bits = read_bitmap (e, best, bits_len);
-          if (bits == NULL)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                           "component '%s': reading its bitmap failed; refusing to start",
-                           e->components[best].path);
-              return FALSE;
-            }
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "component '%s': reading its bitmap failed; refusing to start",
+                       e->components[a->best].path);
+          return FALSE;
         }
-      m->bitmap = vb_bitmap_new (e->layout.size, m->sb.bitmap_chunk, bits, bits_len,
-                                 engine_meta_persist_bitmap_block, e);
-      vb_bitmap_set_clear_func (m->bitmap, engine_meta_record_clear, e);
     }
-  if (grew && m->bitmap && !e->read_only)
+  m->bitmap = vb_bitmap_new (e->layout.size, m->sb.bitmap_chunk, bits, bits_len,
+                             engine_meta_persist_bitmap_block, e);
+  vb_bitmap_set_clear_func (m->bitmap, engine_meta_record_clear, e);
+  if (a->grew && !e->read_only)
     vb_bitmap_mark_all (m->bitmap);
+  return TRUE;
+}
+
+/* A job runs at activation after an unclean stop, for a new device, a
+ * slot behind, or dirty bits; never on a read-only device (it reads
+ * in-sync copies only). */
+static void
+decide_need_sync (VbEngine *e, gboolean fresh)
+{
+  VbEngineMeta *m = e->meta;
+
   m->need_sync = fresh || !m->sb.clean;
   for (guint i = 0; i < e->n; i++)
     if (g_atomic_int_get (&e->components[i].rebuilding))
       m->need_sync = TRUE;
   if (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0)
     m->need_sync = TRUE;
+  if (e->read_only)
+    m->need_sync = FALSE;
+}
 
-  /* running: not clean until a clean stop says so */
-  if (!e->read_only)
+/* Running: not clean until a clean stop says so. The superblocks (the
+ * spares' too) say what assembly decided, and every component's bitmap
+ * equals the newest one's. */
+static void
+write_assembled (VbEngine *e, gboolean fresh)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (e->read_only)
+    return;
+  m->sb.clean = FALSE;
+  /* superblocks from before events_cleared was recorded (and a new
+   * device): no copy older than this write is trusted */
+  if (!(m->sb.features & VB_SB_FEATURE_EVENTS_CLEARED))
+    vb_assembly_record_clear (&m->sb);
+  if (m->bitmap && fresh)
+    vb_bitmap_mark_all (m->bitmap);
+  g_mutex_lock (&m->lock);
+  engine_meta_write_all_locked (e);
+  engine_meta_write_spares_locked (e);
+  g_mutex_unlock (&m->lock);
+  if (m->bitmap)
     {
-      m->sb.clean = FALSE;
-      /* superblocks from before events_cleared was recorded (and a new
-       * device): no copy older than this write is trusted */
-      if (!(m->sb.features & VB_SB_FEATURE_EVENTS_CLEARED))
-        vb_assembly_record_clear (&m->sb);
-      if (m->bitmap && fresh)
-        vb_bitmap_mark_all (m->bitmap);
-      g_mutex_lock (&m->lock);
-      engine_meta_write_all_locked (e);
-      engine_meta_write_spares_locked (e);
-      g_mutex_unlock (&m->lock);
-      /* the bitmap of every component equals the newest one's */
-      if (m->bitmap)
-        {
-          gsize len = m->sb.bitmap_bytes;
-          g_autofree guint8 *snap = g_malloc0 (len);
-          vb_bitmap_snapshot (m->bitmap, snap, len);
-          for (gsize b = 0; b < len / 4096; b++)
-            engine_meta_persist_bitmap_block (b, snap + b * 4096, e);
-        }
+      gsize len = m->sb.bitmap_bytes;
+      g_autofree guint8 *snap = g_malloc0 (len);
+      vb_bitmap_snapshot (m->bitmap, snap, len);
+      for (gsize b = 0; b < len / 4096; b++)
+        engine_meta_persist_bitmap_block (b, snap + b * 4096, e);
     }
-  else
-    m->need_sync = FALSE; /* a read-only device reads in-sync copies only */
-  m->closed = e->read_only;
+}
+
+gboolean
+engine_meta_assemble (VbEngine *e, const VbEngineIdentity *id, GHashTable *attributes,
+                      GError **error)
+{
+  g_autofree Found *found = g_new0 (Found, e->n);
+  Assembly a = { .e = e, .id = id, .attributes = attributes, .found = found, .best = -1 };
+  const VbMetadataHandler *handler;
+
+  g_return_val_if_fail (id != NULL && id->uuid != NULL, FALSE);
+  handler = vb_metadata_lookup (g_hash_table_lookup (attributes, "metadata"));
+  g_return_val_if_fail (handler != NULL, FALSE);
+  engine_meta_new (e, id, handler);
+
+  if (!find_newest_superblock (&a, error) || !refuse_ambiguous (&a, error))
+    return FALSE;
+  /* raid0, linear: rules of their own (nothing below applies to them) */
+  if (!e->driver->redundant)
+    return assemble_single_copy (&a, error);
+  engine_meta_set_speeds (e, vb_attr_get_u64 (attributes, "sync_speed_min"),
+                          vb_attr_get_u64 (attributes, "sync_speed_max"));
+  if (!check_data_fits (&a, error))
+    return FALSE;
+  adopt_superblock (&a);
+  if (!decide_slots (&a, error) || !decide_growth (&a, error) || !load_bitmap (&a, error))
+    return FALSE;
+  decide_need_sync (e, a.fresh);
+  write_assembled (e, a.fresh);
+  e->meta->closed = e->read_only;
   return TRUE;
 }

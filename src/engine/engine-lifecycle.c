@@ -32,6 +32,40 @@ on_component_failed (VbEngine *e, guint i, int err)
     engine_spare_take (e, i);
 }
 
+/* metadata=none: the desired state says which copies are behind (rebuilt
+ * in full at activation) and which failed (out until a re-add); one must
+ * be in sync. */
+static gboolean
+mark_slots_behind (VbEngine *e, const VbEngineIdentity *identity, GError **error)
+{
+  guint readable = 0;
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      if (identity->failed && identity->failed[i] && !c->missing)
+        {
+          g_atomic_int_set (&c->faulty, 1);
+          g_atomic_int_set (&c->recorded, 1);
+        }
+      else if (identity->out_of_sync[i] && !c->missing)
+        {
+          g_atomic_int_set (&c->rebuilding, 1);
+          c->full_rebuild = TRUE;
+          e->need_rebuild = TRUE;
+        }
+      else
+        readable += !engine_is_faulty (c);
+    }
+  if (readable > 0)
+    return TRUE;
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+               "device '%s': no component is in sync (the desired state names none "
+               "that is here); refusing to start",
+               e->name);
+  return FALSE;
+}
+
 VbEngine *
 vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes, guint n_components,
                const VbEngineSource *sources, const VbComponentInfo *infos,
@@ -85,34 +119,9 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
                    name);
       return NULL;
     }
-  if (identity && identity->out_of_sync && e->redundant && vb_driver_data_offset (attributes) == 0)
-    {
-      /* metadata=none: the desired state says which copies are behind */
-      guint readable = 0;
-      for (guint i = 0; i < n_components; i++)
-        if (identity->failed && identity->failed[i] && !e->components[i].missing)
-          {
-            /* it failed: it stays out until a re-add puts it back */
-            g_atomic_int_set (&e->components[i].faulty, 1);
-            g_atomic_int_set (&e->components[i].recorded, 1);
-          }
-        else if (identity->out_of_sync[i] && !e->components[i].missing)
-          {
-            g_atomic_int_set (&e->components[i].rebuilding, 1);
-            e->components[i].full_rebuild = TRUE;
-            e->need_rebuild = TRUE;
-          }
-        else
-          readable += !engine_is_faulty (&e->components[i]);
-      if (readable == 0)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "device '%s': no component is in sync (the desired state names none "
-                       "that is here); refusing to start",
-                       name);
-          return NULL;
-        }
-    }
+  if (identity && identity->out_of_sync && e->redundant && vb_driver_data_offset (attributes) == 0
+      && !mark_slots_behind (e, identity, error))
+    return NULL;
   if (vb_driver_data_offset (attributes) > 0)
     {
       for (guint i = 0; i < n_components; i++)

@@ -80,25 +80,35 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
     }
 }
 
+/* The component re-added from @source, opened (*@fd: -1 for one in this
+ * process). The faulty slot's own disk coming back is still claimed by
+ * its old fd: that one goes first (the slot stays faulty if this fails). */
+static int
+open_readd_source (VbEngine *e, guint slot, const VbEngineSource *source, int *fd, GError **error)
+{
+  *fd = -1;
+  if (source->ops)
+    return 0;
+  vb_engine_release_component (e, slot);
+  *fd = vb_open_component (source->path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
+  if (*fd < 0)
+    {
+      int err = errno;
+      vb_component_open_error (error, source->path, err);
+      return -err;
+    }
+  return 0;
+}
+
 /* metadata=none: nothing on the component says what it missed, so it
  * gets every byte again (the desired state records it behind meanwhile). */
 static int
 readd_without_metadata (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
 {
-  int fd = -1;
+  int fd, r;
 
-  if (source->ops == NULL)
-    {
-      vb_engine_release_component (e, slot);
-      fd = vb_open_component (source->path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE,
-                              NULL);
-      if (fd < 0)
-        {
-          int err = errno;
-          vb_component_open_error (error, source->path, err);
-          return -err;
-        }
-    }
+  if ((r = open_readd_source (e, slot, source, &fd, error)) < 0)
+    return r;
   g_message ("%s: re-adding %s to slot %u (every byte: no metadata says what it missed)", e->name,
              source->path, slot);
   install (e, slot, fd, source->ops, source->handle, source->path, e->components[slot].uuid, TRUE);
@@ -106,25 +116,53 @@ readd_without_metadata (VbEngine *e, guint slot, const VbEngineSource *source, G
   return 0;
 }
 
-int
-vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const char *uuid,
-                 GError **error)
+/* What the component says of itself decides: the device's own, same slot
+ * member -> only what it missed; blank (*@blank) -> everything; anything
+ * else (unreadable, another device's) is refused. */
+static int
+read_own_superblock (VbEngine *e, const VbEngineSource *source, int fd, VbSuperblock *sb,
+                     gboolean *blank, GError **error)
 {
-  Component *c;
-  const VbMetadataHandler *handler;
+  const VbMetadataHandler *handler = engine_meta_handler (e);
   g_autoptr (GError) local = NULL;
-  const char *path = source->path;
-  g_autofree char *why = NULL;
-  VbSuperblock sb;
   void *buf = NULL;
-  gboolean full;
-  int fd = -1, r;
+  int r;
 
-  g_return_val_if_fail (slot < e->n, -EINVAL);
-  c = &e->components[slot];
-  /* checked and installed under the slot lock: a spare taking this slot
-   * at the same time leaves it to one of them */
-  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
+  if (posix_memalign (&buf, 4096, handler->block_size) != 0)
+    g_error ("out of memory");
+  r = source->ops
+          ? source->ops->pread (source->handle, buf, handler->block_size, handler->block_offset)
+          : (pread (fd, buf, handler->block_size, handler->block_offset)
+                     == (gssize) handler->block_size
+                 ? 0
+                 : -EIO);
+  if (r < 0
+      || (!handler->decode (buf, handler->block_size, sb, &local)
+          && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added",
+                   source->path, local ? local->message : g_strerror (-r));
+      free (buf);
+      return -EINVAL;
+    }
+  free (buf);
+  *blank = local != NULL;
+  if (!*blank && strcmp (sb->device_uuid, engine_meta_device_uuid (e)) != 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   "component '%s' belongs to device '%s' (%s); not re-added", source->path,
+                   sb->device_name, sb->device_uuid);
+      return -EINVAL;
+    }
+  return 0;
+}
+
+/* A re-add needs redundancy, and a faulty slot. */
+static int
+refuse_readd (VbEngine *e, guint slot, GError **error)
+{
+  Component *c = &e->components[slot];
+
   if (!e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
@@ -139,61 +177,43 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
                    e->name);
       return -EBUSY;
     }
+  return 0;
+}
+
+int
+vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const char *uuid,
+                 GError **error)
+{
+  g_autofree char *why = NULL;
+  VbSuperblock sb;
+  gboolean blank = FALSE, full;
+  int fd, r;
+
+  g_return_val_if_fail (slot < e->n, -EINVAL);
+  /* checked and installed under the slot lock: a spare taking this slot
+   * at the same time leaves it to one of them */
+  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
+  if ((r = refuse_readd (e, slot, error)) < 0)
+    return r;
   if (e->meta == NULL)
     return readd_without_metadata (e, slot, source, error);
-  handler = engine_meta_handler (e);
-  if (source->ops == NULL)
+  if ((r = open_readd_source (e, slot, source, &fd, error)) < 0)
+    return r;
+  if ((r = read_own_superblock (e, source, fd, &sb, &blank, error)) < 0)
     {
-      /* the faulty slot's own disk coming back is still claimed by its
-       * old fd: that one goes first (the slot stays faulty if this fails) */
-      vb_engine_release_component (e, slot);
-      fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
-      if (fd < 0)
-        {
-          int err = errno;
-          vb_component_open_error (error, path, err);
-          return -err;
-        }
-    }
-  /* what it says of itself decides: the device's own, same slot member ->
-   * only what it missed; blank -> everything; anything else is refused */
-  if (posix_memalign (&buf, 4096, handler->block_size) != 0)
-    g_error ("out of memory");
-  r = source->ops
-          ? source->ops->pread (source->handle, buf, handler->block_size, handler->block_offset)
-          : (pread (fd, buf, handler->block_size, handler->block_offset)
-                     == (gssize) handler->block_size
-                 ? 0
-                 : -EIO);
-  if (r < 0
-      || (!handler->decode (buf, handler->block_size, &sb, &local)
-          && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added", path,
-                   local ? local->message : g_strerror (-r));
-      free (buf);
       if (fd >= 0)
         close (fd);
-      return -EINVAL;
-    }
-  free (buf);
-  if (local == NULL && strcmp (sb.device_uuid, engine_meta_device_uuid (e)) != 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s' belongs to device '%s' (%s); not re-added", path, sb.device_name,
-                   sb.device_uuid);
-      if (fd >= 0)
-        close (fd);
-      return -EINVAL;
+      return r;
     }
   /* the assembly rule decides, as at start: only a component whose events
    * are at or above the bitmap's events_cleared gets just the dirty chunks */
   full = engine_meta_bitmap (e) == NULL
-         || engine_meta_decide_readd (e, slot, local == NULL ? &sb : NULL, &why) != VB_SLOT_RESYNC;
-  g_message ("%s: re-adding %s to slot %u (%s): %s", e->name, path, slot,
+         || engine_meta_decide_readd (e, slot, blank ? NULL : &sb, &why) != VB_SLOT_RESYNC;
+  g_message ("%s: re-adding %s to slot %u (%s): %s", e->name, source->path, slot,
              full ? "every byte" : "the bitmap's dirty chunks", why ? why : "no bitmap");
   /* a replacement (a blank one, given its own UUID) is a new member */
-  install (e, slot, fd, source->ops, source->handle, path, full && uuid ? uuid : c->uuid, full);
+  install (e, slot, fd, source->ops, source->handle, source->path,
+           full && uuid ? uuid : e->components[slot].uuid, full);
   engine_sync_start (e, "rebuild", FALSE);
   return 0;
 }

@@ -311,115 +311,140 @@ plan_job (EngineSync *s)
     }
 }
 
-static gpointer
-sync_thread (gpointer data)
+/* Every chunk of the device (a resync without a bitmap, a full rebuild,
+ * a check): where a rebuild resumes, below its point only the dirty ones.
+ * FALSE when cancelled or failed (@err). */
+static gboolean
+run_full (EngineSync *s, int *err)
 {
-  EngineSync *s = data;
   VbEngine *e = s->engine;
   VbBitmap *bm = engine_meta_bitmap (e);
   guint64 size = e->layout.size;
-  gboolean full = TRUE, ok = TRUE;
-  int err = 0;
+  guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
+  /* a full rebuild records how far it got, so that a stop (vblkd
+   * killed, a reconfiguration) does not start it over */
+  gboolean record = bm && s->op == OP_REBUILD;
+  guint64 done_to = 0, recorded = s->resume;
+  gboolean ok = TRUE;
 
-  full = s->full;
-
-  if (full)
+  if (s->resume > 0)
+    g_message ("%s: rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
+               "dirty chunks)",
+               e->name, s->resume);
+  for (guint64 off = 0; off < size && ok; off += step)
     {
-      guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
-      /* a full rebuild records how far it got, so that a stop (vblkd
-       * killed, a reconfiguration) does not start it over */
-      gboolean record = bm && s->op == OP_REBUILD;
-      guint64 done_to = 0, recorded = s->resume;
-
-      if (s->resume > 0)
-        g_message ("%s: rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
-                   "dirty chunks)",
-                   e->name, s->resume);
-      for (guint64 off = 0; off < size && ok; off += step)
+      guint64 chunk_no = bm ? off / step : 0;
+      gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
+      if (off + step <= s->resume && !dirty)
         {
-          guint64 chunk_no = bm ? off / step : 0;
-          gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
-          if (off + step <= s->resume && !dirty)
-            {
-              done_to = off + step;
-              continue;
-            }
-          ok = run_region (s, off, MIN (size, off + step), dirty, &err);
-          if (ok && bm && dirty && s->op != OP_CHECK)
-            {
-              chunk_synced (s, chunk_no, MIN (step, size - off));
-              clear_synced (s, FALSE);
-            }
-          if (ok)
-            done_to = MIN (size, off + step);
-          if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY
-              && !any_faulty (e))
-            {
-              engine_meta_rebuild_progress (e, done_to);
-              recorded = done_to;
-            }
+          done_to = off + step;
+          continue;
         }
-      if (!ok && record && done_to > recorded && !any_faulty (e))
-        engine_meta_rebuild_progress (e, done_to);
-    }
-  else
-    {
-      guint64 chunk = vb_bitmap_chunk_size (bm);
-      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64 && ok;
-           c = vb_bitmap_next_dirty (bm, c + 1))
+      ok = run_region (s, off, MIN (size, off + step), dirty, err);
+      if (ok && bm && dirty && s->op != OP_CHECK)
         {
-          ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, &err);
-          if (ok)
-            {
-              chunk_synced (s, c, MIN (chunk, size - c * chunk));
-              clear_synced (s, FALSE);
-            }
+          chunk_synced (s, chunk_no, MIN (step, size - off));
+          clear_synced (s, FALSE);
+        }
+      if (ok)
+        done_to = MIN (size, off + step);
+      if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY && !any_faulty (e))
+        {
+          engine_meta_rebuild_progress (e, done_to);
+          recorded = done_to;
         }
     }
-  /* what was made equal before a stop leaves the bitmap too */
-  clear_synced (s, TRUE);
+  if (!ok && record && done_to > recorded && !any_faulty (e))
+    engine_meta_rebuild_progress (e, done_to);
+  return ok;
+}
 
-  if (ok && s->op != OP_CHECK)
+/* The bitmap's dirty chunks only. FALSE when cancelled or failed (@err). */
+static gboolean
+run_dirty (EngineSync *s, int *err)
+{
+  VbBitmap *bm = engine_meta_bitmap (s->engine);
+  guint64 size = s->engine->layout.size;
+  guint64 chunk = vb_bitmap_chunk_size (bm);
+  gboolean ok = TRUE;
+
+  for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64 && ok;
+       c = vb_bitmap_next_dirty (bm, c + 1))
     {
-      /* everything the job wrote is durable before a slot counts as in sync */
-      for (guint i = 0; i < e->n; i++)
+      ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, err);
+      if (ok)
         {
-          Component *c = &e->components[i];
-          int f;
-          if (!engine_is_faulty (c) && (f = engine_component_flush (c)) < 0)
-            engine_component_failed (e, i, f);
+          chunk_synced (s, c, MIN (chunk, size - c * chunk));
+          clear_synced (s, FALSE);
         }
     }
-  if (ok)
-    {
-      for (guint i = 0; i < e->n; i++)
-        if (g_atomic_int_get (&e->components[i].rebuilding))
-          {
-            e->components[i].full_rebuild = FALSE;
-            engine_meta_role_in_sync (e, i);
-          }
-      if (e->meta)
-        engine_meta_sync_incomplete (e, FALSE);
-      g_message ("%s: %s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
-                 e->name, s->operation, s->progress, s->mismatches);
-      report (s, VB_ENGINE_JOB_FINISHED, NULL);
-    }
-  else if (err < 0)
+  return ok;
+}
+
+/* The job has run to its end: what it wrote is durable before a slot it
+ * rebuilt counts as in sync. */
+static void
+finish_job (EngineSync *s)
+{
+  VbEngine *e = s->engine;
+
+  if (s->op != OP_CHECK)
+    for (guint i = 0; i < e->n; i++)
+      {
+        Component *c = &e->components[i];
+        int f;
+        if (!engine_is_faulty (c) && (f = engine_component_flush (c)) < 0)
+          engine_component_failed (e, i, f);
+      }
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding))
+      {
+        e->components[i].full_rebuild = FALSE;
+        engine_meta_role_in_sync (e, i);
+      }
+  if (e->meta)
+    engine_meta_sync_incomplete (e, FALSE);
+  g_message ("%s: %s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
+             e->name, s->operation, s->progress, s->mismatches);
+  report (s, VB_ENGINE_JOB_FINISHED, NULL);
+}
+
+/* The job stopped before its end: failed (no copy could be read, @err)
+ * or cancelled; a resync or rebuild cut short must run again. */
+static void
+stop_job (EngineSync *s, int err)
+{
+  VbEngine *e = s->engine;
+
+  if (err < 0)
     {
       g_autofree char *msg = g_strdup_printf ("no copy could be read: %s", g_strerror (-err));
       if (e->meta)
         engine_meta_sync_incomplete (e, TRUE);
       g_warning ("%s: %s failed: %s", e->name, s->operation, msg);
       report (s, VB_ENGINE_JOB_FAILED, msg);
+      return;
     }
+  if (e->meta)
+    engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
+  g_message ("%s: %s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes", e->name,
+             s->operation, s->progress, s->bytes);
+  report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
+}
+
+static gpointer
+sync_thread (gpointer data)
+{
+  EngineSync *s = data;
+  int err = 0;
+  gboolean ok = s->full ? run_full (s, &err) : run_dirty (s, &err);
+
+  /* what was made equal before a stop leaves the bitmap too */
+  clear_synced (s, TRUE);
+  if (ok)
+    finish_job (s);
   else
-    {
-      if (e->meta)
-        engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
-      g_message ("%s: %s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
-                 e->name, s->operation, s->progress, s->bytes);
-      report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
-    }
+    stop_job (s, err);
   g_atomic_int_set (&s->done, TRUE);
   return NULL;
 }
