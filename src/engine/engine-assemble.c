@@ -441,30 +441,33 @@ decide_slot_at_start (Assembly *a, guint i)
       c->uuid = g_strdup (m->sb.roles[i].uuid);
       if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
         m->sb.roles[i].state = VB_ROLE_MISSING;
-      g_message ("%s: component %u (%s) is missing; starting degraded", e->name, i, c->path);
+      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s) is missing; starting degraded", i,
+                     c->path);
       return;
     case VB_SLOT_FAULTY:
       /* never read nor written, and not brought back by this start:
        * only an explicit re-add does (vb_engine_readd) */
-      g_message ("%s: component %u (%s): %s", e->name, i, c->path, why);
+      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s): %s", i, c->path, why);
       g_atomic_int_set (&c->faulty, 1);
       g_atomic_int_set (&c->recorded, 1);
       return;
     case VB_SLOT_RESYNC:
-      g_message ("%s: component %u (%s): %s; resyncing the chunks it records", e->name, i, c->path,
-                 why);
+      engine_report (e, VB_ENGINE_REPORT_INFO,
+                     "component %u (%s): %s; resyncing the chunks it records", i, c->path, why);
       break;
     case VB_SLOT_RESUME:
       /* it had every superblock write (and with it every write of the
        * device) since, so it holds the data below the recorded offset
        * but for the bitmap's dirty chunks */
-      g_message ("%s: component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes",
-                 e->name, i, c->path, m->sb.rebuild_offset);
+      engine_report (e, VB_ENGINE_REPORT_INFO,
+                     "component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes", i,
+                     c->path, m->sb.rebuild_offset);
       c->full_rebuild = TRUE;
       c->rebuild_from = m->sb.rebuild_offset;
       break;
     case VB_SLOT_REBUILD:
-      g_message ("%s: component %u (%s): %s; rebuilding it in full", e->name, i, c->path, why);
+      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s): %s; rebuilding it in full", i,
+                     c->path, why);
       c->full_rebuild = TRUE;
       break;
     }
@@ -542,9 +545,10 @@ decide_growth (Assembly *a, GError **error)
   a->grew = !a->fresh && e->layout.component_size > m->sb.data_size;
   if (a->grew && !all_slots_in_sync (e))
     {
-      g_message ("%s: components grew beyond %" G_GUINT64_FORMAT
-                 " data bytes, but not every slot is in sync; the device keeps its size",
-                 e->name, m->sb.data_size);
+      engine_report (e, VB_ENGINE_REPORT_INFO,
+                     "components grew beyond %" G_GUINT64_FORMAT
+                     " data bytes, but not every slot is in sync; the device keeps its size",
+                     m->sb.data_size);
       layout_at (e, a->attributes, m->sb.data_size);
       a->grew = FALSE;
     }
@@ -563,9 +567,10 @@ decide_growth (Assembly *a, GError **error)
         }
       m->sb.bitmap_bytes = need;
     }
-  g_message ("%s: components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-             " data bytes; resyncing",
-             e->name, m->sb.data_size, e->layout.component_size);
+  engine_report (e, VB_ENGINE_REPORT_INFO,
+                 "components grew from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                 " data bytes; resyncing",
+                 m->sb.data_size, e->layout.component_size);
   m->sb.data_size = e->layout.component_size;
   m->sb.clean = FALSE;
   return TRUE;

@@ -4,6 +4,7 @@
  * VbEngine.component_failed. */
 #pragma once
 
+#include "engine-report.h"
 #include "engine-state.h"
 
 /* Opens slot @c from @source (or takes the fd an engine being replaced
