@@ -215,15 +215,16 @@ engine_component_trim (Component *c, guint64 length, guint64 offset, gboolean ze
   return zero ? write_zeros (c->fd, length, offset) : 0;
 }
 
-void
+gboolean
 engine_component_let_go (Component *c)
 {
   int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
 
   if (null < 0)
-    return;
+    return FALSE;
   dup3 (null, c->fd, O_CLOEXEC);
   close (null);
+  return TRUE;
 }
 
 void
@@ -322,22 +323,16 @@ void
 vb_engine_release_component (VbEngine *e, guint i)
 {
   Component *c;
-  int null;
 
   g_return_if_fail (i < e->n);
   c = &e->components[i];
   if (!engine_is_faulty (c) || c->fd < 0 || c->released)
     return;
-  null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0)
-    return;
   g_rw_lock_writer_lock (&e->barrier);
-  if (engine_is_faulty (c) && !c->released)
+  if (engine_is_faulty (c) && !c->released && engine_component_let_go (c))
     {
-      dup3 (null, c->fd, O_CLOEXEC);
       c->released = TRUE;
       c->direct = FALSE;
     }
   g_rw_lock_writer_unlock (&e->barrier);
-  close (null);
 }

@@ -22,8 +22,9 @@ int engine_component_pwrite (Component *c, const void *buf, guint64 length, guin
 int engine_component_flush (Component *c);
 /* Discard (advisory) or write zeroes (@zero: emulated where it cannot). */
 int engine_component_trim (Component *c, guint64 length, guint64 offset, gboolean zero);
-/* Points its fd at /dev/null: the number stays taken, the file is let go. */
-void engine_component_let_go (Component *c);
+/* Points its fd at /dev/null: the number stays taken, the file is let go
+ * (FALSE: /dev/null could not be opened, nothing changed). */
+gboolean engine_component_let_go (Component *c);
 
 /* An I/O on component @i failed with @err: counted, and a component of a
  * redundant device turns faulty (once; then VbEngine.component_failed). */

@@ -1,10 +1,11 @@
 /* The engine's state: the types every layer of the engine shares, and
- * nothing that calls. The layers, bottom up: components (engine-component.c),
- * metadata (engine-meta.c, engine-assemble.c), jobs (engine-sync.c),
- * spares and re-adds (engine-spare.c), the data path (engine-io.c), the
- * engine made, started and freed (engine-lifecycle.c); engine.h is the
- * contract they implement together. A layer calls only the ones below it; what must go
- * up (a component failed) goes through a function the upper layer sets. */
+ * nothing that calls. The layers, bottom up: reports and components
+ * (engine-report.c, engine-component.c), metadata (engine-meta.c,
+ * engine-assemble.c), jobs (engine-sync.c), spares and re-adds
+ * (engine-spare.c), the data path (engine-io.c), the engine made, started
+ * and freed (engine-lifecycle.c); engine.h is the contract they implement
+ * together. A layer calls only the ones below it; what must go up (a
+ * component failed) goes through a function the upper layer sets. */
 #pragma once
 
 #include "engine.h"
@@ -43,7 +44,7 @@ typedef struct _VbEngineMeta VbEngineMeta;
 typedef struct _EngineSync EngineSync;
 typedef struct _EngineSweeper EngineSweeper;
 
-/* Set by engine.c: what follows once a component has turned faulty (the
+/* Set by engine-lifecycle.c: what follows once a component has turned faulty (the
  * metadata records it, the owner hears of it, a spare takes the slot). */
 typedef void (*EngineFailedFunc) (VbEngine *e, guint i, int err);
 
