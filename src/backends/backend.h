@@ -146,7 +146,8 @@ typedef void (*VbBackendFailureFunc) (const char *uuid, guint component, int err
 typedef void (*VbBackendJobFunc) (const char *uuid, const VbEngineJob *job, gpointer user_data);
 
 /* Once, before any other call: where engine devices keep their FUSE
- * mounts (RUN_DIR/engine), and who hears of component failures and jobs. */
+ * mounts (RUN_DIR/engine), and who hears of component failures and jobs.
+ * What the engines report for an administrator is logged from then on. */
 void vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure,
                        VbBackendJobFunc on_job, gpointer user_data);
 void vb_backends_report_job (const char *uuid, const VbEngineJob *job);

@@ -4,20 +4,18 @@
  * count mismatches) and repair (check, and rewrite mismatches from the
  * first in-sync copy). One job runs per device, on its own thread, one
  * unit at a time under the write barrier, so no write lands between a
- * unit's read and its writes. A job reports through the job function. */
+ * unit's read and its writes. A job reports through the job function.
+ * The bitmap's sweeper, which clears the bits of chunks written long
+ * enough ago, runs here too: it clears only while no job runs. */
 #include "config.h"
 
-#include "engine-private.h"
-
-#include "vb-error.h"
-#include "vb-open.h"
+#include "engine-sync.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#define SWEEP_INTERVAL_US (5 * G_USEC_PER_SEC)
 #define UNIT (1u << 20)    /* bytes copied or compared under the barrier at once */
 #define REPORT_US (250000) /* progress reports at most this often */
 #define BUSY_WINDOW_US (100000)
@@ -31,7 +29,7 @@ typedef enum {
   OP_REPAIR,
 } SyncOp;
 
-typedef struct _EngineSync {
+struct _EngineSync {
   VbEngine *engine;
   GThread *thread;
   SyncOp op;
@@ -53,7 +51,7 @@ typedef struct _EngineSync {
   guint64 io_seen;
   gint64 busy_until;
   guint8 *buf[VB_MAX_COPIES];
-} EngineSync;
+};
 
 static guint64 next_job_id = 1; /* atomic */
 
@@ -313,115 +311,143 @@ plan_job (EngineSync *s)
     }
 }
 
-static gpointer
-sync_thread (gpointer data)
+/* Every chunk of the device (a resync without a bitmap, a full rebuild,
+ * a check): where a rebuild resumes, below its point only the dirty ones.
+ * FALSE when cancelled or failed (@err). */
+static gboolean
+run_full (EngineSync *s, int *err)
 {
-  EngineSync *s = data;
   VbEngine *e = s->engine;
   VbBitmap *bm = engine_meta_bitmap (e);
   guint64 size = e->layout.size;
-  gboolean full = TRUE, ok = TRUE;
-  int err = 0;
+  guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
+  /* a full rebuild records how far it got, so that a stop (vblkd
+   * killed, a reconfiguration) does not start it over */
+  gboolean record = bm && s->op == OP_REBUILD;
+  guint64 done_to = 0, recorded = s->resume;
+  gboolean ok = TRUE;
 
-  full = s->full;
-
-  if (full)
-    {
-      guint64 step = bm ? vb_bitmap_chunk_size (bm) : (64ULL << 20);
-      /* a full rebuild records how far it got, so that a stop (vblkd
-       * killed, a reconfiguration) does not start it over */
-      gboolean record = bm && s->op == OP_REBUILD;
-      guint64 done_to = 0, recorded = s->resume;
-
-      if (s->resume > 0)
-        g_message ("%s: rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
+  if (s->resume > 0)
+    engine_report (e, VB_ENGINE_REPORT_INFO,
+                   "rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
                    "dirty chunks)",
-                   e->name, s->resume);
-      for (guint64 off = 0; off < size && ok; off += step)
-        {
-          guint64 chunk_no = bm ? off / step : 0;
-          gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
-          if (off + step <= s->resume && !dirty)
-            {
-              done_to = off + step;
-              continue;
-            }
-          ok = run_region (s, off, MIN (size, off + step), dirty, &err);
-          if (ok && bm && dirty && s->op != OP_CHECK)
-            {
-              chunk_synced (s, chunk_no, MIN (step, size - off));
-              clear_synced (s, FALSE);
-            }
-          if (ok)
-            done_to = MIN (size, off + step);
-          if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY
-              && !any_faulty (e))
-            {
-              engine_meta_rebuild_progress (e, done_to);
-              recorded = done_to;
-            }
-        }
-      if (!ok && record && done_to > recorded && !any_faulty (e))
-        engine_meta_rebuild_progress (e, done_to);
-    }
-  else
+                   s->resume);
+  for (guint64 off = 0; off < size && ok; off += step)
     {
-      guint64 chunk = vb_bitmap_chunk_size (bm);
-      for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64 && ok;
-           c = vb_bitmap_next_dirty (bm, c + 1))
+      guint64 chunk_no = bm ? off / step : 0;
+      gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
+      if (off + step <= s->resume && !dirty)
         {
-          ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, &err);
-          if (ok)
-            {
-              chunk_synced (s, c, MIN (chunk, size - c * chunk));
-              clear_synced (s, FALSE);
-            }
+          done_to = off + step;
+          continue;
+        }
+      ok = run_region (s, off, MIN (size, off + step), dirty, err);
+      if (ok && bm && dirty && s->op != OP_CHECK)
+        {
+          chunk_synced (s, chunk_no, MIN (step, size - off));
+          clear_synced (s, FALSE);
+        }
+      if (ok)
+        done_to = MIN (size, off + step);
+      if (ok && record && done_to < size && done_to >= recorded + RECORD_EVERY && !any_faulty (e))
+        {
+          engine_meta_rebuild_progress (e, done_to);
+          recorded = done_to;
         }
     }
-  /* what was made equal before a stop leaves the bitmap too */
-  clear_synced (s, TRUE);
+  if (!ok && record && done_to > recorded && !any_faulty (e))
+    engine_meta_rebuild_progress (e, done_to);
+  return ok;
+}
 
-  if (ok && s->op != OP_CHECK)
+/* The bitmap's dirty chunks only. FALSE when cancelled or failed (@err). */
+static gboolean
+run_dirty (EngineSync *s, int *err)
+{
+  VbBitmap *bm = engine_meta_bitmap (s->engine);
+  guint64 size = s->engine->layout.size;
+  guint64 chunk = vb_bitmap_chunk_size (bm);
+  gboolean ok = TRUE;
+
+  for (guint64 c = vb_bitmap_next_dirty (bm, 0); c != G_MAXUINT64 && ok;
+       c = vb_bitmap_next_dirty (bm, c + 1))
     {
-      /* everything the job wrote is durable before a slot counts as in sync */
-      for (guint i = 0; i < e->n; i++)
+      ok = run_region (s, c * chunk, MIN (size, (c + 1) * chunk), TRUE, err);
+      if (ok)
         {
-          Component *c = &e->components[i];
-          int f;
-          if (!engine_is_faulty (c) && (f = engine_component_flush (c)) < 0)
-            engine_component_failed (e, i, f);
+          chunk_synced (s, c, MIN (chunk, size - c * chunk));
+          clear_synced (s, FALSE);
         }
     }
-  if (ok)
-    {
-      for (guint i = 0; i < e->n; i++)
-        if (g_atomic_int_get (&e->components[i].rebuilding))
-          {
-            e->components[i].full_rebuild = FALSE;
-            engine_meta_role_in_sync (e, i);
-          }
-      if (e->meta)
-        engine_meta_sync_incomplete (e, FALSE);
-      g_message ("%s: %s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
-                 e->name, s->operation, s->progress, s->mismatches);
-      report (s, VB_ENGINE_JOB_FINISHED, NULL);
-    }
-  else if (err < 0)
+  return ok;
+}
+
+/* The job has run to its end: what it wrote is durable before a slot it
+ * rebuilt counts as in sync. */
+static void
+finish_job (EngineSync *s)
+{
+  VbEngine *e = s->engine;
+
+  if (s->op != OP_CHECK)
+    for (guint i = 0; i < e->n; i++)
+      {
+        Component *c = &e->components[i];
+        int f;
+        if (!engine_is_faulty (c) && (f = engine_component_flush (c)) < 0)
+          engine_component_failed (e, i, f);
+      }
+  for (guint i = 0; i < e->n; i++)
+    if (g_atomic_int_get (&e->components[i].rebuilding))
+      {
+        e->components[i].full_rebuild = FALSE;
+        engine_meta_role_in_sync (e, i);
+      }
+  if (e->meta)
+    engine_meta_sync_incomplete (e, FALSE);
+  engine_report (e, VB_ENGINE_REPORT_INFO,
+                 "%s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
+                 s->operation, s->progress, s->mismatches);
+  report (s, VB_ENGINE_JOB_FINISHED, NULL);
+}
+
+/* The job stopped before its end: failed (no copy could be read, @err)
+ * or cancelled; a resync or rebuild cut short must run again. */
+static void
+stop_job (EngineSync *s, int err)
+{
+  VbEngine *e = s->engine;
+
+  if (err < 0)
     {
       g_autofree char *msg = g_strdup_printf ("no copy could be read: %s", g_strerror (-err));
       if (e->meta)
         engine_meta_sync_incomplete (e, TRUE);
-      g_warning ("%s: %s failed: %s", e->name, s->operation, msg);
+      engine_report (e, VB_ENGINE_REPORT_WARNING, "%s failed: %s", s->operation, msg);
       report (s, VB_ENGINE_JOB_FAILED, msg);
+      return;
     }
+  if (e->meta)
+    engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
+  engine_report (e, VB_ENGINE_REPORT_INFO,
+                 "%s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
+                 s->operation, s->progress, s->bytes);
+  report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
+}
+
+static gpointer
+sync_thread (gpointer data)
+{
+  EngineSync *s = data;
+  int err = 0;
+  gboolean ok = s->full ? run_full (s, &err) : run_dirty (s, &err);
+
+  /* what was made equal before a stop leaves the bitmap too */
+  clear_synced (s, TRUE);
+  if (ok)
+    finish_job (s);
   else
-    {
-      if (e->meta)
-        engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
-      g_message ("%s: %s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
-                 e->name, s->operation, s->progress, s->bytes);
-      report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
-    }
+    stop_job (s, err);
   g_atomic_int_set (&s->done, TRUE);
   return NULL;
 }
@@ -487,8 +513,8 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
   e->sync = s;
   id = s->id;
   plan_job (s);
-  g_message ("%s: %s started: %" G_GUINT64_FORMAT " bytes%s", e->name, s->operation, s->bytes,
-             s->full ? "" : " (the bitmap's dirty chunks)");
+  engine_report (e, VB_ENGINE_REPORT_INFO, "%s started: %" G_GUINT64_FORMAT " bytes%s",
+                 s->operation, s->bytes, s->full ? "" : " (the bitmap's dirty chunks)");
   /* reported before the caller goes on: the job exists by the time the
    * request that started it is answered */
   report (s, VB_ENGINE_JOB_RUNNING, NULL);
@@ -497,12 +523,92 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
   return id;
 }
 
+static gboolean
+engine_sync_running (VbEngine *e)
+{
+  gboolean running;
+
+  g_mutex_lock (&e->sync_lock);
+  running = e->sync != NULL && !g_atomic_int_get (&e->sync->done);
+  g_mutex_unlock (&e->sync_lock);
+  return running;
+}
+
+/* the bitmap's sweeper */
+
+struct _EngineSweeper {
+  GThread *thread;
+  GMutex lock;
+  GCond cond;
+  gboolean stopping;
+};
+
+/* Bits are cleared only while every slot is healthy and in sync and no
+ * job runs: while one is not, the bits keep what it misses. */
+static gboolean
+may_clear (VbEngine *e)
+{
+  return !engine_sync_running (e) && engine_every_leg_readable (e);
+}
+
+static gpointer
+sweeper_thread (gpointer data)
+{
+  VbEngine *e = data;
+  EngineSweeper *w = e->sweeper;
+
+  g_mutex_lock (&w->lock);
+  while (!w->stopping)
+    {
+      gint64 until = g_get_monotonic_time () + SWEEP_INTERVAL_US;
+      if (g_cond_wait_until (&w->cond, &w->lock, until))
+        continue;
+      g_mutex_unlock (&w->lock);
+      vb_bitmap_sweep (engine_meta_bitmap (e), may_clear (e));
+      g_mutex_lock (&w->lock);
+    }
+  g_mutex_unlock (&w->lock);
+  return NULL;
+}
+
+static void
+sweeper_start (VbEngine *e)
+{
+  EngineSweeper *w;
+
+  if (engine_meta_bitmap (e) == NULL || e->read_only || e->sweeper)
+    return;
+  w = g_new0 (EngineSweeper, 1);
+  g_mutex_init (&w->lock);
+  g_cond_init (&w->cond);
+  e->sweeper = w;
+  w->thread = g_thread_new ("vblk-sweep", sweeper_thread, e);
+}
+
+void
+engine_sweeper_stop (VbEngine *e)
+{
+  EngineSweeper *w = e->sweeper;
+
+  if (w == NULL)
+    return;
+  g_mutex_lock (&w->lock);
+  w->stopping = TRUE;
+  g_cond_signal (&w->cond);
+  g_mutex_unlock (&w->lock);
+  g_thread_join (w->thread);
+  g_mutex_clear (&w->lock);
+  g_cond_clear (&w->cond);
+  g_free (w);
+  e->sweeper = NULL;
+}
+
 void
 engine_sync_start_needed (VbEngine *e, gboolean need)
 {
   gboolean rebuild = FALSE;
 
-  engine_meta_start_sweeper (e);
+  sweeper_start (e);
   if (!need || e->read_only || !e->redundant)
     return;
   /* a component behind (new, or re-added through the bitmap) makes it a
@@ -527,17 +633,6 @@ engine_sync_stop (VbEngine *e)
   g_atomic_int_set (&s->cancel, 1);
   g_thread_join (s->thread);
   sync_free (s);
-}
-
-gboolean
-engine_sync_running (VbEngine *e)
-{
-  gboolean running;
-
-  g_mutex_lock (&e->sync_lock);
-  running = e->sync != NULL && !g_atomic_int_get (&e->sync->done);
-  g_mutex_unlock (&e->sync_lock);
-  return running;
 }
 
 gint64
@@ -566,289 +661,4 @@ vb_engine_cancel_job (VbEngine *e, guint64 id)
     }
   g_mutex_unlock (&e->sync_lock);
   return r;
-}
-
-/* Lets go of faulty component @i: its fd is pointed at /dev/null (the
- * number stays, so no request can reach a file opened later under it), so
- * a disk or loop device being removed is no longer held open. Waits for
- * the writes in flight (the barrier): not on an I/O thread. */
-void
-vb_engine_release_component (VbEngine *e, guint i)
-{
-  Component *c;
-  int null;
-
-  g_return_if_fail (i < e->n);
-  c = &e->components[i];
-  if (!engine_is_faulty (c) || c->fd < 0 || c->released)
-    return;
-  null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0)
-    return;
-  g_rw_lock_writer_lock (&e->barrier);
-  if (engine_is_faulty (c) && !c->released)
-    {
-      dup3 (null, c->fd, O_CLOEXEC);
-      c->released = TRUE;
-      c->direct = FALSE;
-    }
-  g_rw_lock_writer_unlock (&e->barrier);
-  close (null);
-}
-
-/* spares and re-adds */
-
-/* Puts a component into slot @slot (faulty until now) and marks it behind:
- * @full, every byte is copied to it; else only the bitmap's dirty chunks.
- * The caller starts the rebuild. */
-static void
-install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, const char *path,
-         const char *uuid, gboolean full)
-{
-  Component *c = &e->components[slot];
-
-  /* the job that runs (a resync, say) ends first; the rebuild started
-   * after this covers what it had left */
-  engine_sync_stop (e);
-  g_rw_lock_writer_lock (&e->barrier);
-  /* readers skip the slot (faulty, then rebuilding); the old fd stays open
-   * until the engine ends, so a request still holding it never reaches
-   * another file */
-  g_atomic_int_set (&c->rebuilding, 1);
-  c->full_rebuild = full;
-  c->rebuild_from = 0;
-  if (c->fd >= 0 && c->fd != fd)
-    {
-      /* the number stays taken until the engine ends (a request that read
-       * it before the swap never reaches another file), but no longer
-       * holds the old file: a disk being removed can go */
-      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-      if (null >= 0)
-        {
-          dup3 (null, c->fd, O_CLOEXEC);
-          close (null);
-        }
-      engine_meta_keep_fd (e, c->fd);
-    }
-  c->fd = fd;
-  c->ops = ops;
-  c->handle = handle;
-  c->missing = FALSE;
-  c->released = FALSE;
-  c->direct = fd >= 0 && (fcntl (fd, F_GETFL) & O_DIRECT) != 0;
-  if (c->path != path)
-    {
-      g_free (c->path);
-      c->path = g_strdup (path);
-    }
-  if (c->uuid != uuid)
-    {
-      g_free (c->uuid);
-      c->uuid = g_strdup (uuid);
-    }
-  __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
-  g_atomic_int_set (&c->recorded, 0);
-  g_atomic_int_set (&c->faulty, 0);
-  g_rw_lock_writer_unlock (&e->barrier);
-  if (!engine_meta_active (e))
-    return; /* metadata=none: the desired state records the slot behind */
-  engine_meta_set_role (e, slot, uuid, VB_ROLE_REBUILDING);
-  /* its bitmap area must match the others' before it counts */
-  if (engine_meta_bitmap (e))
-    {
-      VbBitmap *bm = engine_meta_bitmap (e);
-      gsize len = vb_bitmap_bytes_for (e->layout.size, vb_bitmap_chunk_size (bm));
-      void *snap = NULL;
-      if (posix_memalign (&snap, 4096, len) == 0)
-        {
-          vb_bitmap_snapshot (bm, snap, len);
-          engine_component_pwrite (c, snap, len, VB_BITMAP_OFFSET);
-          free (snap);
-        }
-    }
-}
-
-/* metadata=none: nothing on the component says what it missed, so it
- * gets every byte again (the desired state records it behind meanwhile). */
-static int
-readd_without_metadata (VbEngine *e, guint slot, const VbEngineSource *source, GError **error)
-{
-  int fd = -1;
-
-  if (source->ops == NULL)
-    {
-      vb_engine_release_component (e, slot);
-      fd = vb_open_component (source->path,
-                              VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
-      if (fd < 0)
-        {
-          int err = errno;
-          vb_component_open_error (error, source->path, err);
-          return -err;
-        }
-    }
-  g_message ("%s: re-adding %s to slot %u (every byte: no metadata says what it missed)",
-             e->name, source->path, slot);
-  install (e, slot, fd, source->ops, source->handle, source->path, e->components[slot].uuid,
-           TRUE);
-  engine_sync_start (e, "rebuild", FALSE);
-  return 0;
-}
-
-int
-vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const char *uuid,
-                 GError **error)
-{
-  Component *c;
-  const VbMetadataHandler *handler;
-  g_autoptr (GError) local = NULL;
-  const char *path = source->path;
-  g_autofree char *why = NULL;
-  VbSuperblock sb;
-  void *buf = NULL;
-  gboolean full;
-  int fd = -1, r;
-
-  g_return_val_if_fail (slot < e->n, -EINVAL);
-  c = &e->components[slot];
-  /* checked and installed under the slot lock: a spare taking this slot
-   * at the same time leaves it to one of them */
-  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
-  if (!e->redundant)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' has %s: a component cannot be re-added", e->name,
-                   e->driver->redundant ? "no redundancy" : "one copy of its data");
-      return -ENOTSUP;
-    }
-  if (!engine_is_faulty (c))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "component %u (%s) of '%s' is not faulty: nothing to re-add", slot, c->path,
-                   e->name);
-      return -EBUSY;
-    }
-  if (e->meta == NULL)
-    return readd_without_metadata (e, slot, source, error);
-  handler = engine_meta_handler (e);
-  if (source->ops == NULL)
-    {
-      /* the faulty slot's own disk coming back is still claimed by its
-       * old fd: that one goes first (the slot stays faulty if this fails) */
-      vb_engine_release_component (e, slot);
-      fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
-      if (fd < 0)
-        {
-          int err = errno;
-          vb_component_open_error (error, path, err);
-          return -err;
-        }
-    }
-  /* what it says of itself decides: the device's own, same slot member ->
-   * only what it missed; blank -> everything; anything else is refused */
-  if (posix_memalign (&buf, 4096, handler->block_size) != 0)
-    g_error ("out of memory");
-  r = source->ops
-          ? source->ops->pread (source->handle, buf, handler->block_size, handler->block_offset)
-          : (pread (fd, buf, handler->block_size, handler->block_offset)
-                     == (gssize) handler->block_size
-                 ? 0
-                 : -EIO);
-  if (r < 0
-      || (!handler->decode (buf, handler->block_size, &sb, &local)
-          && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added", path,
-                   local ? local->message : g_strerror (-r));
-      free (buf);
-      if (fd >= 0)
-        close (fd);
-      return -EINVAL;
-    }
-  free (buf);
-  if (local == NULL && strcmp (sb.device_uuid, engine_meta_device_uuid (e)) != 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s' belongs to device '%s' (%s); not re-added", path, sb.device_name,
-                   sb.device_uuid);
-      if (fd >= 0)
-        close (fd);
-      return -EINVAL;
-    }
-  /* the assembly rule decides, as at start: only a component whose events
-   * are at or above the bitmap's events_cleared gets just the dirty chunks */
-  full = engine_meta_bitmap (e) == NULL
-         || engine_meta_decide_readd (e, slot, local == NULL ? &sb : NULL, &why) != VB_SLOT_RESYNC;
-  g_message ("%s: re-adding %s to slot %u (%s): %s", e->name, path, slot,
-             full ? "every byte" : "the bitmap's dirty chunks", why ? why : "no bitmap");
-  /* a replacement (a blank one, given its own UUID) is a new member */
-  install (e, slot, fd, source->ops, source->handle, path, full && uuid ? uuid : c->uuid, full);
-  engine_sync_start (e, "rebuild", FALSE);
-  return 0;
-}
-
-typedef struct {
-  VbEngine *engine;
-  guint slot;
-} TakeSpare;
-
-static gpointer
-take_spare_thread (gpointer data)
-{
-  TakeSpare *t = data;
-  VbEngine *e = t->engine;
-  guint slot = t->slot;
-  g_autofree char *path = NULL;
-  g_autofree char *uuid = NULL;
-  int fd;
-
-  g_free (t);
-  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
-  /* a re-add may have put the slot's own component back meanwhile */
-  if (!engine_is_faulty (&e->components[slot]))
-    return NULL;
-  if (!engine_meta_pop_spare (e, &path, &uuid))
-    return NULL;
-  fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
-  if (fd < 0)
-    {
-      g_warning ("%s: spare %s: %s", e->name, path, g_strerror (errno));
-      return NULL;
-    }
-  g_message ("%s: spare %s takes slot %u; rebuilding onto it", e->name, path, slot);
-  install (e, slot, fd, NULL, NULL, path, uuid, TRUE);
-  engine_sync_start (e, "rebuild", FALSE);
-  return NULL;
-}
-
-/* One takeover at a time; the engine joins it before it ends. */
-static GMutex spare_lock;
-
-void
-engine_sync_take_spare (VbEngine *e, guint i)
-{
-  TakeSpare *t;
-
-  g_mutex_lock (&spare_lock);
-  if (e->spare_thread == NULL && !g_atomic_int_get (&e->quiesced))
-    {
-      t = g_new0 (TakeSpare, 1);
-      t->engine = e;
-      t->slot = i;
-      e->spare_thread = g_thread_new ("vblk-spare", take_spare_thread, t);
-    }
-  g_mutex_unlock (&spare_lock);
-}
-
-void
-engine_sync_join_spare (VbEngine *e)
-{
-  GThread *t;
-
-  g_mutex_lock (&spare_lock);
-  t = e->spare_thread;
-  e->spare_thread = NULL;
-  g_mutex_unlock (&spare_lock);
-  if (t)
-    g_thread_join (t);
 }

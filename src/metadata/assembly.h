@@ -70,7 +70,7 @@ void vb_assembly_record_clear (VbSuperblock *sb);
  * other copy to resync from, rebuild from or read instead, so every slot
  * must hold its own, current component — md refuses a raid0 with a member
  * missing the same way. The redundant drivers' rules (a stale leg re-added
- * or rebuilt) are elsewhere (engine-meta.c, backend-kernel-md.c). */
+ * or rebuilt) are elsewhere (engine-assemble.c, backend-kernel-md.c). */
 
 typedef struct {
   const char *path;       /* for messages */

@@ -320,6 +320,46 @@ test_failure_recorded_first (Fixture *f, gconstpointer data)
   vb_engine_free (e);
 }
 
+static GMutex reports_lock;
+
+static void
+on_report (const char *device, VbEngineReportKind kind, const char *message, gpointer data)
+{
+  GPtrArray *reports = data;
+
+  g_mutex_lock (&reports_lock);
+  g_ptr_array_add (reports, g_strdup_printf ("%s %s: %s",
+                                             kind == VB_ENGINE_REPORT_WARNING ? "warning" : "info",
+                                             device, message));
+  g_mutex_unlock (&reports_lock);
+}
+
+/* What an administrator must see goes to the owner's report function,
+ * naming the device (the engine itself does not log): a job started and
+ * finished, a leg's failure recorded. */
+static void
+test_reports (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GPtrArray) reports = g_ptr_array_new_with_free_func (g_free);
+  g_autofree void *buf = aligned (65536, 0x5a);
+  g_autofree char *failed
+      = g_strdup_printf ("info m: component 1 (%s) failed; recorded at events ", f->paths[1]);
+  g_autofree char *all = NULL;
+  VbEngine *e;
+
+  vb_engine_set_report_func (on_report, reports);
+  e = started (f);
+  g_atomic_int_set (&f->leg1.fail_writes, 1);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 0, FALSE), ==, 0);
+  vb_engine_free (e);
+  vb_engine_set_report_func (NULL, NULL);
+  g_ptr_array_add (reports, NULL);
+  all = g_strjoinv ("\n", (char **) reports->pdata);
+  g_assert_nonnull (strstr (all, "info m: resync started: "));
+  g_assert_nonnull (strstr (all, "info m: resync finished: "));
+  g_assert_nonnull (strstr (all, failed));
+}
+
 /* A leg that failed stays faulty through a stop and a start (never read,
  * never written); an explicit re-add brings it back, copying only the
  * bitmap's dirty chunks, and it is not read before that copy ends. */
@@ -1121,6 +1161,7 @@ main (int argc, char **argv)
 #define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD ("/engine-meta/fresh", test_fresh);
   ADD ("/engine-meta/failure-recorded-first", test_failure_recorded_first);
+  ADD ("/engine-meta/reports", test_reports);
   ADD ("/engine-meta/stale-never-read", test_stale_never_read);
   ADD ("/engine-meta/bad-superblock-refused", test_bad_superblock_refused);
   ADD ("/engine-meta/foreign-refused", test_foreign_refused);

@@ -214,14 +214,13 @@ handle_export_name (VbNbdHandshake *c, const guint8 *name, guint32 len)
   return send2 (c->fd, reply, c->no_zeroes ? 10 : sizeof reply, NULL, 0) < 0 ? -EIO : 1;
 }
 
-/* Returns 1 to enter transmission, 0 when the client aborted, -errno to
- * close the connection. */
+/* The fixed newstyle greeting, and the client's flags (@fixed: it speaks
+ * fixed newstyle). */
 static int
-run_handshake (VbNbdHandshake *c)
+exchange_greeting (VbNbdHandshake *c, gboolean *fixed)
 {
   guint8 greeting[18], flags[4];
   guint32 client_flags;
-  gboolean fixed;
   int r;
 
   put64 (greeting, NBD_MAGIC);
@@ -233,9 +232,41 @@ run_handshake (VbNbdHandshake *c)
   client_flags = get32 (flags);
   if (client_flags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES))
     return -EPROTO; /* the spec: unknown client flags drop the connection */
-  fixed = (client_flags & NBD_FLAG_C_FIXED_NEWSTYLE) != 0;
+  *fixed = (client_flags & NBD_FLAG_C_FIXED_NEWSTYLE) != 0;
   c->no_zeroes = (client_flags & NBD_FLAG_C_NO_ZEROES) != 0;
+  return 0;
+}
 
+/* An option whose data nothing needs (already dropped unread). */
+static int
+handle_dataless_option (VbNbdHandshake *c, guint32 option, guint32 len)
+{
+  switch (option)
+    {
+    case NBD_OPT_LIST:
+      return handle_list (c, len);
+    case NBD_OPT_STARTTLS:
+      return send_opt_error (c, option, NBD_REP_ERR_UNSUP, "TLS is not supported");
+    case NBD_OPT_STRUCTURED_REPLY:
+      if (len != 0)
+        return send_opt_error (c, option, NBD_REP_ERR_INVALID, "takes no data");
+      c->terms->structured = TRUE;
+      return send_opt_reply (c, option, NBD_REP_ACK, NULL, 0);
+    default:
+      return send_opt_error (c, option, NBD_REP_ERR_UNSUP, "unknown option");
+    }
+}
+
+/* Returns 1 to enter transmission, 0 when the client aborted, -errno to
+ * close the connection. */
+static int
+run_handshake (VbNbdHandshake *c)
+{
+  gboolean fixed = FALSE;
+  int r;
+
+  if ((r = exchange_greeting (c, &fixed)) < 0)
+    return r;
   for (;;)
     {
       guint8 h[16];
@@ -270,30 +301,13 @@ run_handshake (VbNbdHandshake *c)
           /* Nothing else needs its data: drop it without storing it. */
           if ((r = recv_discard (c->fd, len)) < 0)
             return r;
-          switch (option)
+          if (option == NBD_OPT_ABORT)
             {
-            case NBD_OPT_ABORT:
               send_opt_reply (c, option, NBD_REP_ACK, NULL, 0);
               return 0;
-            case NBD_OPT_LIST:
-              r = handle_list (c, len);
-              break;
-            case NBD_OPT_STARTTLS:
-              r = send_opt_error (c, option, NBD_REP_ERR_UNSUP, "TLS is not supported");
-              break;
-            case NBD_OPT_STRUCTURED_REPLY:
-              if (len != 0)
-                {
-                  r = send_opt_error (c, option, NBD_REP_ERR_INVALID, "takes no data");
-                  break;
-                }
-              c->terms->structured = TRUE;
-              r = send_opt_reply (c, option, NBD_REP_ACK, NULL, 0);
-              break;
-            default:
-              r = send_opt_error (c, option, NBD_REP_ERR_UNSUP, "unknown option");
-              break;
             }
+          r = handle_dataless_option (c, option, len);
+          break;
         }
       if (r != 0)
         return r;

@@ -1,0 +1,33 @@
+/* The engine's bottom layer: one component — opened, read, written,
+ * flushed, trimmed, let go of — and the moment it turns faulty. Calls
+ * nothing above it: what a failure sets off goes up through
+ * VbEngine.component_failed. */
+#pragma once
+
+#include "engine-report.h"
+#include "engine-state.h"
+
+/* Opens slot @c from @source (or takes the fd an engine being replaced
+ * hands over); a missing one starts faulty. Raises *@align to what its
+ * I/O needs. */
+gboolean engine_component_open (Component *c, const VbEngineSource *source,
+                                const VbComponentInfo *info, gboolean read_only, guint32 *align,
+                                GError **error);
+void engine_component_close (Component *c);
+
+/* I/O on one component outside io_uring (metadata, sync jobs); 0 or -errno.
+ * Buffers are aligned for O_DIRECT by the callers. */
+int engine_component_pread (Component *c, void *buf, guint64 length, guint64 offset);
+int engine_component_pwrite (Component *c, const void *buf, guint64 length, guint64 offset);
+int engine_component_flush (Component *c);
+/* Discard (advisory) or write zeroes (@zero: emulated where it cannot). */
+int engine_component_trim (Component *c, guint64 length, guint64 offset, gboolean zero);
+/* Points its fd at /dev/null: the number stays taken, the file is let go
+ * (FALSE: /dev/null could not be opened, nothing changed). */
+gboolean engine_component_let_go (Component *c);
+
+/* An I/O on component @i failed with @err: counted, and a component of a
+ * redundant device turns faulty (once; then VbEngine.component_failed). */
+void engine_component_failed (VbEngine *e, guint i, int err);
+/* Every slot healthy and in sync. */
+gboolean engine_every_leg_readable (VbEngine *e);
