@@ -878,13 +878,15 @@ ublk_node_owner (dev_t devnum, VbNodeOwner *owner)
 
 const VbBackend vb_backend_ublk = {
   .name = "ublk",
+  .capabilities = VB_ENGINE_RUNTIME_CAPABILITIES | VB_BACKEND_SURVIVES_SERVER,
   .available = ublk_available,
   .supports = vb_engine_runtime_supports,
-  VB_ENGINE_RUNTIME_CALLBACKS,
   .start = ublk_start,
   .stop = ublk_stop,
   .update = ublk_update,
   .reconfigure = ublk_reconfigure,
   .scan = ublk_scan,
   .node_owner = ublk_node_owner,
+  .format = vb_engine_runtime_format,
+  .engine = &vb_engine_runtime_ops,
 };

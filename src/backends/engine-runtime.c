@@ -285,8 +285,8 @@ vb_engine_runtime_lost_data (const char *block_device)
   return r;
 }
 
-int
-vb_engine_runtime_set_faulty (const char *block_device, guint component)
+gboolean
+vb_engine_runtime_set_faulty (const char *block_device, guint component, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
@@ -295,7 +295,7 @@ vb_engine_runtime_set_faulty (const char *block_device, guint component)
                                                     : vb_engine_set_faulty (e, component);
 
   engine_put (rt);
-  return r;
+  return vb_backend_errno (r, error);
 }
 
 /* The switch, so that a reconfiguration reaches every user of the device. */
@@ -311,26 +311,28 @@ vb_engine_runtime_block_ops (const char *block_device, const VbBlockOps **ops, v
   return TRUE;
 }
 
-gint64
-vb_engine_runtime_check (const char *block_device, gboolean repair)
+gboolean
+vb_engine_runtime_check (const char *block_device, gboolean repair, guint64 *job, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
   gint64 r = e ? vb_engine_check (e, repair) : -ENOTSUP;
 
   engine_put (rt);
-  return r;
+  if (r >= 0)
+    *job = (guint64) r;
+  return vb_backend_errno ((int) MIN (r, 0), error);
 }
 
-int
-vb_engine_runtime_cancel_job (const char *block_device, guint64 job)
+gboolean
+vb_engine_runtime_cancel_job (const char *block_device, guint64 job, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
   int r = e ? vb_engine_cancel_job (e, job) : -ESRCH;
 
   engine_put (rt);
-  return r;
+  return vb_backend_errno (r, error);
 }
 
 gboolean
@@ -488,3 +490,17 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
     }
   return TRUE;
 }
+
+const VbEngineDeviceOps vb_engine_runtime_ops = {
+  .component_status = vb_engine_runtime_component_status,
+  .slot_source = vb_engine_runtime_slot_source,
+  .component_missing = vb_engine_runtime_component_missing,
+  .lost_data = vb_engine_runtime_lost_data,
+  .set_faulty = vb_engine_runtime_set_faulty,
+  .release = vb_engine_runtime_release,
+  .block_ops = vb_engine_runtime_block_ops,
+  .check = vb_engine_runtime_check,
+  .cancel_job = vb_engine_runtime_cancel_job,
+  .readd = vb_engine_runtime_readd,
+  .set_spares = vb_engine_runtime_set_spares,
+};

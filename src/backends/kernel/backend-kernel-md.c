@@ -1803,8 +1803,8 @@ vb_kernel_md_lost_data (const char *block_device)
   return lost;
 }
 
-int
-vb_kernel_md_set_faulty (const char *block_device, guint component)
+static int
+set_faulty (const char *block_device, guint component)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
   g_autofree gboolean *healthy = NULL;
@@ -1847,6 +1847,12 @@ out:
   return r;
 }
 
+gboolean
+vb_kernel_md_set_faulty (const char *block_device, guint component, GError **error)
+{
+  return vb_backend_errno (set_faulty (block_device, component), error);
+}
+
 void
 vb_kernel_md_release (const char *block_device, guint component)
 {
@@ -1868,52 +1874,51 @@ vb_kernel_md_release (const char *block_device, guint component)
   g_mutex_unlock (&a->lock);
 }
 
-gint64
-vb_kernel_md_check (const char *block_device, gboolean repair)
+gboolean
+vb_kernel_md_check (const char *block_device, gboolean repair, guint64 *job, GError **error)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
   g_autofree char *action = NULL;
-  gint64 id;
   int r;
 
   /* not an md array (a device-mapper node of backend kernel): no copies */
   if (a == NULL || a->copies == 1)
-    return -ENOTSUP;
+    return vb_backend_errno (-ENOTSUP, error);
   g_mutex_lock (&a->lock);
   action = md_get (a, "sync_action");
   if (a->job_op || g_strcmp0 (action, "idle") != 0)
     {
       g_mutex_unlock (&a->lock);
-      return -EBUSY;
+      return vb_backend_errno (-EBUSY, error);
     }
   r = md_set (a, "sync_action", repair ? "repair" : "check");
   if (r < 0)
     {
       g_mutex_unlock (&a->lock);
-      return r;
+      return vb_backend_errno (r, error);
     }
   a->job_id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
   a->job_op = g_strdup (repair ? "repair" : "check");
   a->job_asked = g_get_monotonic_time ();
-  id = (gint64) a->job_id;
+  *job = a->job_id;
   g_mutex_unlock (&a->lock);
   wake (a);
-  return id;
+  return TRUE;
 }
 
-int
-vb_kernel_md_cancel_job (const char *block_device, guint64 job)
+gboolean
+vb_kernel_md_cancel_job (const char *block_device, guint64 job, GError **error)
 {
   g_autoptr (MdArray) a = lookup_array (block_device);
   int r;
 
   if (a == NULL)
-    return -ESRCH;
+    return vb_backend_errno (-ESRCH, error);
   g_mutex_lock (&a->lock);
   if (a->job_op == NULL || a->job_id != job)
     {
       g_mutex_unlock (&a->lock);
-      return -ESRCH;
+      return vb_backend_errno (-ESRCH, error);
     }
   a->job_cancel = TRUE;
   /* a check ends; a resync or recovery would start again at once, so md
@@ -1923,7 +1928,7 @@ vb_kernel_md_cancel_job (const char *block_device, guint64 job)
                                                                                     : "frozen");
   g_mutex_unlock (&a->lock);
   wake (a);
-  return r;
+  return vb_backend_errno (r, error);
 }
 
 gboolean
@@ -1992,3 +1997,31 @@ vb_kernel_md_set_spares (const char *block_device, guint n, const char *const *p
   g_mutex_unlock (&a->lock);
   wake (a);
 }
+
+/* md arrays are not served by this process: no in-process access, and
+ * the slots' sources are the desired state's */
+static gboolean
+md_block_ops (const char *block_device, const VbBlockOps **ops, void **handle)
+{
+  return FALSE;
+}
+
+static char *
+md_slot_source (const char *block_device, guint component)
+{
+  return NULL;
+}
+
+const VbEngineDeviceOps vb_kernel_md_ops = {
+  .component_status = vb_kernel_md_component_status,
+  .slot_source = md_slot_source,
+  .component_missing = vb_kernel_md_component_missing,
+  .lost_data = vb_kernel_md_lost_data,
+  .set_faulty = vb_kernel_md_set_faulty,
+  .release = vb_kernel_md_release,
+  .block_ops = md_block_ops,
+  .check = vb_kernel_md_check,
+  .cancel_job = vb_kernel_md_cancel_job,
+  .readd = vb_kernel_md_readd,
+  .set_spares = vb_kernel_md_set_spares,
+};

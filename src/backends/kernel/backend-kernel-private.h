@@ -55,13 +55,15 @@ gboolean vb_kernel_md_component_status (const char *block_device, guint componen
                                         gboolean *rebuilding, guint64 *errors);
 gboolean vb_kernel_md_component_missing (const char *block_device, guint component);
 gboolean vb_kernel_md_lost_data (const char *block_device);
-int vb_kernel_md_set_faulty (const char *block_device, guint component);
+gboolean vb_kernel_md_set_faulty (const char *block_device, guint component, GError **error);
 void vb_kernel_md_release (const char *block_device, guint component);
-gint64 vb_kernel_md_check (const char *block_device, gboolean repair);
-int vb_kernel_md_cancel_job (const char *block_device, guint64 job);
+gboolean vb_kernel_md_check (const char *block_device, gboolean repair, guint64 *job,
+                             GError **error);
+gboolean vb_kernel_md_cancel_job (const char *block_device, guint64 job, GError **error);
 gboolean vb_kernel_md_readd (const char *block_device, guint slot, const char *path,
                              const char *uuid, GError **error);
 void vb_kernel_md_set_spares (const char *block_device, guint n, const char *const *paths,
                               const char *const *uuids);
+extern const VbEngineDeviceOps vb_kernel_md_ops;
 
 G_END_DECLS

@@ -16,6 +16,7 @@
 
 #include "backend-kernel-private.h"
 #include "backend.h"
+#include "engine-runtime.h"
 #include "loop-util.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
@@ -671,11 +672,9 @@ kernel_stop (const char *block_device, const char *instance, const char *uuid, G
 static gboolean
 kernel_format (const VbBackendRequest *request, GError **error)
 {
-  extern const VbBackend vb_backend_loop;
-
   if (g_strcmp0 (g_hash_table_lookup (request->attributes, "metadata"), "vblk") != 0)
     return TRUE; /* none; md1: the array's own, which md keeps */
-  return vb_backend_loop.format (request, error);
+  return vb_engine_runtime_format (request, error);
 }
 
 static GPtrArray *
@@ -759,22 +758,15 @@ kernel_node_owner (dev_t devnum, VbNodeOwner *owner)
  * array and say so (no redundancy, no job, no component status). */
 const VbBackend vb_backend_kernel = {
   .name = "kernel",
+  .capabilities = VB_BACKEND_CAN_FORMAT | VB_BACKEND_CAN_RECONFIGURE | VB_BACKEND_SURVIVES_SERVER,
   .available = kernel_available,
   .supports = kernel_supports,
-  .format = kernel_format,
   .start = kernel_start,
   .stop = kernel_stop,
   .update = kernel_update,
-  .component_status = vb_kernel_md_component_status,
-  .component_missing = vb_kernel_md_component_missing,
-  .lost_data = vb_kernel_md_lost_data,
-  .set_faulty = vb_kernel_md_set_faulty,
-  .release = vb_kernel_md_release,
-  .check = vb_kernel_md_check,
-  .cancel_job = vb_kernel_md_cancel_job,
-  .readd = vb_kernel_md_readd,
-  .set_spares = vb_kernel_md_set_spares,
-  .reconfigure = kernel_reconfigure,
   .scan = kernel_scan,
   .node_owner = kernel_node_owner,
+  .format = kernel_format,
+  .reconfigure = kernel_reconfigure,
+  .engine = &vb_kernel_md_ops,
 };
