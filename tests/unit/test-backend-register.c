@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "backend.h"
+#include "kernel-parts.h"
 #include "vb-error.h"
 
 #include <string.h>
@@ -133,6 +134,20 @@ test_complete_passes (void)
   g_assert_no_error (error);
 }
 
+/* The two backends behind the name "kernel" are complete ones too. */
+static void
+test_kernel_parts_pass (void)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vb_backend_check (&vb_kernel_md_backend, &error));
+  g_assert_no_error (error);
+  g_assert_true (vb_backend_check (&vb_kernel_dm_backend, &error));
+  g_assert_no_error (error);
+  g_assert_nonnull (vb_kernel_md_backend.engine);
+  g_assert_null (vb_kernel_dm_backend.engine);
+}
+
 static void
 test_built_in_pass (void)
 {
@@ -158,6 +173,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/backend/register/built-in", test_built_in_pass);
+  g_test_add_func ("/backend/register/kernel-parts", test_kernel_parts_pass);
   g_test_add_func ("/backend/register/missing-required", test_missing_required);
   g_test_add_func ("/backend/register/capability-without-callback",
                    test_capability_without_callback);
