@@ -386,6 +386,57 @@ vb_engine_runtime_update (const char *block_device, const VbBackendRequest *requ
   return TRUE;
 }
 
+/* What the running engine @old knows of the component at @path, kept by
+ * the new one: metadata=none: a slot is behind unless it is an in-sync
+ * component of the running engine (the superblocks say it where there
+ * are some); a kept component keeps its error count and its state (a
+ * faulty one stays faulty) and, for a plain file, its open fd. */
+static void
+kept_component (VbEngine *old, const char *path, VbEngineSource *source, gboolean *behind,
+                gboolean *failed, guint64 *errors)
+{
+  int held_fd = -1;
+
+  *behind = TRUE;
+  for (guint j = 0; j < vb_engine_n_components (old); j++)
+    if (g_strcmp0 (path, vb_engine_component_path (old, j)) == 0)
+      {
+        *behind = !vb_engine_component_in_sync (old, j);
+        *failed = vb_engine_component_faulty (old, j);
+        *errors = vb_engine_component_errors (old, j);
+        held_fd = vb_engine_component_fd (old, j);
+      }
+  source_for (path, source);
+  if (source->ops == NULL && held_fd >= 0)
+    {
+      source->has_fd = TRUE;
+      source->fd = held_fd;
+    }
+}
+
+/* New requests held and those in flight drained (at most @timeout_ms);
+ * on failure @old goes on as it was. */
+static gboolean
+suspend (VbEngineRuntime *rt, VbEngine *old, const char *block_device, guint timeout_ms,
+         GError **error)
+{
+  int r = vb_engine_switch_suspend (rt->sw, timeout_ms);
+
+  if (r >= 0)
+    return TRUE;
+  vb_engine_resume (old);
+  if (r == -ETIMEDOUT)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "%s: the requests in flight did not finish within %u ms; the "
+                 "reconfiguration was abandoned and the device goes on as it was",
+                 block_device, timeout_ms);
+  else
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                 "%s: flushing before the swap: %s; the device goes on as it was", block_device,
+                 g_strerror (-r));
+  return FALSE;
+}
+
 gboolean
 vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest *request,
                                guint timeout_ms, VbReconfigureReport *report, GError **error)
@@ -394,11 +445,9 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
   g_autofree gboolean *failed = g_new0 (gboolean, request->n_components);
-  g_autofree int *held_fd = g_new (int, request->n_components);
   g_autofree guint64 *errors = g_new0 (guint64, request->n_components);
   g_autoptr (GError) local = NULL;
   VbEngine *old, *engine;
-  int r;
 
   memset (report, 0, sizeof *report);
   if (rt == NULL)
@@ -409,30 +458,8 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
     }
   old = vb_engine_switch_engine (rt->sw);
   report->old_size = vb_engine_ops.size (old);
-  /* metadata=none: a slot is behind unless it is an in-sync component of
-   * the running engine (the superblocks say it where there are some) */
   for (guint i = 0; i < request->n_components; i++)
-    {
-      behind[i] = TRUE;
-      held_fd[i] = -1;
-      for (guint j = 0; j < vb_engine_n_components (old); j++)
-        if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
-          {
-            behind[i] = !vb_engine_component_in_sync (old, j);
-            /* a kept component keeps its error count and its state: a
-             * faulty one stays faulty (the superblocks say so where there
-             * are some; without, this does) */
-            failed[i] = vb_engine_component_faulty (old, j);
-            errors[i] = vb_engine_component_errors (old, j);
-            held_fd[i] = vb_engine_component_fd (old, j);
-          }
-      source_for (request->paths[i], &sources[i]);
-      if (sources[i].ops == NULL && held_fd[i] >= 0)
-        {
-          sources[i].has_fd = TRUE;
-          sources[i].fd = held_fd[i];
-        }
-    }
+    kept_component (old, request->paths[i], &sources[i], &behind[i], &failed[i], &errors[i]);
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;
   identity.out_of_sync = behind;
@@ -441,21 +468,8 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
 
   /* nothing but requests touches the components from here on */
   vb_engine_quiesce (old);
-  r = vb_engine_switch_suspend (rt->sw, timeout_ms);
-  if (r < 0)
-    {
-      vb_engine_resume (old);
-      if (r == -ETIMEDOUT)
-        g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                     "%s: the requests in flight did not finish within %u ms; the "
-                     "reconfiguration was abandoned and the device goes on as it was",
-                     block_device, timeout_ms);
-      else
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "%s: flushing before the swap: %s; the device goes on as it was", block_device,
-                     g_strerror (-r));
-      return FALSE;
-    }
+  if (!suspend (rt, old, block_device, timeout_ms, error))
+    return FALSE;
   vb_test_hook ("reconfigure:suspended");
   engine
       = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,

@@ -275,6 +275,73 @@ member_offset (MdArray *a, const char *sysdir)
   return 0;
 }
 
+/* The member md lists as @entry ("dev-KNAME"), in its slot of @a; its
+ * superblock read (vblk's or md's). *@newest: the events of the newest
+ * vblk superblock so far (-1: none), which becomes the array's. */
+static void
+attach_member (MdArray *a, const char *entry, gint64 *newest)
+{
+  g_autofree char *slot = NULL, *state = NULL, *node = NULL, *a_slot = NULL, *a_state = NULL;
+  g_autoptr (GError) local = NULL;
+  VbSuperblock sb;
+  Member *m;
+  guint64 s;
+
+  a_slot = g_build_filename (entry, "slot", NULL);
+  a_state = g_build_filename (entry, "state", NULL);
+  slot = md_get (a, a_slot);
+  state = md_get (a, a_state);
+  if (slot == NULL || !g_ascii_string_to_unsigned (slot, 10, 0, a->n - 1, &s, NULL))
+    return;
+  node = g_strdup_printf ("/dev/%s", entry + 4);
+  m = md_member_new (node, "", node, a->meta, &local);
+  if (m == NULL)
+    {
+      g_warning ("%s: %s", a->md, local->message);
+      return;
+    }
+  /* a faulty member is recorded by the monitor (again, if the killed
+   * vblkd had done it): its superblocks may not say so yet */
+  m->rebuilding = !md_has_word (state, "faulty") && !md_has_word (state, "in_sync");
+  if (a->native && vb_metadata_md1.read (-1, m->node, &sb, NULL))
+    {
+      g_free (m->uuid);
+      m->uuid = g_strdup (sb.component_uuid);
+    }
+  else if (a->meta && vb_superblock_read (m->fd, m->path, &sb, NULL))
+    {
+      g_free (m->uuid);
+      m->uuid = g_strdup (sb.component_uuid);
+      if (*newest < 0 || sb.events > (guint64) *newest)
+        {
+          *newest = (gint64) sb.events;
+          a->sb = sb;
+        }
+    }
+  md_member_free (a->members[s]);
+  a->members[s] = m;
+}
+
+/* Every member md lists in @sysdir. FALSE when the array carries vblk's
+ * metadata and no member a readable superblock of it. */
+static gboolean
+attach_members (MdArray *a, const char *sysdir)
+{
+  g_autoptr (GDir) dir = g_dir_open (sysdir, 0, NULL);
+  const char *entry;
+  gint64 newest = -1;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    if (g_str_has_prefix (entry, "dev-"))
+      attach_member (a, entry, &newest);
+  if (a->meta && newest < 0)
+    {
+      g_warning ("%s: no member holds a readable vblk superblock; not watching it", a->md);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 MdArray *
 md_attach_running (const char *md, const char *instance)
 {
@@ -282,11 +349,7 @@ md_attach_running (const char *md, const char *instance)
   g_autofree char *path = md_run_file (md);
   g_autofree char *text = NULL, *version = NULL, *level = NULL, *disks = NULL, *layout = NULL;
   g_auto (GStrv) lines = NULL;
-  g_autoptr (GDir) dir = NULL;
-  const char *entry;
   MdArray *a;
-  gint best = -1;
-  guint64 best_events = 0;
 
   g_autofree char *p_version = g_build_filename (sysdir, "metadata_version", NULL);
   g_autofree char *p_level = g_build_filename (sysdir, "level", NULL);
@@ -319,54 +382,8 @@ md_attach_running (const char *md, const char *instance)
   /* a raid0 runs with or without vblk's superblocks; with them, its data
    * starts past them on every member */
   a->meta = !a->native && (a->copies > 1 || member_offset (a, sysdir) > 0);
-  dir = g_dir_open (sysdir, 0, NULL);
-  while (dir && (entry = g_dir_read_name (dir)))
+  if (!attach_members (a, sysdir))
     {
-      g_autofree char *slot = NULL, *state = NULL, *node = NULL, *a_slot = NULL, *a_state = NULL;
-      g_autoptr (GError) local = NULL;
-      VbSuperblock sb;
-      Member *m;
-      guint64 s;
-      if (!g_str_has_prefix (entry, "dev-"))
-        continue;
-      a_slot = g_build_filename (entry, "slot", NULL);
-      a_state = g_build_filename (entry, "state", NULL);
-      slot = md_get (a, a_slot);
-      state = md_get (a, a_state);
-      if (slot == NULL || !g_ascii_string_to_unsigned (slot, 10, 0, a->n - 1, &s, NULL))
-        continue;
-      node = g_strdup_printf ("/dev/%s", entry + 4);
-      m = md_member_new (node, "", node, a->meta, &local);
-      if (m == NULL)
-        {
-          g_warning ("%s: %s", md, local->message);
-          continue;
-        }
-      /* a faulty member is recorded by the monitor (again, if the killed
-       * vblkd had done it): its superblocks may not say so yet */
-      m->rebuilding = !md_has_word (state, "faulty") && !md_has_word (state, "in_sync");
-      if (a->native && vb_metadata_md1.read (-1, m->node, &sb, NULL))
-        {
-          g_free (m->uuid);
-          m->uuid = g_strdup (sb.component_uuid);
-        }
-      else if (a->meta && vb_superblock_read (m->fd, m->path, &sb, NULL))
-        {
-          g_free (m->uuid);
-          m->uuid = g_strdup (sb.component_uuid);
-          if (best < 0 || sb.events > best_events)
-            {
-              best = (gint) s;
-              best_events = sb.events;
-              a->sb = sb;
-            }
-        }
-      md_member_free (a->members[s]);
-      a->members[s] = m;
-    }
-  if (a->meta && best < 0)
-    {
-      g_warning ("%s: no member holds a readable vblk superblock; not watching it", md);
       md_array_unref (a);
       return NULL;
     }

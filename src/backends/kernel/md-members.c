@@ -81,67 +81,61 @@ native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
   return TRUE;
 }
 
-/* @path (UUID @uuid) into slot @slot of the running array: its superblock
- * written (rebuilding), then md adds it and recovers it. */
-gboolean
-md_add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, GError **error)
+/* A member over @path (UUID @uuid), its node attached (a loop device
+ * over a file, listed in @attached). */
+static Member *
+new_member (MdArray *a, const char *path, const char *uuid, GPtrArray *attached, GError **error)
 {
   g_autofree char *tag = vb_kernel_loop_tag (a->instance, a->uuid);
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
   VbComponentInfo info = { .source = path };
   VbBackendRequest one
       = { .name = a->name, .n_components = 1, .paths = &path, .components = &info };
   struct stat st;
-  Member *m;
-  g_autofree char *dev = NULL, *offset = NULL, *size = NULL, *sslot = NULL;
 
   if (stat (path, &st) != 0)
     {
       int e = errno;
       g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
                    "component '%s': %s", path, g_strerror (e));
-      return FALSE;
+      return NULL;
     }
   info.kind = S_ISBLK (st.st_mode) ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
   if (!vb_kernel_component_nodes (&one, tag, FALSE, nodes, attached, error))
-    return FALSE;
-  m = md_member_new (path, uuid, nodes->pdata[0], a->meta, error);
-  if (m == NULL)
-    {
-      vb_kernel_detach_all (attached);
-      return FALSE;
-    }
-  m->rebuilding = TRUE;
-  if (a->native && !native_superblock_ready_locked (a, m, error))
-    {
-      md_member_free (m);
-      vb_kernel_detach_all (attached);
-      return FALSE;
-    }
-  if (a->meta)
-    {
-      g_autoptr (GError) local = NULL;
-      VbSuperblock sb = a->sb;
-      g_strlcpy (sb.component_uuid, uuid, sizeof sb.component_uuid);
-      sb.role = (gint32) slot;
-      sb.roles[slot].state = VB_ROLE_REBUILDING;
-      g_strlcpy (sb.roles[slot].uuid, uuid, sizeof sb.roles[slot].uuid);
-      if (!vb_superblock_write (m->fd, path, &sb, &local))
-        {
-          g_propagate_error (error, g_steal_pointer (&local));
-          md_member_free (m);
-          vb_kernel_detach_all (attached);
-          return FALSE;
-        }
-    }
-  dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
-  offset = md_dev_attr (m, "offset");
-  size = md_dev_attr (m, "size");
-  sslot = md_dev_attr (m, "slot");
+    return NULL;
+  return md_member_new (path, uuid, nodes->pdata[0], a->meta, error);
+}
+
+/* The superblock member @m needs before md takes it: md's own (md1), or
+ * vblk's saying it rebuilds slot @slot. */
+static gboolean
+member_superblock_locked (MdArray *a, Member *m, guint slot, GError **error)
+{
+  VbSuperblock sb = a->sb;
+
+  if (a->native)
+    return native_superblock_ready_locked (a, m, error);
+  if (!a->meta)
+    return TRUE;
+  g_strlcpy (sb.component_uuid, m->uuid, sizeof sb.component_uuid);
+  sb.role = (gint32) slot;
+  sb.roles[slot].state = VB_ROLE_REBUILDING;
+  g_strlcpy (sb.roles[slot].uuid, m->uuid, sizeof sb.roles[slot].uuid);
+  return vb_superblock_write (m->fd, m->path, &sb, error);
+}
+
+/* md takes member @m into slot @slot (new_dev; for vblk's metadata its
+ * offset, size and slot too: md1 takes them from md's superblock and
+ * places the spare itself). */
+static gboolean
+md_add_locked (MdArray *a, Member *m, guint slot, GError **error)
+{
+  g_autofree char *dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
+  g_autofree char *offset = md_dev_attr (m, "offset");
+  g_autofree char *size = md_dev_attr (m, "size");
+  g_autofree char *sslot = md_dev_attr (m, "slot");
   int r = md_set (a, "new_dev", dev);
-  /* md1: md takes offsets and size from the superblock and places the
-   * spare itself */
+
   if (r == 0 && !a->native)
     r = md_set_u64 (a, offset, a->sb.data_offset / SECTOR);
   if (r == 0 && !a->native)
@@ -151,9 +145,27 @@ md_add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid
   if (r < 0)
     {
       g_autofree char *state = md_dev_attr (m, "state");
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused '%s' in slot %u of %s: %s", path,
-                   slot, a->md, g_strerror (-r));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused '%s' in slot %u of %s: %s",
+                   m->path, slot, a->md, g_strerror (-r));
       md_set (a, state, "remove");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* @path (UUID @uuid) into slot @slot of the running array: its superblock
+ * written (rebuilding), then md adds it and recovers it. */
+gboolean
+md_add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid, GError **error)
+{
+  g_autoptr (GPtrArray) attached = g_ptr_array_new_with_free_func (g_free);
+  Member *m = new_member (a, path, uuid, attached, error);
+
+  if (m)
+    m->rebuilding = TRUE;
+  if (m == NULL || !member_superblock_locked (a, m, slot, error)
+      || !md_add_locked (a, m, slot, error))
+    {
       md_member_free (m);
       vb_kernel_detach_all (attached);
       return FALSE;

@@ -85,17 +85,14 @@ assemble_single_copy (MdArray *a, const VbBackendRequest *request, const VbSuper
   return TRUE;
 }
 
-/* The newest superblock's role table decides: a member with the table's
- * events in an in-sync role is in sync; any other member is recovered in
- * full (md has no bitmap of vblk's). */
-gboolean
-md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, GError **error)
+/* Each member's superblock into @found (@present: one there; a blank
+ * member is a new component); *@best gets the newest. FALSE when one
+ * belongs to another device, two claim a role at equal events, or none
+ * is there. */
+static gboolean
+read_superblocks (MdArray *a, VbSuperblock *found, gboolean *present, gint *best, GError **error)
 {
-  g_autofree VbSuperblock *found = g_new0 (VbSuperblock, a->n);
-  g_autofree gboolean *present = g_new0 (gboolean, a->n);
-  gint best = -1;
-  guint in_sync = 0;
-
+  *best = -1;
   for (guint i = 0; i < a->n; i++)
     {
       Member *m = a->members[i];
@@ -119,8 +116,8 @@ md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout
           return FALSE;
         }
       present[i] = TRUE;
-      if (best < 0 || found[i].events > found[best].events)
-        best = i;
+      if (*best < 0 || found[i].events > found[*best].events)
+        *best = i;
     }
   /* two components claiming one role with equal events: which holds the
    * data cannot be told */
@@ -137,87 +134,120 @@ md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout
               a->members[i]->path, a->members[j]->path, found[i].role, a->name, found[i].events);
           return FALSE;
         }
-  if (best < 0)
+  if (*best < 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    "device '%s': no component holds a vblk superblock of it; refusing to start",
                    a->name);
       return FALSE;
     }
-  if (found[best].n_roles != a->n)
+  return TRUE;
+}
+
+/* The newest superblock fits the device: its slots, its data size. */
+static gboolean
+newest_fits (MdArray *a, const VbSuperblock *newest, const char *path, const VbLayout *layout,
+             GError **error)
+{
+  if (newest->n_roles != a->n)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    "component '%s': its superblock says %u slots, the device has %u; refusing to "
                    "start (nothing was written)",
-                   a->members[best]->path, found[best].n_roles, a->n);
+                   path, newest->n_roles, a->n);
       return FALSE;
     }
-  if (layout->component_size < found[best].data_size)
+  if (layout->component_size < newest->data_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
                    "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing was "
                    "written)",
-                   a->name, found[best].data_size, layout->component_size);
+                   a->name, newest->data_size, layout->component_size);
       return FALSE;
     }
+  return TRUE;
+}
+
+/* Member @m takes the component UUID its superblock @own names. */
+static void
+take_found_uuid (Member *m, const VbSuperblock *own)
+{
+  g_free (m->uuid);
+  m->uuid = g_strdup (own->component_uuid);
+}
+
+/* Slot @i as the assembly rule decides it (md keeps no vblk bitmap:
+ * whatever is behind is recovered in full). TRUE when it is in sync. */
+static gboolean
+decide_slot (MdArray *a, guint i, const VbSuperblock *found, const gboolean *present,
+             const char *newest_uuid)
+{
+  Member *m = a->members[i];
+  g_autofree char *why = NULL;
+  VbSlotFacts facts = {
+    .device = &a->sb,
+    .slot = i,
+    .present = m != NULL,
+    .own = present[i] ? &found[i] : NULL,
+    .newest = newest_uuid,
+    .use_bitmap = FALSE,
+  };
+
+  switch (vb_assembly_decide (&facts, &why))
+    {
+    case VB_SLOT_MISSING:
+      if (a->sb.roles[i].state == VB_ROLE_IN_SYNC)
+        a->sb.roles[i].state = VB_ROLE_MISSING;
+      g_message ("%s: component %u is missing; starting degraded", a->name, i);
+      return FALSE;
+    case VB_SLOT_CURRENT:
+      take_found_uuid (m, &found[i]);
+      return TRUE;
+    case VB_SLOT_FAULTY:
+      /* kept out of md, shown faulty, until an explicit re-add */
+      g_message ("%s: component %u (%s): %s", a->name, i, m->path, why);
+      take_found_uuid (m, &found[i]);
+      m->failed = TRUE;
+      md_member_let_go_locked (a, i);
+      return FALSE;
+    case VB_SLOT_RESYNC:
+    case VB_SLOT_RESUME:
+    case VB_SLOT_REBUILD:
+      break;
+    }
+  g_message ("%s: component %u (%s): %s; md recovers it in full", a->name, i, m->path, why);
+  if (present[i] && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0)
+    take_found_uuid (m, &found[i]);
+  m->rebuilding = TRUE;
+  g_strlcpy (a->sb.roles[i].uuid, m->uuid, sizeof a->sb.roles[i].uuid);
+  a->sb.roles[i].state = VB_ROLE_REBUILDING;
+  return FALSE;
+}
+
+/* The newest superblock's role table decides: a member with the table's
+ * events in an in-sync role is in sync; a faulty one stays out of md
+ * until it is re-added; any other member is recovered in full (md has no
+ * bitmap of vblk's). */
+gboolean
+md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout, GError **error)
+{
+  g_autofree VbSuperblock *found = g_new0 (VbSuperblock, a->n);
+  g_autofree gboolean *present = g_new0 (gboolean, a->n);
+  gint best;
+  guint in_sync = 0;
+
+  if (!read_superblocks (a, found, present, &best, error)
+      || !newest_fits (a, &found[best], a->members[best]->path, layout, error))
+    return FALSE;
   a->sb = found[best];
   g_strlcpy (a->sb.format, "vblk", sizeof a->sb.format);
   g_strlcpy (a->sb.device_name, a->name, sizeof a->sb.device_name);
   vb_superblock_set_attributes (&a->sb, request->attributes);
   if (a->copies == 1)
     return assemble_single_copy (a, request, found, present, error);
-
   for (guint i = 0; i < a->n; i++)
-    {
-      Member *m = a->members[i];
-      g_autofree char *why = NULL;
-      /* md keeps no vblk bitmap: whatever is behind is recovered in full */
-      VbSlotFacts facts = {
-        .device = &a->sb,
-        .slot = i,
-        .present = m != NULL,
-        .own = present[i] ? &found[i] : NULL,
-        .newest = found[best].component_uuid,
-        .use_bitmap = FALSE,
-      };
-      VbSlotDecision d = vb_assembly_decide (&facts, &why);
-
-      switch (d)
-        {
-        case VB_SLOT_MISSING:
-          if (a->sb.roles[i].state == VB_ROLE_IN_SYNC)
-            a->sb.roles[i].state = VB_ROLE_MISSING;
-          g_message ("%s: component %u is missing; starting degraded", a->name, i);
-          continue;
-        case VB_SLOT_CURRENT:
-          g_free (m->uuid);
-          m->uuid = g_strdup (found[i].component_uuid);
-          in_sync++;
-          continue;
-        case VB_SLOT_FAULTY:
-          /* kept out of md, shown faulty, until an explicit re-add */
-          g_message ("%s: component %u (%s): %s", a->name, i, m->path, why);
-          g_free (m->uuid);
-          m->uuid = g_strdup (found[i].component_uuid);
-          m->failed = TRUE;
-          md_member_let_go_locked (a, i);
-          continue;
-        case VB_SLOT_RESYNC:
-        case VB_SLOT_RESUME:
-        case VB_SLOT_REBUILD:
-          break;
-        }
-      g_message ("%s: component %u (%s): %s; md recovers it in full", a->name, i, m->path, why);
-      if (present[i] && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0)
-        {
-          g_free (m->uuid);
-          m->uuid = g_strdup (found[i].component_uuid);
-        }
-      m->rebuilding = TRUE;
-      g_strlcpy (a->sb.roles[i].uuid, m->uuid, sizeof a->sb.roles[i].uuid);
-      a->sb.roles[i].state = VB_ROLE_REBUILDING;
-    }
+    in_sync += decide_slot (a, i, found, present, found[best].component_uuid);
   if (in_sync == 0)
     {
       g_set_error (
