@@ -478,13 +478,15 @@ loop_node_owner (dev_t devnum, VbNodeOwner *owner)
 
 const VbBackend vb_backend_loop = {
   .name = "loop",
+  .capabilities = VB_ENGINE_RUNTIME_CAPABILITIES,
   .available = loop_available,
   .supports = loop_supports,
-  VB_ENGINE_RUNTIME_CALLBACKS,
   .start = loop_start,
   .stop = loop_stop,
   .update = loop_update,
   .reconfigure = loop_reconfigure,
   .scan = loop_scan,
   .node_owner = loop_node_owner,
+  .format = vb_engine_runtime_format,
+  .engine = &vb_engine_runtime_ops,
 };

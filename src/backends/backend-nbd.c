@@ -429,13 +429,15 @@ nbd_node_owner (dev_t devnum, VbNodeOwner *owner)
 
 const VbBackend vb_backend_nbd = {
   .name = "nbd",
+  .capabilities = VB_ENGINE_RUNTIME_CAPABILITIES | VB_BACKEND_SURVIVES_SERVER,
   .available = nbd_available,
   .supports = vb_engine_runtime_supports,
-  VB_ENGINE_RUNTIME_CALLBACKS,
   .start = nbd_start,
   .stop = nbd_stop,
   .update = nbd_update,
   .reconfigure = vb_engine_runtime_reconfigure,
   .scan = nbd_scan,
   .node_owner = nbd_node_owner,
+  .format = vb_engine_runtime_format,
+  .engine = &vb_engine_runtime_ops,
 };

@@ -2,7 +2,7 @@
  * (linux/ublk_cmd.h). Control commands go to /dev/ublk-control as
  * io_uring URING_CMDs in 128-byte SQEs (ADD_DEV, SET_PARAMS, START_DEV,
  * STOP_DEV, DEL_DEV, GET_DEV_INFO, START/END_USER_RECOVERY). Each hardware
- * queue has a thread that owns an io_uring on /dev/ublkcN: it arms every
+ * queue (ublk-queues.c) has a thread that owns an io_uring on /dev/ublkcN: it arms every
  * tag with FETCH_REQ, hands each request the kernel completes to a pool of
  * workers that run it against the engine, and answers with
  * COMMIT_AND_FETCH_REQ (the driver takes commands for a queue only from
@@ -27,27 +27,20 @@
 #include "engine-runtime.h"
 #include "loop-util.h"
 #include "ublk-control.h"
+#include "ublk-queues.h"
 #include "vb-error.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/ublk_cmd.h>
-#include <liburing.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define CONTROL "/dev/ublk-control"
-#define QUEUE_DEPTH 64
-#define IO_BUF_BYTES (512u << 10) /* the largest request, and each tag's buffer */
-#define MAX_QUEUES 2
-#define WORKERS 16
 #define TAG_MAGIC 0x6b6c6276u  /* "vblk" */
 #define RECOVERY_WAIT_MS 30000 /* the driver quiesces within its 5 s monitor period */
-#define EVENT_DATA G_MAXUINT64 /* user_data of the eventfd read */
 
 static gboolean
 ublk_available (char **reason)
@@ -149,381 +142,23 @@ info_uuid (const struct ublksrv_ctrl_dev_info *info, const char *instance)
                           b[12], b[13], b[14], b[15]);
 }
 
-/* ---- the queues ---- */
-
-typedef struct _UblkDevice UblkDevice;
-
-typedef struct {
-  UblkDevice *dev;
-  guint q_id;
-  guint tag;
-} UblkJob;
-
-typedef struct {
-  UblkDevice *dev;
-  guint q_id;
-  struct io_uring ring;
-  struct ublksrv_io_desc *iods; /* the driver's descriptors, mapped read-only */
-  gsize iods_len;
-  guint8 *bufs; /* IO_BUF_BYTES per tag */
-  UblkJob jobs[QUEUE_DEPTH];
-  int event_fd;
-  guint64 event_value;
-  GMutex lock;
-  GArray *done; /* (tag, result) pairs the workers finished */
-  GThread *thread;
-  gboolean ring_ready;
-  int ring_error; /* the ring's setup failed: -errno */
-  GMutex ready_lock;
-  GCond ready_cond;
-  gboolean ready; /* every tag fetched (or ring_error) */
-  gint quit;      /* leave without the driver's aborts (a failed takeover) */
-} UblkQueue;
-
-struct _UblkDevice {
-  guint dev_id;
-  guint n_queues;
-  int char_fd;
-  UblkQueue queues[MAX_QUEUES];
-  GThreadPool *workers;
-  VbEngineSwitch *sw;
-};
-
-typedef struct {
-  guint tag;
-  int result;
-} Done;
-
-static struct io_uring_sqe *
-next_sqe (UblkQueue *q)
-{
-  struct io_uring_sqe *sqe = io_uring_get_sqe (&q->ring);
-
-  if (sqe == NULL)
-    {
-      io_uring_submit (&q->ring);
-      sqe = io_uring_get_sqe (&q->ring);
-    }
-  return sqe;
-}
-
-static void
-queue_io_cmd (UblkQueue *q, guint32 op, guint tag, int result)
-{
-  struct io_uring_sqe *sqe = next_sqe (q);
-  struct ublksrv_io_cmd *cmd;
-
-  io_uring_prep_rw (IORING_OP_URING_CMD, sqe, q->dev->char_fd, NULL, 0, 0);
-  sqe->cmd_op = op;
-  cmd = (struct ublksrv_io_cmd *) sqe->cmd;
-  memset (cmd, 0, sizeof *cmd);
-  cmd->q_id = (guint16) q->q_id;
-  cmd->tag = (guint16) tag;
-  cmd->result = result;
-  cmd->addr = (guint64) (guintptr) (q->bufs + (gsize) tag * IO_BUF_BYTES);
-  io_uring_sqe_set_data64 (sqe, tag);
-}
-
-static void
-arm_event (UblkQueue *q)
-{
-  struct io_uring_sqe *sqe = next_sqe (q);
-
-  io_uring_prep_read (sqe, q->event_fd, &q->event_value, sizeof q->event_value, 0);
-  io_uring_sqe_set_data64 (sqe, EVENT_DATA);
-}
-
-/* A worker: one request against the engine. */
-static void
-run_job (gpointer data, gpointer user_data)
-{
-  UblkJob *job = data;
-  UblkDevice *dev = job->dev;
-  UblkQueue *q = &dev->queues[job->q_id];
-  const struct ublksrv_io_desc *iod = &q->iods[job->tag];
-  guint8 *buf = q->bufs + (gsize) job->tag * IO_BUF_BYTES;
-  guint32 op = iod->op_flags & 0xff;
-  gboolean fua = (iod->op_flags & UBLK_IO_F_FUA) != 0;
-  guint64 offset = iod->start_sector << 9, length = (guint64) iod->nr_sectors << 9;
-  const VbBlockOps *ops = &vb_engine_switch_ops;
-  Done done = { .tag = job->tag };
-  int r;
-  guint64 one = 1;
-
-  switch (op)
-    {
-    case UBLK_IO_OP_READ:
-      r = length > IO_BUF_BYTES ? -EINVAL : ops->pread (dev->sw, buf, length, offset);
-      done.result = r < 0 ? r : (int) length;
-      break;
-    case UBLK_IO_OP_WRITE:
-      r = length > IO_BUF_BYTES ? -EINVAL : ops->pwrite (dev->sw, buf, length, offset, fua);
-      done.result = r < 0 ? r : (int) length;
-      break;
-    case UBLK_IO_OP_FLUSH:
-      done.result = ops->flush ? ops->flush (dev->sw) : 0;
-      break;
-    case UBLK_IO_OP_DISCARD:
-      done.result = ops->discard ? ops->discard (dev->sw, length, offset) : -EOPNOTSUPP;
-      break;
-    case UBLK_IO_OP_WRITE_ZEROES:
-      done.result
-          = ops->write_zeroes ? ops->write_zeroes (dev->sw, length, offset, fua) : -EOPNOTSUPP;
-      break;
-    default:
-      done.result = -EOPNOTSUPP;
-    }
-  g_mutex_lock (&q->lock);
-  g_array_append_val (q->done, done);
-  g_mutex_unlock (&q->lock);
-  if (write (q->event_fd, &one, sizeof one) < 0)
-    g_warning ("ublk: waking queue %u: %s", q->q_id, g_strerror (errno));
-}
-
-static void
-set_ready (UblkQueue *q, int error)
-{
-  g_mutex_lock (&q->ready_lock);
-  q->ring_error = error;
-  q->ready = TRUE;
-  g_cond_broadcast (&q->ready_cond);
-  g_mutex_unlock (&q->ready_lock);
-}
-
-/* The queue's thread: fetch, dispatch, commit, until the driver aborts
- * every tag (the device stopped, or this process ends). */
-static gpointer
-queue_thread (gpointer data)
-{
-  UblkQueue *q = data;
-  guint aborted = 0, in_worker = 0;
-  int r;
-
-  r = io_uring_queue_init (2 * QUEUE_DEPTH + 4, &q->ring, 0);
-  if (r < 0)
-    {
-      set_ready (q, r);
-      return NULL;
-    }
-  q->ring_ready = TRUE;
-  for (guint tag = 0; tag < QUEUE_DEPTH; tag++)
-    queue_io_cmd (q, UBLK_IO_FETCH_REQ, tag, 0);
-  arm_event (q);
-  r = io_uring_submit (&q->ring);
-  set_ready (q, r < 0 ? r : 0);
-  if (r < 0)
-    return NULL;
-  for (;;)
-    {
-      struct io_uring_cqe *cqe;
-      unsigned head, seen = 0;
-
-      r = io_uring_submit_and_wait (&q->ring, 1);
-      if (r < 0 && r != -EINTR)
-        {
-          g_warning ("ublk device %u queue %u: io_uring: %s", q->dev->dev_id, q->q_id,
-                     g_strerror (-r));
-          break;
-        }
-      io_uring_for_each_cqe (&q->ring, head, cqe)
-      {
-        guint64 what = io_uring_cqe_get_data64 (cqe);
-        seen++;
-        if (what == EVENT_DATA)
-          {
-            g_autoptr (GArray) done = NULL;
-            g_mutex_lock (&q->lock);
-            done = g_steal_pointer (&q->done);
-            q->done = g_array_new (FALSE, FALSE, sizeof (Done));
-            g_mutex_unlock (&q->lock);
-            for (guint i = 0; i < done->len; i++)
-              {
-                Done *d = &g_array_index (done, Done, i);
-                queue_io_cmd (q, UBLK_IO_COMMIT_AND_FETCH_REQ, d->tag, d->result);
-                in_worker--;
-              }
-            arm_event (q);
-          }
-        else if (cqe->res == UBLK_IO_RES_OK)
-          {
-            in_worker++;
-            g_thread_pool_push (q->dev->workers, &q->jobs[what], NULL);
-          }
-        else
-          {
-            /* UBLK_IO_RES_ABORT: the device is going; anything else is a
-             * command the driver refused, which ends the tag as well */
-            if (cqe->res != UBLK_IO_RES_ABORT)
-              g_warning ("ublk device %u queue %u tag %" G_GUINT64_FORMAT ": %s", q->dev->dev_id,
-                         q->q_id, what, g_strerror (-cqe->res));
-            aborted++;
-          }
-      }
-      io_uring_cq_advance (&q->ring, seen);
-      if ((aborted == QUEUE_DEPTH && in_worker == 0) || g_atomic_int_get (&q->quit))
-        break;
-    }
-  return NULL;
-}
-
-static void
-device_free (UblkDevice *dev)
-{
-  if (dev == NULL)
-    return;
-  for (guint i = 0; i < dev->n_queues; i++)
-    {
-      UblkQueue *q = &dev->queues[i];
-      guint64 one = 1;
-      if (q->thread == NULL)
-        continue;
-      /* after STOP_DEV it has ended or ends on its own */
-      g_atomic_int_set (&q->quit, 1);
-      if (write (q->event_fd, &one, sizeof one) < 0)
-        g_debug ("ublk: waking queue %u: %s", q->q_id, g_strerror (errno));
-      g_clear_pointer (&q->thread, g_thread_join);
-    }
-  /* the workers may still write to a queue's buffers and eventfd */
-  if (dev->workers)
-    g_thread_pool_free (dev->workers, FALSE, TRUE);
-  for (guint i = 0; i < dev->n_queues; i++)
-    {
-      UblkQueue *q = &dev->queues[i];
-      if (q->ring_ready)
-        io_uring_queue_exit (&q->ring);
-      if (q->iods)
-        munmap (q->iods, q->iods_len);
-      free (q->bufs);
-      if (q->event_fd >= 0)
-        close (q->event_fd);
-      g_clear_pointer (&q->done, g_array_unref);
-      g_mutex_clear (&q->lock);
-      g_mutex_clear (&q->ready_lock);
-      g_cond_clear (&q->ready_cond);
-    }
-  if (dev->char_fd >= 0)
-    close (dev->char_fd);
-  g_free (dev);
-}
-
-/* Opens /dev/ublkcID and starts every queue's thread; returns once each
- * has fetched all its tags (what START_DEV and END_USER_RECOVERY wait
- * for). The threads end when the driver aborts their tags. */
-static UblkDevice *
-device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw, GError **error)
-{
-  g_autofree char *path = g_strdup_printf ("/dev/ublkc%u", dev_id);
-  UblkDevice *dev = g_new0 (UblkDevice, 1);
-  gsize stride = (gsize) ((QUEUE_DEPTH * sizeof (struct ublksrv_io_desc) + 4095) & ~4095u);
-  gsize max_stride
-      = (gsize) ((UBLK_MAX_QUEUE_DEPTH * sizeof (struct ublksrv_io_desc) + 4095) & ~4095u);
-  int e;
-
-  dev->dev_id = dev_id;
-  dev->sw = sw;
-  dev->char_fd = -1;
-  for (guint i = 0; i < MAX_QUEUES; i++)
-    dev->queues[i].event_fd = -1;
-  /* udev makes the node; wait for it a little */
-  for (guint i = 0; i < 500 && (dev->char_fd = open (path, O_RDWR | O_CLOEXEC)) < 0; i++)
-    {
-      if (errno != ENOENT)
-        break;
-      g_usleep (10000);
-    }
-  if (dev->char_fd < 0)
-    {
-      e = errno;
-      g_set_error (error, VB_ERROR, e == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED, "%s: %s", path,
-                   g_strerror (e));
-      goto fail;
-    }
-  dev->workers = g_thread_pool_new (run_job, NULL, WORKERS, FALSE, NULL);
-  dev->n_queues = n_queues;
-  for (guint i = 0; i < n_queues; i++)
-    {
-      UblkQueue *q = &dev->queues[i];
-      q->dev = dev;
-      q->q_id = i;
-      g_mutex_init (&q->lock);
-      g_mutex_init (&q->ready_lock);
-      g_cond_init (&q->ready_cond);
-      q->done = g_array_new (FALSE, FALSE, sizeof (Done));
-      for (guint t = 0; t < QUEUE_DEPTH; t++)
-        q->jobs[t] = (UblkJob){ .dev = dev, .q_id = i, .tag = t };
-      q->iods_len = stride;
-      q->iods = mmap (NULL, stride, PROT_READ, MAP_SHARED | MAP_POPULATE, dev->char_fd,
-                      UBLKSRV_CMD_BUF_OFFSET + (off_t) (i * max_stride));
-      if (q->iods == MAP_FAILED)
-        {
-          e = errno;
-          q->iods = NULL;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: mmap of queue %u: %s", path, i,
-                       g_strerror (e));
-          goto fail;
-        }
-      if (posix_memalign ((void **) &q->bufs, 4096, (gsize) QUEUE_DEPTH * IO_BUF_BYTES) != 0)
-        {
-          q->bufs = NULL;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no memory for queue %u", path, i);
-          goto fail;
-        }
-      q->event_fd = eventfd (0, EFD_CLOEXEC);
-      if (q->event_fd < 0)
-        {
-          e = errno;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "eventfd: %s", g_strerror (e));
-          goto fail;
-        }
-      q->thread = g_thread_new ("ublk-queue", queue_thread, q);
-      g_mutex_lock (&q->ready_lock);
-      while (!q->ready)
-        g_cond_wait (&q->ready_cond, &q->ready_lock);
-      g_mutex_unlock (&q->ready_lock);
-      if (q->ring_error < 0)
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: queue %u: io_uring: %s", path, i,
-                       g_strerror (-q->ring_error));
-          goto fail;
-        }
-    }
-  return dev;
-
-fail:
-  /* a thread that fetched waits for aborts the caller's STOP_DEV or
-   * DEL_DEV brings; one that failed has ended */
-  for (guint i = 0; i < dev->n_queues; i++)
-    if (dev->queues[i].ring_error < 0 || !dev->queues[i].ready)
-      g_clear_pointer (&dev->queues[i].thread, g_thread_join);
-  return dev;
-}
-
-static gboolean
-device_opened (UblkDevice *dev)
-{
-  for (guint i = 0; i < dev->n_queues; i++)
-    if (dev->queues[i].thread == NULL)
-      return FALSE;
-  return dev->n_queues > 0;
-}
-
 /* ---- the backend ---- */
 
 typedef struct {
-  UblkDevice *dev;
+  VbUblkDevice *dev;
   guint dev_id;
 } UblkTransport;
 
 /* Stops the driver's device (its queue threads end), then deletes it. */
 static void
-remove_device (guint dev_id, UblkDevice *dev)
+remove_device (guint dev_id, VbUblkDevice *dev)
 {
   int r = vb_ublk_control (UBLK_CMD_STOP_DEV, dev_id, NULL, 0, 0);
 
   if (r < 0)
     g_warning ("ublk STOP_DEV (device %u): %s", dev_id, g_strerror (-r));
   /* the threads and /dev/ublkcN go before DEL_DEV, which waits for them */
-  device_free (dev);
+  vb_ublk_device_free (dev);
   r = vb_ublk_control (UBLK_CMD_DEL_DEV, dev_id, NULL, 0, 0);
   if (r < 0)
     g_warning ("ublk DEL_DEV (device %u): %s", dev_id, g_strerror (-r));
@@ -532,7 +167,7 @@ remove_device (guint dev_id, UblkDevice *dev)
 static void
 transport_free (UblkTransport *t)
 {
-  device_free (t->dev);
+  vb_ublk_device_free (t->dev);
   g_free (t);
 }
 
@@ -655,8 +290,8 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
     return NULL;
   rt->announce_size = announce_size;
   t = transport_new (rt, id);
-  t->dev = device_open (id, info.nr_hw_queues, rt->sw, error);
-  if (!device_opened (t->dev)
+  t->dev = vb_ublk_device_open (id, info.nr_hw_queues, rt->sw, error);
+  if (!vb_ublk_device_opened (t->dev)
       || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
     {
       /* the device stays quiesced for another try */
@@ -730,8 +365,8 @@ ublk_start (const VbBackendRequest *request, GError **error)
     }
   if (!control_or_fail (UBLK_CMD_SET_PARAMS, info.dev_id, &params, sizeof params, 0, error))
     goto fail;
-  t->dev = device_open (info.dev_id, info.nr_hw_queues, rt->sw, error);
-  if (!device_opened (t->dev))
+  t->dev = vb_ublk_device_open (info.dev_id, info.nr_hw_queues, rt->sw, error);
+  if (!vb_ublk_device_opened (t->dev))
     goto fail;
   node = node_of (info.dev_id);
   watch = vb_udev_watch_begin ();
@@ -758,7 +393,7 @@ ublk_stop (const char *block_device, const char *instance, const char *uuid, GEr
   gint id = id_of (block_device);
   struct ublksrv_ctrl_dev_info info = { 0 };
   VbEngineRuntime *rt;
-  UblkDevice *dev = NULL;
+  VbUblkDevice *dev = NULL;
   int r;
 
   if (id < 0)
@@ -878,13 +513,15 @@ ublk_node_owner (dev_t devnum, VbNodeOwner *owner)
 
 const VbBackend vb_backend_ublk = {
   .name = "ublk",
+  .capabilities = VB_ENGINE_RUNTIME_CAPABILITIES | VB_BACKEND_SURVIVES_SERVER,
   .available = ublk_available,
   .supports = vb_engine_runtime_supports,
-  VB_ENGINE_RUNTIME_CALLBACKS,
   .start = ublk_start,
   .stop = ublk_stop,
   .update = ublk_update,
   .reconfigure = ublk_reconfigure,
   .scan = ublk_scan,
   .node_owner = ublk_node_owner,
+  .format = vb_engine_runtime_format,
+  .engine = &vb_engine_runtime_ops,
 };

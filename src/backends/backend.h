@@ -75,58 +75,77 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VbNodeOwner, vb_node_owner_clear)
 /* Whether @owner names device @uuid of @instance. */
 gboolean vb_node_owner_is (const VbNodeOwner *owner, const char *instance, const char *uuid);
 
+/* What a started device offers while it runs with components of its own
+ * (an engine device of this process, an md array of the kernel): all
+ * cheap and non-blocking unless said. A call that can fail returns FALSE
+ * with a G_IO_ERROR converted from errno (BUSY: it holds the last copy of
+ * some data, or another job runs; NOT_SUPPORTED: no redundancy or no such
+ * device; INVALID_ARGUMENT: not one of its slots; NOT_FOUND: no such job). */
+typedef struct {
+  /* A component's health; FALSE when the device or slot is unknown. */
+  gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
+                                gboolean *rebuilding, guint64 *errors);
+  /* The path of the component in slot @component now (a spare that took
+   * it, say); NULL when unknown. */
+  char *(*slot_source) (const char *block_device, guint component);
+  /* The component was not there when the device started (degraded start). */
+  gboolean (*component_missing) (const char *block_device, guint component);
+  /* TRUE when some data has no healthy copy left: the device refuses writes. */
+  gboolean (*lost_data) (const char *block_device);
+  /* SetFaulty. */
+  gboolean (*set_faulty) (const char *block_device, guint component, GError **error);
+  /* A faulty component's file is let go (it is being removed); blocks. */
+  void (*release) (const char *block_device, guint component);
+  /* In-process access to the device, for an export or an engine device
+   * stacked on it; FALSE for a device this process does not serve. */
+  gboolean (*block_ops) (const char *block_device, const VbBlockOps **ops, void **handle);
+  /* Check (compare copies; @repair rewrites mismatches) as job @job. */
+  gboolean (*check) (const char *block_device, gboolean repair, guint64 *job, GError **error);
+  /* Asks job @job to stop; the job ends as cancelled. */
+  gboolean (*cancel_job) (const char *block_device, guint64 job, GError **error);
+  /* Puts @path back into faulty slot @slot (re-add), or a blank
+   * replacement that takes component UUID @uuid (may be NULL); blocks. */
+  gboolean (*readd) (const char *block_device, guint slot, const char *path, const char *uuid,
+                     GError **error);
+  /* The spares a failed slot is rebuilt onto, replacing the list. */
+  void (*set_spares) (const char *block_device, guint n, const char *const *paths,
+                      const char *const *uuids);
+} VbEngineDeviceOps;
+
+/* What a backend declares it can do; the daemon asks these, never which
+ * callbacks are set or what the backend is called. */
+typedef enum {
+  /* format: on-component metadata for a new (or reconfigured stopped) device */
+  VB_BACKEND_CAN_FORMAT = 1 << 0,
+  /* reconfigure: online reconfiguration of a started device */
+  VB_BACKEND_CAN_RECONFIGURE = 1 << 1,
+  /* this process serves the device's I/O through the engine (engine ops
+   * with block_ops); the node is gone or idle without it */
+  VB_BACKEND_SERVES_ENGINE = 1 << 2,
+  /* the block node outlives the vblkd that made it: the kernel runs it, or
+   * holds its requests until a new vblkd takes it over (scan finds it) */
+  VB_BACKEND_SURVIVES_SERVER = 1 << 3,
+} VbBackendCapabilities;
+
+/* One backend: one file (or folder) and one const struct. Required:
+ * name, available, supports, start, stop, update, scan, node_owner; the
+ * others as the capabilities declare (vb_backend_check). */
 typedef struct {
   const char *name;
+  VbBackendCapabilities capabilities;
   /* Probed at run time; FALSE with a reason for people. */
   gboolean (*available) (char **reason);
   /* @attributes (may be NULL): the device's, e.g. engine=true asks for the engine */
   gboolean (*supports) (const VbDriver *driver, GHashTable *attributes, char **reason);
-  /* Writes on-component metadata for a device just created (NULL: none). */
-  gboolean (*format) (const VbBackendRequest *request, GError **error);
   /* Makes the block node and returns its path once it exists and udev (if
    * running) has processed it. */
   char *(*start) (const VbBackendRequest *request, GError **error);
   /* Removes the block node; refuses when it is no longer tagged @instance, @uuid. */
   gboolean (*stop) (const char *block_device, const char *instance, const char *uuid,
                     GError **error);
-  /* Applies attributes marked online to a started node. */
+  /* Applies attributes marked online to a started node (and, on a node the
+   * kernel runs, loads its configuration again). */
   gboolean (*update) (const char *block_device, const VbBackendRequest *request, GError **error);
-  /* Engine devices (NULL where the backend runs none): a component's
-   * health; SetFaulty (-EBUSY when it holds the last copy of some data,
-   * -ENOTSUP without redundancy); and in-process access to the device for
-   * an engine device stacked on it. All cheap and non-blocking. */
-  gboolean (*component_status) (const char *block_device, guint component, gboolean *faulty,
-                                gboolean *rebuilding, guint64 *errors);
-  /* The path of the component in slot @component now (a spare that took
-   * it, say); NULL when unknown. Cheap. */
-  char *(*slot_source) (const char *block_device, guint component);
-  /* The component was not there when the device started (degraded start). */
-  gboolean (*component_missing) (const char *block_device, guint component);
-  /* TRUE when some data has no healthy copy left: the device refuses writes. */
-  gboolean (*lost_data) (const char *block_device);
-  int (*set_faulty) (const char *block_device, guint component);
-  /* A faulty component's file is let go (it is being removed); blocks. */
-  void (*release) (const char *block_device, guint component);
-  gboolean (*block_ops) (const char *block_device, const VbBlockOps **ops, void **handle);
-  /* Jobs of engine devices: check (compare copies; @repair rewrites
-   * mismatches) -ENOTSUP/-EBUSY; cancel -ESRCH when not running. */
-  gint64 (*check) (const char *block_device, gboolean repair); /* the job id */
-  int (*cancel_job) (const char *block_device, guint64 job);
-  /* Puts @path back into faulty slot @slot of an engine device (re-add),
-   * or a blank replacement that takes component UUID @uuid (may be NULL). */
-  gboolean (*readd) (const char *block_device, guint slot, const char *path, const char *uuid,
-                     GError **error);
-  /* The spares a failed slot is rebuilt onto, replacing the list. */
-  void (*set_spares) (const char *block_device, guint n, const char *const *paths,
-                      const char *const *uuids);
-  /* Online reconfiguration of a started engine device: new requests are
-   * held, those in flight drain (at most @timeout_ms), the device's engine
-   * is replaced by one of @request (its role table remapped by component
-   * UUID), and the held requests go on against it; a new size is
-   * announced to the kernel. On any failure the old engine goes on and
-   * nothing changed. Blocks. */
-  gboolean (*reconfigure) (const char *block_device, const VbBackendRequest *request,
-                           guint timeout_ms, VbReconfigureReport *report, GError **error);
   /* Every block node this backend runs for @instance (VbBackendInstance*);
    * nodes of other vblkd instances on the host are left alone. */
   GPtrArray *(*scan) (const char *instance, GError **error);
@@ -134,6 +153,20 @@ typedef struct {
    * any instance, and whose (sets @owner's instance, uuid, internal).
    * Cheap: sysfs and at most one control ioctl; never blocks on I/O. */
   gboolean (*node_owner) (dev_t devnum, VbNodeOwner *owner);
+  /* VB_BACKEND_CAN_FORMAT: writes on-component metadata for a device just
+   * created (or a stopped device's reconfigured role table). */
+  gboolean (*format) (const VbBackendRequest *request, GError **error);
+  /* VB_BACKEND_CAN_RECONFIGURE: online reconfiguration of a started
+   * device: new requests are held, those in flight drain (at most
+   * @timeout_ms), the device goes on with the configuration of @request
+   * (its role table remapped by component UUID), and the held requests go
+   * on against it; a new size is announced to the kernel. On any failure
+   * the device goes on as it was. Blocks. */
+  gboolean (*reconfigure) (const char *block_device, const VbBackendRequest *request,
+                           guint timeout_ms, VbReconfigureReport *report, GError **error);
+  /* What its running devices offer (required with SERVES_ENGINE); NULL
+   * for a backend whose devices have no components to watch. */
+  const VbEngineDeviceOps *engine;
 } VbBackend;
 
 /* Called on an I/O thread when a component of an engine device fails;
@@ -146,10 +179,20 @@ typedef void (*VbBackendFailureFunc) (const char *uuid, guint component, int err
 typedef void (*VbBackendJobFunc) (const char *uuid, const VbEngineJob *job, gpointer user_data);
 
 /* Once, before any other call: where engine devices keep their FUSE
- * mounts (RUN_DIR/engine), and who hears of component failures and jobs.
- * What the engines report for an administrator is logged from then on. */
-void vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure,
-                       VbBackendJobFunc on_job, gpointer user_data);
+ * mounts (RUN_DIR/engine), and who hears of component failures and jobs;
+ * registers the built-in backends (FALSE: one of them is refused). What
+ * the engines report for an administrator is logged from then on. */
+gboolean vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure,
+                           VbBackendJobFunc on_job, gpointer user_data, GError **error);
+/* Whether @backend is complete: its required callbacks, and those its
+ * capabilities need, are there. */
+gboolean vb_backend_check (const VbBackend *backend, GError **error);
+/* Adds @backend (checked) after those registered; refuses an incomplete
+ * one, or a name already taken. */
+gboolean vb_backends_register (const VbBackend *backend, GError **error);
+/* FALSE with a G_IO_ERROR for negative errno @res (the conversion at a
+ * backend's boundary); TRUE for @res >= 0. */
+gboolean vb_backend_errno (int res, GError **error);
 void vb_backends_report_job (const char *uuid, const VbEngineJob *job);
 const char *vb_backends_run_dir (void);
 void vb_backends_report_failure (const char *uuid, guint component, int error);

@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "vb-error.h"
 
+#include <gio/gio.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,9 +21,18 @@ extern const VbBackend vb_backend_ublk;
  * (io_uring, no socket), on the kernel nbd client (a socket per
  * connection), then loop (a loop device for a driver with one extent; for
  * the engine, loop over FUSE: two kernel crossings per request) */
-static const VbBackend *const all_backends[] = {
-  &vb_backend_kernel, &vb_backend_ublk, &vb_backend_nbd, &vb_backend_loop, NULL,
+static const VbBackend *const built_in[] = {
+  &vb_backend_kernel,
+  &vb_backend_ublk,
+  &vb_backend_nbd,
+  &vb_backend_loop,
 };
+
+static GMutex registry_lock;
+/* const VbBackend*, NULL-terminated; registered at start-up only (before
+ * any worker thread), so that vb_backends()'s array stays put */
+static GPtrArray *registry;
+static GError *built_in_refused; /* the first built-in backend refused */
 
 static char *run_dir;
 static VbBackendFailureFunc failure_func;
@@ -41,9 +51,101 @@ log_engine_report (const char *device, VbEngineReportKind kind, const char *mess
     g_message ("%s: %s", device, message);
 }
 
-void
+#define REQUIRE(from, member, why)                                                                 \
+  if ((from)->member == NULL)                                                                      \
+  return refuse (backend, #member, why, error)
+
+static gboolean
+refuse (const VbBackend *backend, const char *member, const char *why, GError **error)
+{
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "backend '%s': no %s (%s)",
+               backend->name ? backend->name : "(no name)", member, why);
+  return FALSE;
+}
+
+gboolean
+vb_backend_check (const VbBackend *backend, GError **error)
+{
+  VbBackendCapabilities caps = backend->capabilities;
+  const VbEngineDeviceOps *ops = backend->engine;
+
+  REQUIRE (backend, name, "every backend has one");
+  REQUIRE (backend, available, "required");
+  REQUIRE (backend, supports, "required");
+  REQUIRE (backend, start, "required");
+  REQUIRE (backend, stop, "required");
+  REQUIRE (backend, update, "required");
+  REQUIRE (backend, scan, "required");
+  REQUIRE (backend, node_owner, "required");
+  if (caps & VB_BACKEND_CAN_FORMAT)
+    REQUIRE (backend, format, "it declares VB_BACKEND_CAN_FORMAT");
+  if (caps & VB_BACKEND_CAN_RECONFIGURE)
+    REQUIRE (backend, reconfigure, "it declares VB_BACKEND_CAN_RECONFIGURE");
+  if (caps & VB_BACKEND_SERVES_ENGINE)
+    REQUIRE (backend, engine, "it declares VB_BACKEND_SERVES_ENGINE");
+  if (ops == NULL)
+    return TRUE;
+  REQUIRE (ops, component_status, "engine device ops are all required");
+  REQUIRE (ops, slot_source, "engine device ops are all required");
+  REQUIRE (ops, component_missing, "engine device ops are all required");
+  REQUIRE (ops, lost_data, "engine device ops are all required");
+  REQUIRE (ops, set_faulty, "engine device ops are all required");
+  REQUIRE (ops, release, "engine device ops are all required");
+  REQUIRE (ops, block_ops, "engine device ops are all required");
+  REQUIRE (ops, check, "engine device ops are all required");
+  REQUIRE (ops, cancel_job, "engine device ops are all required");
+  REQUIRE (ops, readd, "engine device ops are all required");
+  REQUIRE (ops, set_spares, "engine device ops are all required");
+  return TRUE;
+}
+
+#undef REQUIRE
+
+static gboolean
+register_locked (const VbBackend *backend, GError **error)
+{
+  if (!vb_backend_check (backend, error))
+    return FALSE;
+  for (guint i = 0; i + 1 < registry->len; i++)
+    if (strcmp (((const VbBackend *) registry->pdata[i])->name, backend->name) == 0)
+      {
+        g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "backend '%s': registered already",
+                     backend->name);
+        return FALSE;
+      }
+  registry->pdata[registry->len - 1] = (gpointer) backend;
+  g_ptr_array_add (registry, NULL);
+  return TRUE;
+}
+
+/* The registry, with the built-in backends that pass the check. */
+static void
+registry_ensure_locked (void)
+{
+  if (registry)
+    return;
+  registry = g_ptr_array_new ();
+  g_ptr_array_add (registry, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (built_in); i++)
+    register_locked (built_in[i], built_in_refused ? NULL : &built_in_refused);
+}
+
+gboolean
+vb_backends_register (const VbBackend *backend, GError **error)
+{
+  gboolean ok;
+
+  g_return_val_if_fail (backend != NULL, FALSE);
+  g_mutex_lock (&registry_lock);
+  registry_ensure_locked ();
+  ok = register_locked (backend, error);
+  g_mutex_unlock (&registry_lock);
+  return ok;
+}
+
+gboolean
 vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, VbBackendJobFunc on_job,
-                  gpointer user_data)
+                  gpointer user_data, GError **error)
 {
   g_free (run_dir);
   run_dir = g_strdup (dir);
@@ -51,6 +153,22 @@ vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, VbBackendJob
   job_func = on_job;
   failure_data = user_data;
   vb_engine_set_report_func (log_engine_report, NULL);
+  g_mutex_lock (&registry_lock);
+  registry_ensure_locked ();
+  g_mutex_unlock (&registry_lock);
+  if (built_in_refused == NULL)
+    return TRUE;
+  g_propagate_error (error, g_error_copy (built_in_refused));
+  return FALSE;
+}
+
+gboolean
+vb_backend_errno (int res, GError **error)
+{
+  if (res >= 0)
+    return TRUE;
+  g_set_error_literal (error, G_IO_ERROR, g_io_error_from_errno (-res), g_strerror (-res));
+  return FALSE;
 }
 
 const char *
@@ -87,12 +205,20 @@ vb_backend_instance_free (VbBackendInstance *instance)
 const VbBackend *const *
 vb_backends (void)
 {
-  return all_backends;
+  const VbBackend *const *all;
+
+  g_mutex_lock (&registry_lock);
+  registry_ensure_locked ();
+  all = (const VbBackend *const *) registry->pdata;
+  g_mutex_unlock (&registry_lock);
+  return all;
 }
 
 const VbBackend *
 vb_backend_lookup (const char *name)
 {
+  const VbBackend *const *all_backends = vb_backends ();
+
   for (guint i = 0; all_backends[i]; i++)
     if (strcmp (all_backends[i]->name, name) == 0)
       return all_backends[i];
@@ -102,6 +228,7 @@ vb_backend_lookup (const char *name)
 char *
 vb_backends_known_names (void)
 {
+  const VbBackend *const *all_backends = vb_backends ();
   GString *s = g_string_new ("auto");
 
   for (guint i = 0; all_backends[i]; i++)
@@ -113,6 +240,7 @@ const VbBackend *
 vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *attributes,
                    char **why, GError **error)
 {
+  const VbBackend *const *all_backends = vb_backends ();
   const VbBackend *backend;
   g_autofree char *reason = NULL;
 
@@ -213,10 +341,11 @@ whole_disk_of (dev_t devnum)
 gboolean
 vb_backends_node_owner (dev_t devnum, VbNodeOwner *owner)
 {
+  const VbBackend *const *all_backends = vb_backends ();
   dev_t disk = whole_disk_of (devnum);
 
   for (guint i = 0; all_backends[i]; i++)
-    if (all_backends[i]->node_owner && all_backends[i]->node_owner (disk, owner))
+    if (all_backends[i]->node_owner (disk, owner))
       {
         owner->backend = all_backends[i]->name;
         return TRUE;

@@ -285,8 +285,8 @@ vb_engine_runtime_lost_data (const char *block_device)
   return r;
 }
 
-int
-vb_engine_runtime_set_faulty (const char *block_device, guint component)
+gboolean
+vb_engine_runtime_set_faulty (const char *block_device, guint component, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
@@ -295,7 +295,7 @@ vb_engine_runtime_set_faulty (const char *block_device, guint component)
                                                     : vb_engine_set_faulty (e, component);
 
   engine_put (rt);
-  return r;
+  return vb_backend_errno (r, error);
 }
 
 /* The switch, so that a reconfiguration reaches every user of the device. */
@@ -311,26 +311,28 @@ vb_engine_runtime_block_ops (const char *block_device, const VbBlockOps **ops, v
   return TRUE;
 }
 
-gint64
-vb_engine_runtime_check (const char *block_device, gboolean repair)
+gboolean
+vb_engine_runtime_check (const char *block_device, gboolean repair, guint64 *job, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
   gint64 r = e ? vb_engine_check (e, repair) : -ENOTSUP;
 
   engine_put (rt);
-  return r;
+  if (r >= 0)
+    *job = (guint64) r;
+  return vb_backend_errno ((int) MIN (r, 0), error);
 }
 
-int
-vb_engine_runtime_cancel_job (const char *block_device, guint64 job)
+gboolean
+vb_engine_runtime_cancel_job (const char *block_device, guint64 job, GError **error)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
   int r = e ? vb_engine_cancel_job (e, job) : -ESRCH;
 
   engine_put (rt);
-  return r;
+  return vb_backend_errno (r, error);
 }
 
 gboolean
@@ -384,6 +386,57 @@ vb_engine_runtime_update (const char *block_device, const VbBackendRequest *requ
   return TRUE;
 }
 
+/* What the running engine @old knows of the component at @path, kept by
+ * the new one: metadata=none: a slot is behind unless it is an in-sync
+ * component of the running engine (the superblocks say it where there
+ * are some); a kept component keeps its error count and its state (a
+ * faulty one stays faulty) and, for a plain file, its open fd. */
+static void
+kept_component (VbEngine *old, const char *path, VbEngineSource *source, gboolean *behind,
+                gboolean *failed, guint64 *errors)
+{
+  int held_fd = -1;
+
+  *behind = TRUE;
+  for (guint j = 0; j < vb_engine_n_components (old); j++)
+    if (g_strcmp0 (path, vb_engine_component_path (old, j)) == 0)
+      {
+        *behind = !vb_engine_component_in_sync (old, j);
+        *failed = vb_engine_component_faulty (old, j);
+        *errors = vb_engine_component_errors (old, j);
+        held_fd = vb_engine_component_fd (old, j);
+      }
+  source_for (path, source);
+  if (source->ops == NULL && held_fd >= 0)
+    {
+      source->has_fd = TRUE;
+      source->fd = held_fd;
+    }
+}
+
+/* New requests held and those in flight drained (at most @timeout_ms);
+ * on failure @old goes on as it was. */
+static gboolean
+suspend (VbEngineRuntime *rt, VbEngine *old, const char *block_device, guint timeout_ms,
+         GError **error)
+{
+  int r = vb_engine_switch_suspend (rt->sw, timeout_ms);
+
+  if (r >= 0)
+    return TRUE;
+  vb_engine_resume (old);
+  if (r == -ETIMEDOUT)
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                 "%s: the requests in flight did not finish within %u ms; the "
+                 "reconfiguration was abandoned and the device goes on as it was",
+                 block_device, timeout_ms);
+  else
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                 "%s: flushing before the swap: %s; the device goes on as it was", block_device,
+                 g_strerror (-r));
+  return FALSE;
+}
+
 gboolean
 vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest *request,
                                guint timeout_ms, VbReconfigureReport *report, GError **error)
@@ -392,11 +445,9 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
   g_autofree gboolean *behind = g_new0 (gboolean, request->n_components);
   g_autofree gboolean *failed = g_new0 (gboolean, request->n_components);
-  g_autofree int *held_fd = g_new (int, request->n_components);
   g_autofree guint64 *errors = g_new0 (guint64, request->n_components);
   g_autoptr (GError) local = NULL;
   VbEngine *old, *engine;
-  int r;
 
   memset (report, 0, sizeof *report);
   if (rt == NULL)
@@ -407,30 +458,8 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
     }
   old = vb_engine_switch_engine (rt->sw);
   report->old_size = vb_engine_ops.size (old);
-  /* metadata=none: a slot is behind unless it is an in-sync component of
-   * the running engine (the superblocks say it where there are some) */
   for (guint i = 0; i < request->n_components; i++)
-    {
-      behind[i] = TRUE;
-      held_fd[i] = -1;
-      for (guint j = 0; j < vb_engine_n_components (old); j++)
-        if (g_strcmp0 (request->paths[i], vb_engine_component_path (old, j)) == 0)
-          {
-            behind[i] = !vb_engine_component_in_sync (old, j);
-            /* a kept component keeps its error count and its state: a
-             * faulty one stays faulty (the superblocks say so where there
-             * are some; without, this does) */
-            failed[i] = vb_engine_component_faulty (old, j);
-            errors[i] = vb_engine_component_errors (old, j);
-            held_fd[i] = vb_engine_component_fd (old, j);
-          }
-      source_for (request->paths[i], &sources[i]);
-      if (sources[i].ops == NULL && held_fd[i] >= 0)
-        {
-          sources[i].has_fd = TRUE;
-          sources[i].fd = held_fd[i];
-        }
-    }
+    kept_component (old, request->paths[i], &sources[i], &behind[i], &failed[i], &errors[i]);
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;
   identity.out_of_sync = behind;
@@ -439,21 +468,8 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
 
   /* nothing but requests touches the components from here on */
   vb_engine_quiesce (old);
-  r = vb_engine_switch_suspend (rt->sw, timeout_ms);
-  if (r < 0)
-    {
-      vb_engine_resume (old);
-      if (r == -ETIMEDOUT)
-        g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                     "%s: the requests in flight did not finish within %u ms; the "
-                     "reconfiguration was abandoned and the device goes on as it was",
-                     block_device, timeout_ms);
-      else
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                     "%s: flushing before the swap: %s; the device goes on as it was", block_device,
-                     g_strerror (-r));
-      return FALSE;
-    }
+  if (!suspend (rt, old, block_device, timeout_ms, error))
+    return FALSE;
   vb_test_hook ("reconfigure:suspended");
   engine
       = vb_engine_new (request->name, request->driver, request->attributes, request->n_components,
@@ -488,3 +504,17 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
     }
   return TRUE;
 }
+
+const VbEngineDeviceOps vb_engine_runtime_ops = {
+  .component_status = vb_engine_runtime_component_status,
+  .slot_source = vb_engine_runtime_slot_source,
+  .component_missing = vb_engine_runtime_component_missing,
+  .lost_data = vb_engine_runtime_lost_data,
+  .set_faulty = vb_engine_runtime_set_faulty,
+  .release = vb_engine_runtime_release,
+  .block_ops = vb_engine_runtime_block_ops,
+  .check = vb_engine_runtime_check,
+  .cancel_job = vb_engine_runtime_cancel_job,
+  .readd = vb_engine_runtime_readd,
+  .set_spares = vb_engine_runtime_set_spares,
+};

@@ -55,12 +55,13 @@ gboolean vb_engine_runtime_component_status (const char *block_device, guint com
                                              guint64 *errors);
 gboolean vb_engine_runtime_component_missing (const char *block_device, guint component);
 gboolean vb_engine_runtime_lost_data (const char *block_device);
-int vb_engine_runtime_set_faulty (const char *block_device, guint component);
+gboolean vb_engine_runtime_set_faulty (const char *block_device, guint component, GError **error);
 void vb_engine_runtime_release (const char *block_device, guint component);
 gboolean vb_engine_runtime_block_ops (const char *block_device, const VbBlockOps **ops,
                                       void **handle);
-gint64 vb_engine_runtime_check (const char *block_device, gboolean repair);
-int vb_engine_runtime_cancel_job (const char *block_device, guint64 job);
+gboolean vb_engine_runtime_check (const char *block_device, gboolean repair, guint64 *job,
+                                  GError **error);
+gboolean vb_engine_runtime_cancel_job (const char *block_device, guint64 job, GError **error);
 gboolean vb_engine_runtime_readd (const char *block_device, guint slot, const char *path,
                                   const char *uuid, GError **error);
 void vb_engine_runtime_set_spares (const char *block_device, guint n, const char *const *paths,
@@ -74,14 +75,12 @@ gboolean vb_engine_runtime_reconfigure (const char *block_device, const VbBacken
                                         guint timeout_ms, VbReconfigureReport *report,
                                         GError **error);
 
-/* The VbBackend members every engine backend takes from here. */
-#define VB_ENGINE_RUNTIME_CALLBACKS                                                                \
-  .format = vb_engine_runtime_format, .component_status = vb_engine_runtime_component_status,      \
-  .lost_data = vb_engine_runtime_lost_data,                                                        \
-  .component_missing = vb_engine_runtime_component_missing,                                        \
-  .set_faulty = vb_engine_runtime_set_faulty, .release = vb_engine_runtime_release,                \
-  .block_ops = vb_engine_runtime_block_ops, .check = vb_engine_runtime_check,                      \
-  .cancel_job = vb_engine_runtime_cancel_job, .set_spares = vb_engine_runtime_set_spares,          \
-  .readd = vb_engine_runtime_readd, .slot_source = vb_engine_runtime_slot_source
+/* What an engine device of this process offers (VbBackend.engine of
+ * every backend that serves the engine). */
+extern const VbEngineDeviceOps vb_engine_runtime_ops;
+
+/* The capabilities of a backend that serves the engine. */
+#define VB_ENGINE_RUNTIME_CAPABILITIES                                                             \
+  (VB_BACKEND_CAN_FORMAT | VB_BACKEND_CAN_RECONFIGURE | VB_BACKEND_SERVES_ENGINE)
 
 G_END_DECLS

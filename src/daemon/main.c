@@ -476,7 +476,12 @@ main (int argc, char **argv)
     }
 
   vb_policy_dbus_init (&daemon);
-  vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon);
+  if (!vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon,
+                         &error))
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 1;
+    }
   vb_udev_watch (&daemon);
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);

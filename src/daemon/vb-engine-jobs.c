@@ -60,8 +60,8 @@ cancel_job (VbJob *job, gpointer user_data)
   const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
 
   /* only asks: the engine's thread finishes the job as cancelled */
-  if (backend && backend->cancel_job)
-    backend->cancel_job (r->block_device, link->id);
+  if (backend && backend->engine)
+    backend->engine->cancel_job (r->block_device, link->id, NULL);
 }
 
 /* The spare now in slot @slot: slot and spare swap roles and places, the
@@ -166,7 +166,7 @@ vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *
   gboolean record = driver && driver->redundant && !vb_driver_has_metadata (d->attributes);
   gboolean changed = FALSE;
 
-  if (backend == NULL || backend->component_status == NULL)
+  if (backend == NULL || backend->engine == NULL)
     return FALSE;
   for (guint i = 0; i < d->components->len; i++)
     {
@@ -174,8 +174,9 @@ vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *
       gboolean faulty, behind;
       guint64 errors;
       if (!vb_component_config_is_slot (c)
-          || !backend->component_status (block_device, (guint) g_ascii_strtoull (c->role, NULL, 10),
-                                         &faulty, &behind, &errors))
+          || !backend->engine->component_status (block_device,
+                                                 (guint) g_ascii_strtoull (c->role, NULL, 10),
+                                                 &faulty, &behind, &errors))
         continue;
       if (rebuilding)
         *rebuilding |= behind;

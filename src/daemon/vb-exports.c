@@ -107,7 +107,7 @@ ops_for (const VbRunning *r, Export *x, const VbBlockOps **ops, void **handle, G
   VbEngineSource source = { r->block_device, NULL, NULL };
   int fd;
 
-  if (backend && backend->block_ops && backend->block_ops (r->block_device, ops, handle))
+  if (backend && backend->engine && backend->engine->block_ops (r->block_device, ops, handle))
     return TRUE;
   fd = open (r->block_device, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || ioctl (fd, BLKGETSIZE64, &info.size) < 0)

@@ -209,8 +209,8 @@ vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
   gboolean faulty = FALSE, rebuilding = FALSE;
   guint64 errors = 0;
 
-  return backend && backend->component_status
-         && backend->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
+  return backend && backend->engine
+         && backend->engine->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
          && faulty;
 }
 
@@ -221,8 +221,7 @@ slot_missing (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
   const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
   const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
 
-  return backend && backend->component_missing
-         && backend->component_missing (r->block_device, slot);
+  return backend && backend->engine && backend->engine->component_missing (r->block_device, slot);
 }
 
 /* The path a component was known by no longer leads to it: gone, a
@@ -630,7 +629,7 @@ gone (Item *item)
       const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
-      for (guint j = 0; backend && backend->set_faulty && j < d->components->len; j++)
+      for (guint j = 0; backend && backend->engine && j < d->components->len; j++)
         {
           const VbComponentConfig *c = d->components->pdata[j];
           if (!vb_component_config_is_slot (c) || strcmp (c->source, item->devnode) != 0

@@ -24,8 +24,8 @@ running_component_status (VbDaemon *daemon, const VbDeviceConfig *config, guint 
   if (index >= config->components->len
       || !vb_component_config_is_slot (config->components->pdata[index]))
     return FALSE;
-  return backend && backend->component_status
-         && backend->component_status (r->block_device, index, faulty, rebuilding, errors);
+  return backend && backend->engine
+         && backend->engine->component_status (r->block_device, index, faulty, rebuilding, errors);
 }
 
 const char *
@@ -38,7 +38,7 @@ vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config)
   if (r)
     {
       const VbBackend *backend = vb_backend_lookup (r->backend);
-      if (backend && backend->lost_data && backend->lost_data (r->block_device))
+      if (backend && backend->engine && backend->engine->lost_data (r->block_device))
         return "failed";
       for (guint i = 0; i < config->components->len; i++)
         {
@@ -88,8 +88,8 @@ component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const V
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
       if (faulty
           && ((status && index < 64 && (status->missing & (G_GUINT64_CONSTANT (1) << index)))
-              || (backend && backend->component_missing
-                  && backend->component_missing (r->block_device, index))))
+              || (backend && backend->engine
+                  && backend->engine->component_missing (r->block_device, index))))
         return "missing";
       if (faulty)
         return "faulty";

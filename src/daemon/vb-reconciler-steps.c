@@ -35,7 +35,7 @@ vb_op_format_new (VbOp *op)
           || vb_device_config_n_slots (d) < driver->min_components)
         continue;
       backend = vb_backend_choose (d->backend, driver, d->attributes, NULL, &local);
-      if (backend == NULL || backend->format == NULL)
+      if (backend == NULL || !(backend->capabilities & VB_BACKEND_CAN_FORMAT))
         continue;
       /* a start on a backend this kernel lacks is refused and the device
        * rolled back: its components must not keep its superblocks */
@@ -90,7 +90,7 @@ vb_op_run_readds (VbOp *op)
       VbProbe probe;
       gboolean ok;
 
-      if (backend == NULL || backend->readd == NULL)
+      if (backend == NULL || backend->engine == NULL)
         {
           g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        "device '%s' is not started on a backend that re-adds components", parts[0]);
@@ -104,9 +104,9 @@ vb_op_run_readds (VbOp *op)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
                          d->name, slot);
           else if (ok
-                   && backend->readd (r->block_device, slot, paths->pdata[slot],
-                                      ((VbComponentConfig *) d->components->pdata[slot])->uuid,
-                                      &local))
+                   && backend->engine->readd (
+                       r->block_device, slot, paths->pdata[slot],
+                       ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local))
             /* without metadata the desired state says the slot is no
              * longer failed, only behind, at once (a restart meanwhile
              * rebuilds it instead of keeping it out) */
@@ -130,9 +130,8 @@ static gboolean
 slot_holds_other (const VbBackend *backend, const char *block_device, guint index,
                   const char *path)
 {
-  g_autofree char *now = backend && backend->slot_source
-                             ? backend->slot_source (block_device, index)
-                             : NULL;
+  g_autofree char *now
+      = backend && backend->engine ? backend->engine->slot_source (block_device, index) : NULL;
 
   return now != NULL && strcmp (now, path) != 0;
 }
@@ -157,7 +156,7 @@ vb_op_run_faults (VbOp *op)
       const char *source = d && index < d->components->len
                                ? ((VbComponentConfig *) d->components->pdata[index])->source
                                : parts[1];
-      int res;
+      g_autoptr (GError) failed = NULL;
       GError *local = NULL;
 
       if (d == NULL || r == NULL)
@@ -167,28 +166,30 @@ vb_op_run_faults (VbOp *op)
         g_debug ("vblk: %s: %s went away, but slot %u no longer holds it", d->name, gone, index);
       else
         {
-          res = backend && backend->set_faulty ? backend->set_faulty (r->block_device, index)
-                                               : -ENOTSUP;
-          if (res == -EBUSY)
+          if (backend == NULL || backend->engine == NULL)
+            g_set_error_literal (&failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "no engine");
+          else
+            backend->engine->set_faulty (r->block_device, index, &failed);
+          if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_BUSY))
             g_set_error (&local, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                          "component '%s' holds the last in-sync copy of data of '%s'", source,
                          d->name);
-          else if (res == -ENOTSUP || res == -EOPNOTSUPP)
+          else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                          "device '%s' (driver '%s') has no redundancy: a component cannot be "
                          "failed",
                          d->name, d->driver);
-          else if (res == -EINVAL)
+          else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                          "component '%s' of '%s' is not one of its slots (a spare or a replaced "
                          "one)",
                          source, d->name);
-          else if (res < 0)
+          else if (failed)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", source,
-                         g_strerror (-res));
+                         failed->message);
           /* it is going away: the engine lets go of its file */
-          if (release && backend && backend->release)
-            backend->release (r->block_device, index);
+          if (release && backend && backend->engine)
+            backend->engine->release (r->block_device, index);
         }
       if (local && op->error == NULL)
         op->error = local;
@@ -207,9 +208,9 @@ slot_taken_by (VbOp *op, const VbDeviceConfig *d, const char *source)
   const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
   guint slots = vb_device_config_n_slots (d);
 
-  for (guint s = 0; backend && backend->slot_source && s < slots; s++)
+  for (guint s = 0; backend && backend->engine && s < slots; s++)
     {
-      g_autofree char *now = backend->slot_source (r->block_device, s);
+      g_autofree char *now = backend->engine->slot_source (r->block_device, s);
       if (g_strcmp0 (now, source) == 0)
         return (gint) s;
     }
@@ -297,7 +298,7 @@ vb_op_sync_spares (VbOp *op)
       VbProbe probe;
       gboolean ok;
 
-      if (backend == NULL || backend->set_spares == NULL)
+      if (backend == NULL || backend->engine == NULL)
         continue;
       vb_probe_init (&probe, op->candidate, block_devices);
       ok = vb_probe_spares (&probe, d, &paths, &uuids, &local);
@@ -307,8 +308,8 @@ vb_op_sync_spares (VbOp *op)
           g_warning ("vblk: %s: %s", d->name, local->message);
           continue;
         }
-      backend->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
-                           (const char *const *) uuids->pdata);
+      backend->engine->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
+                                   (const char *const *) uuids->pdata);
     }
   record_spare_moves (op);
 }

@@ -537,8 +537,8 @@ stop_self_served (VbOp *op)
       void *handle;
       g_autoptr (GError) local = NULL;
 
-      if (backend == NULL || backend->block_ops == NULL
-          || !backend->block_ops (r->block_device, &ops, &handle))
+      if (backend == NULL || backend->engine == NULL
+          || !backend->engine->block_ops (r->block_device, &ops, &handle))
         continue;
       VbProbe probe;
       gboolean unused;
@@ -552,9 +552,9 @@ stop_self_served (VbOp *op)
           /* loop's FUSE file dies with vblkd; nbd and ublk hold the
            * requests for the next vblkd, which takes the node over */
           g_warning ("vblk: %s: %s; %s", d->name, local->message,
-                     strcmp (r->backend, "loop") == 0
-                         ? "it stops serving when vblkd exits"
-                         : "the kernel holds its requests for the next vblkd");
+                     backend->capabilities & VB_BACKEND_SURVIVES_SERVER
+                         ? "the kernel holds its requests for the next vblkd"
+                         : "it stops serving when vblkd exits");
           continue;
         }
       g_message ("vblk: %s: stopped %s (served by vblkd itself); it starts again with vblkd",
@@ -666,7 +666,8 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
       const VbDeviceConfig *d = vb_state_lookup (op->candidate, resolved);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *b = r ? vb_backend_lookup (r->backend) : NULL;
-      if (b && b->reconfigure && b->block_ops == NULL && b->update)
+      if (b && (b->capabilities & VB_BACKEND_CAN_RECONFIGURE)
+          && !(b->capabilities & VB_BACKEND_SERVES_ENGINE))
         {
           g_autoptr (GError) local = NULL;
           VbStep step = { .kind = VB_STEP_UPDATE,

@@ -284,7 +284,7 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
   GString *in_sync = g_string_new (NULL);
   guint n = 0, known = 0;
 
-  if (backend->component_status == NULL)
+  if (backend->engine == NULL)
     return TRUE;
   for (guint i = 0; i < old->components->len; i++)
     {
@@ -292,8 +292,9 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
       gboolean faulty, rebuilding, kept = FALSE;
       guint64 errors;
       if (!vb_component_config_is_slot (c)
-          || !backend->component_status (block_device, (guint) g_ascii_strtoull (c->role, NULL, 10),
-                                         &faulty, &rebuilding, &errors))
+          || !backend->engine->component_status (block_device,
+                                                 (guint) g_ascii_strtoull (c->role, NULL, 10),
+                                                 &faulty, &rebuilding, &errors))
         continue;
       known++;
       if (faulty || rebuilding)
@@ -429,13 +430,13 @@ vb_op_reconfigure (VbOp *op)
   vb_test_hook ("reconfigure:intent-saved");
   if (r)
     {
-      if (backend->reconfigure == NULL)
+      if (!(backend->capabilities & VB_BACKEND_CAN_RECONFIGURE))
         g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                      "backend %s cannot reconfigure a started device", backend->name);
       else
         backend->reconfigure (r->block_device, &req.request, timeout_ms, &report, &local);
     }
-  else if (vb_reconfig_has_metadata (d) && backend->format)
+  else if (vb_reconfig_has_metadata (d) && (backend->capabilities & VB_BACKEND_CAN_FORMAT))
     {
       req.request.reconfigure = TRUE;
       backend->format (&req.request, &local);

@@ -11,7 +11,8 @@
 #include "config.h"
 
 #include "assembly.h"
-#include "backend-kernel-private.h"
+#include "dm-meta.h"
+#include "kernel-util.h"
 #include "superblock.h"
 #include "vb-error.h"
 

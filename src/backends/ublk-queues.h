@@ -1,0 +1,28 @@
+/* Backend "ublk": a ublk device's queues served from the engine's switch
+ * (ublk-queues.c). */
+#pragma once
+
+#include <glib.h>
+
+#include "engine-switch.h"
+
+G_BEGIN_DECLS
+
+#define QUEUE_DEPTH 64
+#define IO_BUF_BYTES (512u << 10) /* the largest request, and each tag's buffer */
+#define MAX_QUEUES 2
+
+typedef struct _VbUblkDevice VbUblkDevice;
+
+/* Opens /dev/ublkcID and starts every queue's thread; returns once each
+ * has fetched all its tags (what START_DEV and END_USER_RECOVERY wait
+ * for), or failed (vb_ublk_device_opened says which; @error is set). The
+ * threads end when the driver aborts their tags. */
+VbUblkDevice *vb_ublk_device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw,
+                                   GError **error);
+/* Every queue's thread runs. */
+gboolean vb_ublk_device_opened (VbUblkDevice *dev);
+/* After STOP_DEV (or a failed open): the threads joined, all freed. */
+void vb_ublk_device_free (VbUblkDevice *dev);
+
+G_END_DECLS
