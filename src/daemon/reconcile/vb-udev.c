@@ -4,8 +4,8 @@
  * while handling an event. */
 #include "config.h"
 
-#include "vb-daemon.h"
 #include "vb-hotplug.h"
+#include "vb-udev.h"
 
 #include <glib-unix.h>
 #include <libudev.h>

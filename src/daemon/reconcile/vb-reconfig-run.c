@@ -18,7 +18,7 @@
 
 #include "metadata.h"
 #include "vb-probe.h"
-#include "vb-reconciler-private.h"
+#include "vb-op.h"
 #include "vb-reconfig.h"
 #include "vb-testhook.h"
 
@@ -150,8 +150,10 @@ metadata_gone (const VbDeviceConfig *d)
 }
 
 char *
-vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
+vb_reconfig_resolve_intent (VbOp *op)
 {
+  VbDaemon *daemon = op->daemon;
+  VbState *state = op->candidate;
   g_autofree char *path = intent_path (daemon);
   g_autoptr (GError) local = NULL;
   g_autoptr (VbState) intent = NULL;
@@ -191,10 +193,10 @@ vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
       d->started = had->started;
       vb_device_config_free (state->devices->pdata[at]);
       state->devices->pdata[at] = d;
-      if (!vb_state_save (state, daemon->state_path, &local))
+      if (!vb_op_save (op, &local))
         {
           /* the intent stays: the next start decides again */
-          g_warning ("vblk: saving the desired state: %s", local->message);
+          g_warning ("vblk: %s", local->message);
           return g_strdup (want->name);
         }
     }
@@ -334,7 +336,7 @@ void
 vb_op_reconfigure (VbOp *op)
 {
   VbDaemon *daemon = op->daemon;
-  g_auto (GStrv) parts = g_strsplit (daemon->reconfigure ? daemon->reconfigure : "", "\n", 2);
+  const char *name = op->intent.reconfigure;
   const VbDeviceConfig *old, *d;
   const VbRunning *r;
   const VbBackend *backend;
@@ -344,20 +346,16 @@ vb_op_reconfigure (VbOp *op)
   guint timeout_ms;
   guint64 old_size, new_size;
 
-  g_clear_pointer (&daemon->reconfigure, g_free);
-  if (parts[0] == NULL || parts[1] == NULL)
+  if (name == NULL)
     {
       /* only the backend of a stopped device changed: saved as it is */
-      if (!vb_state_save (op->candidate, daemon->state_path, &local))
-        {
-          g_prefix_error (&local, "saving the desired state: ");
-          fail (op, g_steal_pointer (&local));
-        }
+      if (!vb_op_save (op, &local))
+        fail (op, g_steal_pointer (&local));
       return;
     }
-  timeout_ms = (guint) g_ascii_strtoull (parts[1], NULL, 10);
-  old = vb_state_lookup (op->previous, parts[0]);
-  d = vb_state_lookup (op->candidate, parts[0]);
+  timeout_ms = op->intent.reconfigure_timeout_ms;
+  old = vb_state_lookup (op->previous, name);
+  d = vb_state_lookup (op->candidate, name);
   if (old == NULL || d == NULL)
     return;
   r = g_hash_table_lookup (op->running, d->uuid);
@@ -468,11 +466,10 @@ vb_op_reconfigure (VbOp *op)
   gboolean rebuilding = FALSE;
   if (r)
     vb_device_sync_behind (nd, backend, r->block_device, &rebuilding);
-  if (!vb_state_save (op->candidate, daemon->state_path, &local))
+  if (!vb_op_save (op, &local))
     {
       /* the device runs the new configuration: the intent stays, and the
        * next start goes by the components */
-      g_prefix_error (&local, "saving the desired state: ");
       g_propagate_error (&op->error, g_steal_pointer (&local));
       return;
     }
@@ -498,8 +495,10 @@ vb_op_reconfigure (VbOp *op)
     vb_op_add_event (op, "reconfigured", d->name, g_variant_builder_end (&b));
     if (rebuilding)
       {
+        g_free (op->reconfigured);
         g_free (op->reconfigured_from);
-        op->reconfigured_from = g_strdup_printf ("%s\n%s", d->name, was);
+        op->reconfigured = g_strdup (d->name);
+        op->reconfigured_from = g_strdup (was);
       }
   }
 }

@@ -1,0 +1,322 @@
+/* The reconciler: the op queue and one function per op mode. Each op
+ * validates against the real components, saves the desired state,
+ * executes the plan through the backends and publishes the outcome — all
+ * blocking work on a worker thread, the outcome applied on the main
+ * thread. */
+#include "config.h"
+
+#include "vb-claim.h"
+#include "vb-devlinks.h"
+#include "vb-op.h"
+#include "vb-probe.h"
+#include "vb-testhook.h"
+
+#include <string.h>
+
+static gboolean
+states_equal (const VbState *a, const VbState *b)
+{
+  g_autofree char *ja = vb_state_to_json (a);
+  g_autofree char *jb = vb_state_to_json (b);
+
+  return strcmp (ja, jb) == 0;
+}
+
+/* Start-up found a half-done reconfiguration of @name: a device that
+ * outlived the killed vblkd (the kernel's) may run either table: it is
+ * loaded again from the configuration chosen. */
+static void
+reload_resolved (VbOp *op, const char *name)
+{
+  const VbDeviceConfig *d = vb_state_lookup (op->candidate, name);
+  const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+  const VbBackend *b = r ? vb_backend_lookup (r->backend) : NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (!(b && b->reconfigure && b->block_ops == NULL && b->update))
+    return;
+  VbStep step = { .kind = VB_STEP_UPDATE,
+                  .name = d->name,
+                  .uuid = d->uuid,
+                  .block_device = r->block_device,
+                  .backend = r->backend };
+  if (!vb_op_step_update (op, &step, &local))
+    g_warning ("vblk: %s: loading its configuration again: %s", d->name, local->message);
+  else
+    g_message ("vblk: %s: its table was loaded again from the configuration chosen", d->name);
+}
+
+/* Every device the request changes is checked against its real
+ * components, unless it is only being stopped (a stop must work even when
+ * a component has vanished); the first failure becomes the op's error.
+ * The policy only records where components were found (by their
+ * superblocks): a device it touches may well be incomplete still, but
+ * what it found is claimed as anything else is. */
+static void
+check_touched (VbOp *op, GHashTable *before_scan)
+{
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, before_scan);
+  GPtrArray *touched = op->intent.touched;
+  VbProbe probe;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  probe.instance = op->daemon->instance;
+  probe.by_superblock = op->mode == VB_OP_POLICY;
+  for (guint i = 0; i < touched->len && op->error == NULL; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, touched->pdata[i]);
+      const VbDeviceConfig *old = vb_state_lookup (op->previous, touched->pdata[i]);
+      const VbDeviceConfig *running_old;
+      guint64 size;
+      gboolean complete;
+
+      if (d == NULL || (old && !d->started && old->started))
+        continue;
+      running_old = old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL;
+      if (!vb_op_check_spares_kept (op, d, old, &op->error))
+        break;
+      if (op->mode == VB_OP_POLICY)
+        {
+          vb_claim_device (&probe, d, old, running_old, &op->error);
+          continue;
+        }
+      if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
+          && (old == NULL || !vb_device_config_equal (old, d))
+          && vb_claim_device (&probe, d, old, running_old, &op->error))
+        vb_probe_check_foreign (&probe, d, &op->error);
+    }
+  vb_probe_clear (&probe);
+}
+
+/* check_touched; refused, nothing changes, but what the probe saw (a
+ * component gone, say) is still worth showing. */
+static gboolean
+checked (VbOp *op, GHashTable *before_scan)
+{
+  check_touched (op, before_scan);
+  if (op->error == NULL)
+    return TRUE;
+  vb_state_free (op->candidate);
+  op->candidate = vb_state_copy (op->previous);
+  vb_op_compute_status (op);
+  return FALSE;
+}
+
+/* What every applied op ends with: exports, status, the stable links. */
+static void
+publish (VbOp *op)
+{
+  vb_op_sync_exports (op);
+  vb_op_compute_status (op);
+  vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+}
+
+static void
+hook_after_persist (VbOp *op)
+{
+  g_autofree char *point = op->what ? g_strconcat (op->what, ":after-persist", NULL) : NULL;
+
+  if (point)
+    vb_test_hook (point);
+}
+
+/* VB_OP_CHANGE, VB_OP_POLICY: check, save, execute the plan and the
+ * steps beyond it. */
+static void
+op_run_change (VbOp *op, GHashTable *before_scan)
+{
+  if (!checked (op, before_scan))
+    return;
+  if (!states_equal (op->previous, op->candidate))
+    {
+      if (!vb_op_save (op, &op->error))
+        return;
+      hook_after_persist (op);
+    }
+  op->applied = TRUE;
+  vb_op_format_new (op);
+  vb_op_execute_plan (op);
+  vb_op_run_readds (op);
+  vb_op_run_faults (op);
+  vb_op_sync_spares (op);
+  publish (op);
+}
+
+/* VB_OP_STARTUP: a half-done reconfiguration resolved, the running nodes
+ * found again, then as a change (which re-drives every device). */
+static void
+op_run_startup (VbOp *op, GHashTable *before_scan)
+{
+  g_autofree char *resolved = vb_reconfig_resolve_intent (op);
+
+  vb_op_scan_running (op, before_scan);
+  if (resolved)
+    reload_resolved (op, resolved);
+  op_run_change (op, before_scan);
+}
+
+/* VB_OP_OBSERVE: the running nodes found again and published. */
+static void
+op_run_observe (VbOp *op, GHashTable *before_scan)
+{
+  vb_op_scan_running (op, before_scan);
+  vb_op_note_vanished (op, before_scan);
+  op->applied = TRUE;
+  publish (op);
+}
+
+/* VB_OP_RECONFIGURE: saved by the reconfiguration itself, once the swap
+ * is done; no plan: the node stays. */
+static void
+op_run_reconfigure (VbOp *op, GHashTable *before_scan)
+{
+  if (!checked (op, before_scan))
+    return;
+  op->applied = TRUE;
+  vb_op_reconfigure (op);
+  publish (op);
+}
+
+/* VB_OP_SHUTDOWN */
+static void
+op_run_shutdown (VbOp *op, GHashTable *before_scan)
+{
+  vb_op_stop_self_served (op);
+  op->applied = TRUE;
+  vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+}
+
+typedef void (*VbOpRunFunc) (VbOp *op, GHashTable *before_scan);
+
+static const VbOpRunFunc op_runs[] = {
+  [VB_OP_CHANGE] = op_run_change,   [VB_OP_STARTUP] = op_run_startup,
+  [VB_OP_OBSERVE] = op_run_observe, [VB_OP_SHUTDOWN] = op_run_shutdown,
+  [VB_OP_POLICY] = op_run_change,   [VB_OP_RECONFIGURE] = op_run_reconfigure,
+};
+
+static void
+op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  VbOp *op = data;
+  g_autoptr (GHashTable) before_scan = vb_op_running_copy (op->running);
+
+  op_runs[op->mode](op, before_scan);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void op_run_next (VbDaemon *daemon);
+
+/* A failure stays until the device runs again; "stopped" rather than
+ * "ready" once it has run. */
+static void
+merge_status (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+{
+  VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
+  VbDeviceStatus *old = g_hash_table_lookup (daemon->status, d->name);
+  char *key = NULL;
+  gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+
+  if (st == NULL)
+    return;
+  /* the key goes with it: stealing keeps the table from freeing it */
+  g_hash_table_steal_extended (op->status, d->name, (gpointer *) &key, NULL);
+  g_free (key);
+  st->was_started = running || (old && old->was_started);
+  if (running)
+    g_clear_pointer (&st->failure, g_free);
+  else if (st->failure == NULL && old && old->failure)
+    st->failure = g_strdup (old->failure);
+  g_hash_table_replace (daemon->status, g_strdup (d->name), st);
+}
+
+static void
+op_finished (GObject *source, GAsyncResult *result, gpointer data)
+{
+  VbOp *op = data;
+  VbDaemon *daemon = op->daemon;
+
+  if (op->applied)
+    {
+      /* the worker's outcome becomes what the daemon shows */
+      vb_state_free (daemon->desired);
+      daemon->desired = g_steal_pointer (&op->candidate);
+      g_hash_table_unref (daemon->running);
+      daemon->running = g_steal_pointer (&op->running);
+      for (guint i = 0; i < daemon->desired->devices->len; i++)
+        merge_status (daemon, op, daemon->desired->devices->pdata[i]);
+    }
+  else
+    for (guint i = 0; i < daemon->desired->devices->len; i++)
+      merge_status (daemon, op, daemon->desired->devices->pdata[i]);
+
+  vb_daemon_publish_sync (daemon);
+  for (guint i = 0; i < op->events->len; i++)
+    {
+      const VbOpEvent *event = op->events->pdata[i];
+      vb_daemon_publish_event (daemon, event->kind, event->device, event->details);
+    }
+  if (op->reconfigured)
+    {
+      g_hash_table_replace (daemon->reconfigured, g_steal_pointer (&op->reconfigured),
+                            g_steal_pointer (&op->reconfigured_from));
+      vb_daemon_publish_sync (daemon);
+    }
+  if (op->done)
+    op->done (daemon, op->error, op->user_data);
+  vb_op_free (op);
+  daemon->op_running = FALSE;
+  if (daemon->quit_pending)
+    vb_daemon_quit (daemon);
+  else
+    op_run_next (daemon);
+}
+
+static void
+op_run_next (VbDaemon *daemon)
+{
+  VbOp *op;
+  g_autoptr (GTask) task = NULL;
+
+  if (daemon->op_running || g_queue_is_empty (&daemon->ops))
+    return;
+  op = g_queue_pop_head (&daemon->ops);
+  daemon->op_running = TRUE;
+
+  /* built now, not at submit time, so each op sees the one before it */
+  op->previous = vb_state_copy (daemon->desired);
+  op->candidate = vb_state_copy (daemon->desired);
+  op->running = vb_op_running_copy (daemon->running);
+  if (op->mutate && !op->mutate (daemon, op->candidate, op->user_data, &op->intent, &op->error))
+    {
+      if (op->done)
+        op->done (daemon, op->error, op->user_data);
+      vb_op_free (op);
+      daemon->op_running = FALSE;
+      op_run_next (daemon);
+      return;
+    }
+
+  task = g_task_new (NULL, NULL, op_finished, op);
+  g_task_set_task_data (task, op, NULL);
+  g_task_run_in_thread (task, op_thread);
+}
+
+void
+vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode, const char *what,
+                  VbOpDone done, gpointer user_data, GDestroyNotify destroy)
+{
+  g_queue_push_tail (&daemon->ops,
+                     vb_op_new (daemon, mutate, mode, what, done, user_data, destroy));
+  op_run_next (daemon);
+}
+
+void
+vb_daemon_quit (VbDaemon *daemon)
+{
+  if (daemon->op_running)
+    {
+      daemon->quit_pending = TRUE;
+      return;
+    }
+  g_main_loop_quit (daemon->loop);
+}
