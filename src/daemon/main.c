@@ -61,7 +61,7 @@ on_signal (gpointer data)
   if (daemon->bus->object_manager == NULL)
     vb_daemon_quit (daemon); /* nothing started yet */
   else
-    vb_daemon_submit (daemon, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
+    vb_daemon_submit (daemon, NULL, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
   return G_SOURCE_CONTINUE;
 }
 
@@ -207,7 +207,7 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   vb_objects_sync (daemon);
   g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
   g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path, daemon->instance);
-  vb_daemon_submit (daemon, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
+  vb_daemon_submit (daemon, NULL, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
 }
 
 static void

@@ -457,8 +457,8 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       pending_free (p);
       return;
     }
-  vb_daemon_submit (daemon, p->method->mutate, p->method->mode, p->method->what, vb_request_done,
-                    g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
+  vb_daemon_submit (daemon, p->req->name, p->method->mutate, p->method->mode, p->method->what,
+                    vb_request_done, g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
   g_free (p);
 }
 
@@ -687,7 +687,7 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
     }
   req = vb_request_new (inv, d->name, options);
   req->index = index;
-  vb_daemon_submit (daemon, mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,
+  vb_daemon_submit (daemon, d->name, mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,
                     (GDestroyNotify) vb_request_free);
 }
 

@@ -153,7 +153,7 @@ maybe_move_spare (VbDaemon *daemon, const VbDeviceConfig *d, const JobNote *note
   move->device = g_strdup (d->name);
   move->slot = note->job.component;
   move->component_uuid = g_strdup (note->component_uuid);
-  vb_daemon_submit (daemon, mutate_spare_move, VB_OP_CHANGE, NULL, spare_moved, move,
+  vb_daemon_submit (daemon, move->device, mutate_spare_move, VB_OP_CHANGE, NULL, spare_moved, move,
                     spare_move_free);
 }
 
@@ -180,8 +180,8 @@ behind_recorded (VbDaemon *daemon, const GError *error, gpointer user_data)
 void
 vb_daemon_record_behind (VbDaemon *daemon, const char *name)
 {
-  vb_daemon_submit (daemon, mutate_behind, VB_OP_CHANGE, NULL, behind_recorded, g_strdup (name),
-                    g_free);
+  vb_daemon_submit (daemon, name, mutate_behind, VB_OP_CHANGE, NULL, behind_recorded,
+                    g_strdup (name), g_free);
 }
 
 static GVariant *

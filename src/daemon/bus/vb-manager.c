@@ -113,7 +113,7 @@ create_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer
       vb_request_free (req);
       return;
     }
-  vb_daemon_submit (daemon, mutate_create, VB_OP_CHANGE, "create", vb_request_done, req,
+  vb_daemon_submit (daemon, req->name, mutate_create, VB_OP_CHANGE, "create", vb_request_done, req,
                     (GDestroyNotify) vb_request_free);
 }
 
@@ -326,7 +326,7 @@ scan_read_done (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   /* @req outlives the op: the next level may follow */
-  vb_daemon_submit (req->daemon, mutate_adopt, VB_OP_CHANGE, "scan", adopt_done, req, NULL);
+  vb_daemon_submit (req->daemon, NULL, mutate_adopt, VB_OP_CHANGE, "scan", adopt_done, req, NULL);
 }
 
 static void

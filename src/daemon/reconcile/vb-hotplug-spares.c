@@ -175,7 +175,7 @@ vb_hotplug_take_blank (VbDaemon *daemon, const char *device, const char *devnode
   a->device = g_strdup (device);
   a->source = g_strdup (devnode);
   a->replace = replace;
-  vb_daemon_submit (daemon, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
+  vb_daemon_submit (daemon, a->device, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
 }
 
 /* spare domains */
@@ -257,7 +257,7 @@ vb_hotplug_component_failed (const char *device)
               a->domain_from = g_strdup (other->name);
               g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
                          device, c->source, other->name, rule->domain);
-              vb_daemon_submit (daemon, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
+              vb_daemon_submit (daemon, a->device, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
                                 addition_free);
               return;
             }

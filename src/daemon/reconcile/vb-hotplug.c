@@ -360,7 +360,7 @@ start_degraded (gpointer data)
   if (d && !g_hash_table_contains (hp.daemon->running, d->uuid))
     {
       g_message ("vblk: policy: %s: starting degraded (start-degraded-after passed)", name);
-      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+      vb_daemon_submit (hp.daemon, name, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
                         g_strdup (name), g_free);
     }
   return G_SOURCE_REMOVE;
@@ -385,7 +385,7 @@ consider_start (const char *name)
           g_hash_table_remove (hp.timers, name);
         }
       g_message ("vblk: policy: %s: every component is present; starting", name);
-      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+      vb_daemon_submit (hp.daemon, name, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
                         g_strdup (name), g_free);
     }
 }
@@ -615,7 +615,7 @@ gone (Item *item)
           g->device = g_strdup (d->name);
           g->index = j;
           g->node = g_strdup (item->devnode);
-          vb_daemon_submit (daemon, mutate_gone, VB_OP_CHANGE, NULL, gone_logged, g, gone_free);
+          vb_daemon_submit (daemon, g->device, mutate_gone, VB_OP_CHANGE, NULL, gone_logged, g, gone_free);
         }
     }
 }
@@ -640,7 +640,7 @@ probed (GObject *source, GAsyncResult *result, gpointer data)
         decide (item, assemblies);
     }
   if (assemblies->len > 0)
-    vb_daemon_submit (hp.daemon, mutate_assemble, VB_OP_POLICY, NULL, assembled,
+    vb_daemon_submit (hp.daemon, NULL, mutate_assemble, VB_OP_POLICY, NULL, assembled,
                       g_steal_pointer (&assemblies), (GDestroyNotify) g_ptr_array_unref);
   g_ptr_array_unref (items);
   /* what came in meanwhile */

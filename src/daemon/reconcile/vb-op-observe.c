@@ -66,6 +66,9 @@ vb_op_compute_status (VbOp *op)
       VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
       g_autoptr (GError) local = NULL;
 
+      /* the other parts are other ops' */
+      if (!vb_op_in_part (op, d->name))
+        continue;
       if (st == NULL)
         {
           st = g_new0 (VbDeviceStatus, 1);
@@ -108,7 +111,9 @@ vb_op_compute_status (VbOp *op)
 void
 vb_op_stop_self_served (VbOp *op)
 {
+  vb_op_world_lock (op);
   g_hash_table_remove_all (op->daemon->exports);
+  vb_op_world_unlock (op);
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
       const VbDeviceConfig *d = op->candidate->devices->pdata[i];

@@ -156,7 +156,9 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
         return FALSE;
     }
   /* clients of an export go before the node they use */
+  vb_op_world_lock (op);
   vb_exports_stop (op->daemon->exports, step->uuid);
+  vb_op_world_unlock (op);
   if (backend == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'", step->block_device,
@@ -301,14 +303,27 @@ export_failed (const char *device, const GError *error, gpointer user_data)
     }
 }
 
+/* Against the world, so that the exports of ops on other parts stay. */
+static void
+sync_world_exports (VbOp *op)
+{
+  VbDaemon *daemon = op->daemon;
+
+  vb_op_world_take (op);
+  vb_exports_sync (daemon->exports, daemon->world_desired, daemon->world_running, export_failed,
+                   op);
+}
+
 void
 vb_op_sync_exports (VbOp *op)
 {
-  vb_exports_sync (op->daemon->exports, op->candidate, op->running, export_failed, op);
+  vb_op_world_lock (op);
+  sync_world_exports (op);
   if (op->export_rolled_back)
     {
       /* the device as it was, with the exports it had */
-      vb_exports_sync (op->daemon->exports, op->candidate, op->running, export_failed, op);
+      sync_world_exports (op);
       vb_op_save_or_warn (op, "an export's rollback");
     }
+  vb_op_world_unlock (op);
 }

@@ -3,6 +3,7 @@
  * helpers every worker step shares. */
 #include "config.h"
 
+#include "vb-devlinks.h"
 #include "vb-op.h"
 
 #include <string.h>
@@ -94,12 +95,25 @@ event_free (gpointer data)
 }
 
 void
+vb_op_reset (VbOp *op)
+{
+  g_clear_pointer (&op->previous, vb_state_free);
+  g_clear_pointer (&op->candidate, vb_state_free);
+  g_clear_pointer (&op->running, g_hash_table_unref);
+  g_clear_pointer (&op->part, g_hash_table_unref);
+  intent_clear (&op->intent);
+  intent_init (&op->intent);
+}
+
+void
 vb_op_free (VbOp *op)
 {
   vb_state_free (op->previous);
   vb_state_free (op->candidate);
   intent_clear (&op->intent);
   g_free (op->what);
+  g_free (op->device);
+  g_clear_pointer (&op->part, g_hash_table_unref);
   g_clear_pointer (&op->running, g_hash_table_unref);
   g_clear_pointer (&op->status, g_hash_table_unref);
   g_clear_pointer (&op->events, g_ptr_array_unref);
@@ -142,15 +156,56 @@ vb_op_block_devices_of (const VbState *state, GHashTable *running)
   return map;
 }
 
+void
+vb_op_world_lock (VbOp *op)
+{
+  g_rec_mutex_lock (&op->daemon->world_lock);
+}
+
+void
+vb_op_world_unlock (VbOp *op)
+{
+  g_rec_mutex_unlock (&op->daemon->world_lock);
+}
+
+void
+vb_op_world_take (VbOp *op)
+{
+  VbDaemon *daemon = op->daemon;
+
+  if (op->part == NULL)
+    {
+      vb_state_free (daemon->world_desired);
+      daemon->world_desired = vb_state_copy (op->candidate);
+      g_hash_table_unref (daemon->world_running);
+      daemon->world_running = vb_op_running_copy (op->running);
+      return;
+    }
+  vb_op_part_merge_state (op, daemon->world_desired, op->candidate);
+  vb_op_part_merge_running (op, daemon->world_running, op->running);
+}
+
 gboolean
 vb_op_save (VbOp *op, GError **error)
 {
-  if (!vb_state_save (op->candidate, op->daemon->state_path, error))
-    {
-      g_prefix_error (error, "saving the desired state: ");
-      return FALSE;
-    }
-  return TRUE;
+  gboolean ok;
+
+  vb_op_world_lock (op);
+  vb_op_world_take (op);
+  ok = vb_state_save (op->daemon->world_desired, op->daemon->state_path, error);
+  vb_op_world_unlock (op);
+  if (!ok)
+    g_prefix_error (error, "saving the desired state: ");
+  return ok;
+}
+
+void
+vb_op_sync_links (VbOp *op)
+{
+  vb_op_world_lock (op);
+  vb_op_world_take (op);
+  vb_devlinks_sync (op->daemon->dev_dir, op->daemon->world_desired, op->daemon->world_running);
+  vb_op_world_unlock (op);
 }
 
 void
@@ -193,12 +248,13 @@ vb_op_slot_uuids (const VbDeviceConfig *config)
 }
 
 VbOp *
-vb_op_new (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode, const char *what, VbOpDone done,
-           gpointer user_data, GDestroyNotify destroy)
+vb_op_new (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
+           const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy)
 {
   VbOp *op = g_new0 (VbOp, 1);
 
   op->daemon = daemon;
+  op->device = g_strdup (device);
   op->mutate = mutate;
   intent_init (&op->intent);
   op->mode = mode;

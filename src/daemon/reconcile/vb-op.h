@@ -20,6 +20,10 @@ struct _VbOp {
   VbDaemon *daemon;
   VbState *previous;  /* desired when the op began */
   VbState *candidate; /* becomes the desired state */
+  char *device;       /* what it is about (vb_daemon_submit), or NULL: the whole daemon */
+  /* "device:NAME" and "source:PATH" of the part of the graph it may
+   * change (vb-op-part.c); NULL: the whole daemon, alone */
+  GHashTable *part;
   VbMutateFunc mutate;
   VbOpIntent intent; /* touched: checked, rolled back on failure */
   VbOpMode mode;
@@ -42,8 +46,10 @@ struct _VbOp {
 };
 
 /* vb-op.c */
-VbOp *vb_op_new (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode, const char *what,
-                 VbOpDone done, gpointer user_data, GDestroyNotify destroy);
+VbOp *vb_op_new (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
+                 const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy);
+/* Back to as submitted (before its mutate ran), to wait. */
+void vb_op_reset (VbOp *op);
 void vb_op_free (VbOp *op);
 /* uuid -> VbRunning*, deep */
 GHashTable *vb_op_running_copy (GHashTable *running);
@@ -54,8 +60,30 @@ GPtrArray *vb_op_slot_uuids (const VbDeviceConfig *config);
 
 /* @details: a{sv} (floating is taken), or NULL */
 void vb_op_add_event (VbOp *op, const char *kind, const char *name, GVariant *details);
-/* The one write of state.json: the op's candidate. */
+/* The world (daemon->world_*): what is saved and served, shared by the
+ * workers of ops that run side by side. vb_op_world_take merges the op's
+ * part of its candidate and running into it; call it under the lock
+ * (recursive). */
+void vb_op_world_lock (VbOp *op);
+void vb_op_world_unlock (VbOp *op);
+void vb_op_world_take (VbOp *op);
+/* The one write of state.json: the world with the op's candidate taken in. */
 gboolean vb_op_save (VbOp *op, GError **error);
+/* The DEV_DIR/NAME links of the world with the op's outcome taken in. */
+void vb_op_sync_links (VbOp *op);
+
+/* vb-op-part.c */
+/* The connected parts of @names in @before and @after (may be NULL). */
+GHashTable *vb_op_part_new (const VbState *before, const VbState *after, const char *const *names);
+/* After its mutate: the part of what the op names, touched and intends. */
+GHashTable *vb_op_part_of (VbOp *op);
+/* NULL meets everything. */
+gboolean vb_op_parts_meet (GHashTable *a, GHashTable *b);
+/* Whether device @name is in @op's part (always, for a whole-daemon op). */
+gboolean vb_op_in_part (const VbOp *op, const char *name);
+/* @op's part of @from into @into (op->part not NULL). */
+void vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from);
+void vb_op_part_merge_running (const VbOp *op, GHashTable *into, GHashTable *from);
 /* Likewise where a failure is only logged: @after says what was recorded. */
 void vb_op_save_or_warn (VbOp *op, const char *after);
 

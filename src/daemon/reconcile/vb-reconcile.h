@@ -63,12 +63,22 @@ struct _VbDaemon {
   VbPolicy *policy;         /* the rules in force, never NULL once loaded */
   char *policy_dir;         /* where they are read from */
 
-  GHashTable *exports;      /* uuid -> NBD export runtime; the worker's (vb-exports.c) */
-  GQueue ops;               /* VbOp*, one runs at a time */
+  GQueue ops;               /* VbOp* waiting; those on disjoint parts of the graph run together */
+  GPtrArray *running_ops;   /* VbOp* whose worker runs */
   GHashTable *reconfigured; /* name -> the configuration before a reconfiguration whose
                                rebuild still runs (for show) */
-  gboolean op_running;
-  gboolean quit_pending; /* SIGTERM arrived while an op ran */
+  gboolean dispatching;     /* the reconciler is looking for ops to start */
+  gboolean dispatch_again;  /* an op came meanwhile */
+  gboolean quit_pending;    /* SIGTERM arrived while an op ran */
+
+  /* The workers' side, under world_lock: what state.json holds and what
+   * is served (exports, links), each op's part merged in as it goes, so
+   * that ops running side by side never write back one another's stale
+   * copies. */
+  GRecMutex world_lock;
+  VbState *world_desired;
+  GHashTable *world_running; /* uuid -> VbRunning* */
+  GHashTable *exports;       /* uuid -> NBD export runtime (vb-exports.c) */
   int exit_status;
   gboolean shutting_down;
   GMainLoop *loop;
@@ -144,12 +154,16 @@ void vb_op_intent_reconfigure (VbOpIntent *intent, const char *device, guint tim
 
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   VbOpIntent *intent, GError **error);
-/* @what names the request ("create", "start", ...: the test hook
- * "WHAT:after-persist" stops there), or NULL. */
-void vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode, const char *what,
-                       VbOpDone done, gpointer user_data, GDestroyNotify destroy);
+/* @device: the device the op is about; it runs beside ops on other
+ * connected parts of the dependency graph (and waits for those before it
+ * on its own part). NULL: the whole daemon; it runs alone (start-up,
+ * shutdown, observe, scan, the policy's assembly). @what names the
+ * request ("create", "start", ...: the test hook "WHAT:after-persist"
+ * stops there), or NULL. */
+void vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
+                       const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy);
 
-/* Leaves the main loop once the running op (if any) is done. */
+/* Leaves the main loop once the running ops (if any) are done. */
 void vb_daemon_quit (VbDaemon *daemon);
 
 /* vb-reconciler-steps.c: sets the behind flag of @d's slots from the

@@ -224,7 +224,7 @@ record_spare_moves (VbOp *op)
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
       VbDeviceConfig *d = op->candidate->devices->pdata[i];
-      for (guint j = 0; j < d->components->len; j++)
+      for (guint j = 0; vb_op_in_part (op, d->name) && j < d->components->len; j++)
         {
           VbComponentConfig *spare = d->components->pdata[j];
           gint slot;

@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include "vb-claim.h"
-#include "vb-devlinks.h"
 #include "vb-op.h"
 #include "vb-probe.h"
 #include "vb-testhook.h"
@@ -72,7 +71,7 @@ check_touched (VbOp *op, GHashTable *before_scan)
 
       if (d == NULL || (old && !d->started && old->started))
         continue;
-      running_old = old && g_hash_table_contains (op->daemon->running, d->uuid) ? old : NULL;
+      running_old = old && g_hash_table_contains (before_scan, d->uuid) ? old : NULL;
       if (!vb_op_check_spares_kept (op, d, old, &op->error))
         break;
       if (op->mode == VB_OP_POLICY)
@@ -108,7 +107,7 @@ publish (VbOp *op)
 {
   vb_op_sync_exports (op);
   vb_op_compute_status (op);
-  vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+  vb_op_sync_links (op);
 }
 
 static void
@@ -183,7 +182,7 @@ op_run_shutdown (VbOp *op, GHashTable *before_scan)
 {
   vb_op_stop_self_served (op);
   op->applied = TRUE;
-  vb_devlinks_sync (op->daemon->dev_dir, op->candidate, op->running);
+  vb_op_sync_links (op);
 }
 
 typedef void (*VbOpRunFunc) (VbOp *op, GHashTable *before_scan);
@@ -229,6 +228,23 @@ merge_status (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
   g_hash_table_replace (daemon->status, g_strdup (d->name), st);
 }
 
+/* The worker's outcome becomes what the daemon shows: all of it for a
+ * whole-daemon op, else its part (other parts may have moved since). */
+static void
+take_outcome (VbDaemon *daemon, VbOp *op)
+{
+  if (op->part == NULL)
+    {
+      vb_state_free (daemon->desired);
+      daemon->desired = g_steal_pointer (&op->candidate);
+      g_hash_table_unref (daemon->running);
+      daemon->running = g_steal_pointer (&op->running);
+      return;
+    }
+  vb_op_part_merge_state (op, daemon->desired, op->candidate);
+  vb_op_part_merge_running (op, daemon->running, op->running);
+}
+
 static void
 op_finished (GObject *source, GAsyncResult *result, gpointer data)
 {
@@ -236,18 +252,13 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   VbDaemon *daemon = op->daemon;
 
   if (op->applied)
+    take_outcome (daemon, op);
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
-      /* the worker's outcome becomes what the daemon shows */
-      vb_state_free (daemon->desired);
-      daemon->desired = g_steal_pointer (&op->candidate);
-      g_hash_table_unref (daemon->running);
-      daemon->running = g_steal_pointer (&op->running);
-      for (guint i = 0; i < daemon->desired->devices->len; i++)
-        merge_status (daemon, op, daemon->desired->devices->pdata[i]);
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (vb_op_in_part (op, d->name))
+        merge_status (daemon, op, d);
     }
-  else
-    for (guint i = 0; i < daemon->desired->devices->len; i++)
-      merge_status (daemon, op, daemon->desired->devices->pdata[i]);
 
   vb_daemon_publish_sync (daemon);
   for (guint i = 0; i < op->events->len; i++)
@@ -263,57 +274,195 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
     }
   if (op->done)
     op->done (daemon, op->error, op->user_data);
+  g_ptr_array_remove (daemon->running_ops, op);
   vb_op_free (op);
-  daemon->op_running = FALSE;
   if (daemon->quit_pending)
     vb_daemon_quit (daemon);
   else
     op_run_next (daemon);
 }
 
-static void
-op_run_next (VbDaemon *daemon)
+/* A node runs that belongs to no device: the next op's plan stops it, so
+ * that op runs alone. */
+static gboolean
+orphans_run (VbDaemon *daemon)
 {
-  VbOp *op;
-  g_autoptr (GTask) task = NULL;
+  GHashTableIter iter;
+  gpointer uuid;
 
-  if (daemon->op_running || g_queue_is_empty (&daemon->ops))
-    return;
-  op = g_queue_pop_head (&daemon->ops);
-  daemon->op_running = TRUE;
+  g_hash_table_iter_init (&iter, daemon->running);
+  while (g_hash_table_iter_next (&iter, &uuid, NULL))
+    {
+      gboolean known = FALSE;
+      for (guint i = 0; i < daemon->desired->devices->len && !known; i++)
+        known = strcmp (((VbDeviceConfig *) daemon->desired->devices->pdata[i])->uuid, uuid) == 0;
+      if (!known)
+        return TRUE;
+    }
+  return FALSE;
+}
 
-  /* built now, not at submit time, so each op sees the one before it */
+static gboolean
+meets_any (GPtrArray *parts, GHashTable *part)
+{
+  for (guint i = 0; i < parts->len; i++)
+    if (vb_op_parts_meet (part, parts->pdata[i]))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+meets_running (VbDaemon *daemon, GHashTable *part)
+{
+  for (guint i = 0; i < daemon->running_ops->len; i++)
+    if (vb_op_parts_meet (part, ((VbOp *) daemon->running_ops->pdata[i])->part))
+      return TRUE;
+  return FALSE;
+}
+
+/* Built now, not at submit time, so that each op sees those before it on
+ * its part; then its mutate. FALSE: the mutate refused (done, freed). */
+static gboolean
+prepare (VbDaemon *daemon, VbOp *op)
+{
   op->previous = vb_state_copy (daemon->desired);
   op->candidate = vb_state_copy (daemon->desired);
   op->running = vb_op_running_copy (daemon->running);
-  if (op->mutate && !op->mutate (daemon, op->candidate, op->user_data, &op->intent, &op->error))
-    {
-      if (op->done)
-        op->done (daemon, op->error, op->user_data);
-      vb_op_free (op);
-      daemon->op_running = FALSE;
-      op_run_next (daemon);
-      return;
-    }
+  if (op->mutate == NULL
+      || op->mutate (daemon, op->candidate, op->user_data, &op->intent, &op->error))
+    return TRUE;
+  if (op->done)
+    op->done (daemon, op->error, op->user_data);
+  vb_op_free (op);
+  return FALSE;
+}
 
-  task = g_task_new (NULL, NULL, op_finished, op);
+static void
+start (VbDaemon *daemon, VbOp *op)
+{
+  g_autoptr (GTask) task = g_task_new (NULL, NULL, op_finished, op);
+
+  if (daemon->world_desired == NULL)
+    {
+      /* before the first worker: the world is the state as loaded */
+      g_rec_mutex_init (&daemon->world_lock);
+      daemon->world_desired = vb_state_copy (daemon->desired);
+      daemon->world_running = vb_op_running_copy (daemon->running);
+    }
+  g_ptr_array_add (daemon->running_ops, op);
   g_task_set_task_data (task, op, NULL);
   g_task_run_in_thread (task, op_thread);
 }
 
+/* A whole-daemon op starts when nothing runs and none waits before it;
+ * nothing behind it starts meanwhile — but an observe op (it only finds
+ * the nodes again, whenever it runs) lets the ops behind it pass, so that
+ * udev's events about one device's node never hold the others. FALSE:
+ * stop looking. */
+static gboolean
+dispatch_whole (VbDaemon *daemon, GList *link, GPtrArray *waiting)
+{
+  VbOp *op = link->data;
+
+  if (daemon->running_ops->len > 0 || waiting->len > 0)
+    return op->mode == VB_OP_OBSERVE;
+  g_queue_delete_link (&daemon->ops, link);
+  if (!prepare (daemon, op))
+    return TRUE;
+  start (daemon, op);
+  return FALSE;
+}
+
+/* In queue order, an op whose part meets no running op's part and no
+ * waiting op's before it (so that ops on one part keep their order)
+ * starts. Its part is known for sure once its mutate ran: one that
+ * reached a part in use goes back to wait in its place. FALSE: stop
+ * looking. */
+static gboolean
+dispatch_one (VbDaemon *daemon, GList *link, GPtrArray *waiting)
+{
+  VbOp *op = link->data;
+  GList *next = link->next;
+  const char *names[] = { op->device, NULL };
+  GHashTable *before = vb_op_part_new (daemon->desired, NULL, names);
+
+  if (meets_running (daemon, before) || meets_any (waiting, before))
+    {
+      g_ptr_array_add (waiting, before);
+      return TRUE;
+    }
+  g_hash_table_unref (before);
+  g_queue_delete_link (&daemon->ops, link);
+  if (!prepare (daemon, op))
+    return TRUE;
+  op->part = vb_op_part_of (op);
+  if (meets_running (daemon, op->part))
+    {
+      g_ptr_array_add (waiting, g_hash_table_ref (op->part));
+      vb_op_reset (op);
+      g_queue_insert_before (&daemon->ops, next, op);
+      return TRUE;
+    }
+  start (daemon, op);
+  return TRUE;
+}
+
+static void
+dispatch (VbDaemon *daemon)
+{
+  g_autoptr (GPtrArray) waiting
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) g_hash_table_unref);
+  GList *next;
+
+  for (GList *l = daemon->ops.head; l && !daemon->quit_pending; l = next)
+    {
+      VbOp *op = l->data;
+      gboolean go_on;
+
+      next = l->next;
+      if (op->device == NULL || orphans_run (daemon))
+        go_on = dispatch_whole (daemon, l, waiting);
+      else
+        go_on = dispatch_one (daemon, l, waiting);
+      if (!go_on)
+        return;
+    }
+}
+
+static void
+op_run_next (VbDaemon *daemon)
+{
+  if (daemon->running_ops == NULL)
+    daemon->running_ops = g_ptr_array_new ();
+  /* a refusing mutate's done may submit: that op is looked at after */
+  if (daemon->dispatching)
+    {
+      daemon->dispatch_again = TRUE;
+      return;
+    }
+  daemon->dispatching = TRUE;
+  do
+    {
+      daemon->dispatch_again = FALSE;
+      dispatch (daemon);
+    }
+  while (daemon->dispatch_again);
+  daemon->dispatching = FALSE;
+}
+
 void
-vb_daemon_submit (VbDaemon *daemon, VbMutateFunc mutate, VbOpMode mode, const char *what,
-                  VbOpDone done, gpointer user_data, GDestroyNotify destroy)
+vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
+                  const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy)
 {
   g_queue_push_tail (&daemon->ops,
-                     vb_op_new (daemon, mutate, mode, what, done, user_data, destroy));
+                     vb_op_new (daemon, device, mutate, mode, what, done, user_data, destroy));
   op_run_next (daemon);
 }
 
 void
 vb_daemon_quit (VbDaemon *daemon)
 {
-  if (daemon->op_running)
+  if (daemon->running_ops && daemon->running_ops->len > 0)
     {
       daemon->quit_pending = TRUE;
       return;
