@@ -194,6 +194,89 @@ roll_back (VbOp *op, const char *name)
     }
 }
 
+/* A start waits for the devices it is built on: one of them failed,
+ * so does it. */
+static void
+run_start (VbOp *op, const VbStep *step, GHashTable *failed, GError **error)
+{
+  g_autofree char *node = NULL;
+  const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+  g_autoptr (VbGraph) graph = vb_graph_new (op->candidate);
+  g_auto (GStrv) deps = vb_graph_components_of (graph, step->name);
+  VbRunning *started = NULL;
+
+  for (guint j = 0; deps[j]; j++)
+    if (g_hash_table_contains (failed, deps[j]))
+      {
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device '%s' it is built on did not start",
+                     deps[j]);
+        return;
+      }
+  node = step_start (op, step, &started, error);
+  if (node)
+    {
+      g_hash_table_insert (op->running, g_strdup (config->uuid), started);
+      vb_op_add_event (op, "device-appeared", step->name, NULL);
+    }
+}
+
+static void
+run_step (VbOp *op, const VbStep *step, GHashTable *failed, GError **error)
+{
+  switch (step->kind)
+    {
+    case VB_STEP_START:
+      run_start (op, step, failed, error);
+      break;
+    case VB_STEP_UPDATE:
+      if (vb_op_step_update (op, step, error))
+        {
+          VbRunning *r = g_hash_table_lookup (op->running, step->uuid);
+          const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
+          g_hash_table_replace (op->running, g_strdup (step->uuid),
+                                vb_running_new (r->block_device, r->backend, config->attributes));
+          vb_op_add_event (op, "reconfigured", step->name, NULL);
+        }
+      break;
+    case VB_STEP_STOP:
+      if (step_stop (op, step, error))
+        {
+          g_hash_table_remove (op->running, step->uuid);
+          vb_op_add_event (op, "device-disappeared", step->name, NULL);
+          vb_test_hook (vb_state_lookup (op->candidate, step->name ? step->name : "")
+                            ? "stop:after-teardown"
+                            : "delete:after-teardown");
+        }
+      break;
+    }
+}
+
+/* A step failed: the device shows why; a device the request touched is
+ * rolled back (TRUE). */
+static gboolean
+step_failed (VbOp *op, const VbStep *step, GHashTable *failed, const GError *error)
+{
+  g_warning ("vblk: %s: %s", step->name ? step->name : step->block_device, error->message);
+  if (step->name)
+    {
+      g_hash_table_add (failed, g_strdup (step->name));
+      VbDeviceStatus *st = g_hash_table_lookup (op->status, step->name);
+      if (st == NULL)
+        {
+          st = g_new0 (VbDeviceStatus, 1);
+          g_hash_table_insert (op->status, g_strdup (step->name), st);
+        }
+      g_free (st->failure);
+      st->failure = g_strdup (error->message);
+    }
+  if (!concerns (op, step->name))
+    return FALSE;
+  if (op->error == NULL)
+    op->error = g_error_copy (error);
+  roll_back (op, step->name);
+  return TRUE;
+}
+
 void
 vb_op_execute_plan (VbOp *op)
 {
@@ -205,7 +288,6 @@ vb_op_execute_plan (VbOp *op)
     {
       const VbStep *step = plan->pdata[i];
       g_autoptr (GError) local = NULL;
-      VbRunning *started = NULL;
 
       /* a request acts on the devices it touched (and nodes nobody owns);
        * only start-up re-drives everything, so a device that failed is
@@ -216,74 +298,10 @@ vb_op_execute_plan (VbOp *op)
       /* the policy records where components are; starting is its own step */
       if (op->mode == VB_OP_POLICY && step->kind == VB_STEP_START)
         continue;
-
-      switch (step->kind)
-        {
-          case VB_STEP_START: {
-            g_autofree char *node = NULL;
-            const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
-            g_autoptr (VbGraph) graph = vb_graph_new (op->candidate);
-            g_auto (GStrv) deps = vb_graph_components_of (graph, step->name);
-            for (guint j = 0; deps[j] && local == NULL; j++)
-              if (g_hash_table_contains (failed, deps[j]))
-                g_set_error (&local, VB_ERROR, VB_ERROR_FAILED,
-                             "device '%s' it is built on did not start", deps[j]);
-            if (local == NULL)
-              node = step_start (op, step, &started, &local);
-            if (node)
-              {
-                g_hash_table_insert (op->running, g_strdup (config->uuid), started);
-                vb_op_add_event (op, "device-appeared", step->name, NULL);
-              }
-            break;
-          }
-        case VB_STEP_UPDATE:
-          if (vb_op_step_update (op, step, &local))
-            {
-              VbRunning *r = g_hash_table_lookup (op->running, step->uuid);
-              const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
-              g_hash_table_replace (
-                  op->running, g_strdup (step->uuid),
-                  vb_running_new (r->block_device, r->backend, config->attributes));
-              vb_op_add_event (op, "reconfigured", step->name, NULL);
-            }
-          break;
-        case VB_STEP_STOP:
-          if (step_stop (op, step, &local))
-            {
-              g_hash_table_remove (op->running, step->uuid);
-              vb_op_add_event (op, "device-disappeared", step->name, NULL);
-              vb_test_hook (vb_state_lookup (op->candidate, step->name ? step->name : "")
-                                ? "stop:after-teardown"
-                                : "delete:after-teardown");
-            }
-          break;
-        }
-      if (local == NULL)
-        continue;
-
-      g_warning ("vblk: %s: %s", step->name ? step->name : step->block_device, local->message);
-      if (step->name)
-        {
-          g_hash_table_add (failed, g_strdup (step->name));
-          VbDeviceStatus *st = g_hash_table_lookup (op->status, step->name);
-          if (st == NULL)
-            {
-              st = g_new0 (VbDeviceStatus, 1);
-              g_hash_table_insert (op->status, g_strdup (step->name), st);
-            }
-          g_free (st->failure);
-          st->failure = g_strdup (local->message);
-        }
-      if (concerns (op, step->name))
-        {
-          if (op->error == NULL)
-            op->error = g_error_copy (local);
-          roll_back (op, step->name);
-          rolled_back = TRUE;
-        }
+      run_step (op, step, failed, &local);
+      if (local)
+        rolled_back |= step_failed (op, step, failed, local);
     }
-
   if (rolled_back)
     vb_op_save_or_warn (op, "a rollback");
 }
