@@ -12,6 +12,34 @@
 
 #include <string.h>
 
+/* The backend a start goes through, and why (*@why). */
+static const VbBackend *
+start_backend (VbOp *op, const VbDeviceConfig *config, const VbDriver *driver, char **why,
+               GError **error)
+{
+  const char *left = op->left_behind ? g_hash_table_lookup (op->left_behind, config->uuid) : NULL;
+  const VbBackend *backend;
+  g_autofree char *not_here = NULL;
+
+  if (left)
+    {
+      /* the node a vblkd that ended left, whatever auto would pick now */
+      *why = g_strdup_printf ("took over the node the vblkd that ended left running (%s)",
+                              config->backend);
+      return vb_backend_lookup (left);
+    }
+  backend = vb_backend_choose (config->backend, driver, config->attributes, why, error);
+  if (backend == NULL)
+    return NULL;
+  if (!backend->available (&not_here))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "backend '%s' is not available here: %s", backend->name, not_here);
+      return NULL;
+    }
+  return backend;
+}
+
 static char *
 step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
 {
@@ -43,29 +71,10 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
-  const char *left = op->left_behind ? g_hash_table_lookup (op->left_behind, config->uuid) : NULL;
   g_autofree char *why = NULL;
-  if (left)
-    {
-      /* the node a vblkd that ended left, whatever auto would pick now */
-      backend = vb_backend_lookup (left);
-      why = g_strdup_printf ("took over the node the vblkd that ended left running (%s)",
-                             config->backend);
-    }
-  else
-    backend = vb_backend_choose (config->backend, driver, config->attributes, &why, error);
+  backend = start_backend (op, config, driver, &why, error);
   if (backend == NULL)
     return NULL;
-  if (!left)
-    {
-      g_autofree char *not_here = NULL;
-      if (!backend->available (&not_here))
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "backend '%s' is not available here: %s", backend->name, not_here);
-          return NULL;
-        }
-    }
 
   g_ptr_array_add (paths, NULL);
   component_uuids = vb_op_slot_uuids (config);
