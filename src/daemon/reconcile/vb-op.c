@@ -168,31 +168,54 @@ vb_op_world_unlock (VbOp *op)
   g_rec_mutex_unlock (&op->daemon->world_lock);
 }
 
+/* The world's desired state with the op's part of its candidate in (all
+ * of it for a whole-daemon op). */
+static VbState *
+world_desired_with (VbOp *op)
+{
+  VbState *state;
+
+  if (op->part == NULL)
+    return vb_state_copy (op->candidate);
+  state = vb_state_copy (op->daemon->world_desired);
+  vb_op_part_merge_state (op, state, op->candidate);
+  return state;
+}
+
 void
 vb_op_world_take (VbOp *op)
 {
   VbDaemon *daemon = op->daemon;
 
+  vb_state_free (daemon->world_desired);
+  daemon->world_desired = world_desired_with (op);
   if (op->part == NULL)
     {
-      vb_state_free (daemon->world_desired);
-      daemon->world_desired = vb_state_copy (op->candidate);
       g_hash_table_unref (daemon->world_running);
       daemon->world_running = vb_op_running_copy (op->running);
-      return;
     }
-  vb_op_part_merge_state (op, daemon->world_desired, op->candidate);
-  vb_op_part_merge_running (op, daemon->world_running, op->running);
+  else
+    vb_op_part_merge_running (op, daemon->world_running, op->running);
 }
 
+/* What is saved is the world with this op's part in; the world takes it
+ * only once it is on disk, so that it never holds what a failed save did
+ * not write. */
 gboolean
 vb_op_save (VbOp *op, GError **error)
 {
+  VbDaemon *daemon = op->daemon;
+  g_autoptr (VbState) next = NULL;
   gboolean ok;
 
   vb_op_world_lock (op);
-  vb_op_world_take (op);
-  ok = vb_state_save (op->daemon->world_desired, op->daemon->state_path, error);
+  next = world_desired_with (op);
+  ok = vb_state_save (next, daemon->state_path, error);
+  if (ok)
+    {
+      vb_state_free (daemon->world_desired);
+      daemon->world_desired = g_steal_pointer (&next);
+    }
   vb_op_world_unlock (op);
   if (!ok)
     g_prefix_error (error, "saving the desired state: ");
