@@ -104,7 +104,8 @@ test_merge (void)
 
   /* meanwhile, another op deleted c (the world moved on) */
   g_ptr_array_remove_index (into->devices, vb_state_index_of (into, "c"));
-  g_hash_table_insert (into_running, g_strdup (a_uuid), vb_running_new ("/dev/loop1", "loop", NULL));
+  g_hash_table_insert (into_running, g_strdup (a_uuid),
+                       vb_running_new ("/dev/loop1", "loop", NULL));
   /* this op: b becomes raid1 and starts, w goes */
   g_free (cb->driver);
   cb->driver = g_strdup ("raid1");
