@@ -380,6 +380,111 @@ record_exit (VbDaemon *daemon)
   g_message ("vblk: exiting; %u device(s) left running", g_hash_table_size (daemon->running));
 }
 
+/* The directories from the options; the state dir locked and loaded.
+ * Returns the exit status on failure, 0 otherwise. */
+static int
+setup_dirs (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *marker = NULL;
+  g_autofree char *last = NULL;
+  g_autofree char *text = NULL;
+
+  daemon->state_dir
+      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  daemon->run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
+  daemon->dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
+  daemon->state_path = g_build_filename (daemon->state_dir, VB_STATE_FILE, NULL);
+  daemon->policy_dir
+      = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
+
+  if (g_mkdir_with_parents (daemon->state_dir, 0700) < 0)
+    {
+      g_printerr ("vblkd: cannot create %s: %s\n", daemon->state_dir, g_strerror (errno));
+      return 1;
+    }
+  if (!opt_replace && !prepare_state (daemon, FALSE, &error))
+    {
+      print_startup_error (error);
+      return 1;
+    }
+
+  marker = g_build_filename (daemon->run_dir, "booted", NULL);
+  daemon->fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
+  if (g_mkdir_with_parents (daemon->run_dir, 0755) < 0
+      || (daemon->fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
+    {
+      g_printerr ("vblkd: cannot use run dir %s: %s\n", daemon->run_dir,
+                  error ? error->message : g_strerror (errno));
+      return 1;
+    }
+  last = g_build_filename (daemon->run_dir, "last-exit", NULL);
+  if (!daemon->fresh_run_dir)
+    g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
+                                              ? "exited cleanly"
+                                              : "did not exit cleanly; re-driving");
+  unlink (last);
+  return 0;
+}
+
+/* The tables, the bus side's parts and polkit. */
+static void
+setup_state (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  VbBus *bus = daemon->bus;
+
+  daemon->running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  daemon->reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  daemon->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) vb_device_status_free);
+  bus->device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  bus->jobs = vb_jobs_new (daemon);
+  daemon->exports = vb_exports_new ();
+  g_queue_init (&daemon->ops);
+  daemon->loop = g_main_loop_new (NULL, FALSE);
+
+  bus->authority = polkit_authority_get_sync (NULL, &error);
+  if (bus->authority == NULL)
+    g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
+}
+
+static void
+teardown (VbDaemon *daemon)
+{
+  VbBus *bus = daemon->bus;
+
+  if (bus->owner_id)
+    g_bus_unown_name (bus->owner_id);
+  if (bus->reconnect_source)
+    g_source_remove (bus->reconnect_source);
+  if (daemon->exit_status == 0)
+    record_exit (daemon);
+  g_clear_pointer (&bus->jobs, vb_jobs_free); /* unexports them: before the object manager */
+  vb_policy_dbus_shutdown (daemon);
+  g_clear_object (&bus->object_manager);
+  g_clear_object (&bus->manager);
+  g_clear_object (&bus->authority);
+  g_clear_object (&bus->connection);
+  g_hash_table_unref (daemon->exports); /* closes every NBD connection */
+  g_hash_table_unref (bus->device_objects);
+  g_hash_table_unref (daemon->running);
+  g_hash_table_unref (daemon->status);
+  g_hash_table_unref (daemon->reconfigured);
+  g_clear_pointer (&daemon->desired, vb_state_free);
+  g_clear_pointer (&daemon->policy, vb_policy_unref);
+  g_free (daemon->policy_dir);
+  g_free (daemon->state_dir);
+  g_free (daemon->state_path);
+  g_free (daemon->run_dir);
+  g_free (daemon->dev_dir);
+  g_main_loop_unref (daemon->loop);
+  if (daemon->lock_fd >= 0)
+    close (daemon->lock_fd);
+  g_free (daemon->instance);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -389,7 +494,7 @@ main (int argc, char **argv)
   VbDaemon daemon = { .lock_fd = -1, .bus = &bus, .publish = &vb_bus_publish };
   BDPluginSpec loop_plugin = { BD_PLUGIN_LOOP, NULL };
   BDPluginSpec *plugins[] = { &loop_plugin, NULL };
-  g_autofree char *marker = NULL;
+  int status;
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
@@ -405,44 +510,8 @@ main (int argc, char **argv)
     }
   if (opt_debug)
     g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
-
-  daemon.state_dir
-      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
-  daemon.run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
-  daemon.dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
-  daemon.state_path = g_build_filename (daemon.state_dir, VB_STATE_FILE, NULL);
-  daemon.policy_dir
-      = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
-
-  if (g_mkdir_with_parents (daemon.state_dir, 0700) < 0)
-    {
-      g_printerr ("vblkd: cannot create %s: %s\n", daemon.state_dir, g_strerror (errno));
-      return 1;
-    }
-  if (!opt_replace && !prepare_state (&daemon, FALSE, &error))
-    {
-      print_startup_error (error);
-      return 1;
-    }
-
-  marker = g_build_filename (daemon.run_dir, "booted", NULL);
-  daemon.fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
-  if (g_mkdir_with_parents (daemon.run_dir, 0755) < 0
-      || (daemon.fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
-    {
-      g_printerr ("vblkd: cannot use run dir %s: %s\n", daemon.run_dir,
-                  error ? error->message : g_strerror (errno));
-      return 1;
-    }
-  {
-    g_autofree char *last = g_build_filename (daemon.run_dir, "last-exit", NULL);
-    g_autofree char *text = NULL;
-    if (!daemon.fresh_run_dir)
-      g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
-                                                ? "exited cleanly"
-                                                : "did not exit cleanly; re-driving");
-    unlink (last);
-  }
+  if ((status = setup_dirs (&daemon)) != 0)
+    return status;
 
   bd_switch_init_checks (FALSE, NULL);
   if (!bd_ensure_init (plugins, NULL, &error))
@@ -450,24 +519,7 @@ main (int argc, char **argv)
       g_printerr ("vblkd: libblockdev loop plugin: %s\n", error->message);
       return 1;
     }
-
-  daemon.running
-      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
-  daemon.reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                         (GDestroyNotify) vb_device_status_free);
-  bus.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
-  bus.jobs = vb_jobs_new (&daemon);
-  daemon.exports = vb_exports_new ();
-  g_queue_init (&daemon.ops);
-  daemon.loop = g_main_loop_new (NULL, FALSE);
-
-  bus.authority = polkit_authority_get_sync (NULL, &error);
-  if (bus.authority == NULL)
-    {
-      g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
-      g_clear_error (&error);
-    }
+  setup_state (&daemon);
 
   vb_policy_dbus_init (&daemon);
   vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon);
@@ -480,34 +532,6 @@ main (int argc, char **argv)
                                      | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
                                  on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
   g_main_loop_run (daemon.loop);
-  if (bus.owner_id)
-    g_bus_unown_name (bus.owner_id);
-  if (bus.reconnect_source)
-    g_source_remove (bus.reconnect_source);
-
-  if (daemon.exit_status == 0)
-    record_exit (&daemon);
-  g_clear_pointer (&bus.jobs, vb_jobs_free); /* unexports them: before the object manager */
-  vb_policy_dbus_shutdown (&daemon);
-  g_clear_object (&bus.object_manager);
-  g_clear_object (&bus.manager);
-  g_clear_object (&bus.authority);
-  g_clear_object (&bus.connection);
-  g_hash_table_unref (daemon.exports); /* closes every NBD connection */
-  g_hash_table_unref (bus.device_objects);
-  g_hash_table_unref (daemon.running);
-  g_hash_table_unref (daemon.status);
-  g_hash_table_unref (daemon.reconfigured);
-  g_clear_pointer (&daemon.desired, vb_state_free);
-  g_clear_pointer (&daemon.policy, vb_policy_unref);
-  g_free (daemon.policy_dir);
-  g_free (daemon.state_dir);
-  g_free (daemon.state_path);
-  g_free (daemon.run_dir);
-  g_free (daemon.dev_dir);
-  g_main_loop_unref (daemon.loop);
-  if (daemon.lock_fd >= 0)
-    close (daemon.lock_fd);
-  g_free (daemon.instance);
+  teardown (&daemon);
   return daemon.exit_status;
 }
