@@ -166,37 +166,26 @@ is_slot_source (const VbDeviceConfig *d, const char *source)
   return FALSE;
 }
 
+/* What Add refuses before looking for the component: a component a spare
+ * replaced, a new slot of a started device, a spare where none can be. */
 static gboolean
-mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
-                      GError **error)
+check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, const char *role,
+               GError **error)
 {
-  VbRequest *req = user_data;
-  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autofree char *role = NULL;
-  g_autoptr (VbGraph) graph = NULL;
-  VbSourceKind kind;
-  guint slots = 0, at;
-
-  if (d == NULL)
-    return FALSE;
-  if (!vb_source_parse (req->source, &kind, NULL, error))
-    return FALSE;
-  if (req->options)
-    g_variant_lookup (req->options, "role", "s", &role);
   for (guint i = 0; i < d->components->len && g_strcmp0 (role, "spare") != 0; i++)
     {
       const VbComponentConfig *c = d->components->pdata[i];
-      if (strcmp (c->source, req->source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
+      if (strcmp (c->source, source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                        "component '%s' was replaced in its slot of '%s' (a spare took it): remove "
                        "it, then add it again as a spare if it is to serve",
-                       req->source, d->name);
+                       source, d->name);
           return FALSE;
         }
     }
   if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0
-      && !is_slot_source (d, req->source))
+      && !is_slot_source (d, source))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s' is started: adding a component to a started device needs "
@@ -214,6 +203,28 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
                    d->name, d->driver);
       return FALSE;
     }
+  return TRUE;
+}
+
+static gboolean
+mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
+                      GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autofree char *role = NULL;
+  g_autoptr (VbGraph) graph = NULL;
+  VbSourceKind kind;
+  guint slots = 0, at;
+
+  if (d == NULL)
+    return FALSE;
+  if (!vb_source_parse (req->source, &kind, NULL, error))
+    return FALSE;
+  if (req->options)
+    g_variant_lookup (req->options, "role", "s", &role);
+  if (!check_addable (daemon, d, req->source, role, error))
+    return FALSE;
   for (guint i = 0; i < d->components->len; i++)
     {
       VbComponentConfig *c = d->components->pdata[i];
@@ -315,6 +326,43 @@ mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
 
 #define RECONFIGURE_TIMEOUT_MS 10000
 
+/* Reconfigure's option 'backend': one of the design's, built in here,
+ * and for a started device the one it runs on. */
+static gboolean
+check_backend_option (const VbDeviceConfig *d, const VbRunning *r, const char *backend,
+                      GError **error)
+{
+  /* the design's backends; those not built in yet are refused below */
+  static const char *const designed[] = { "auto", "loop", "nbd", "ublk", "kernel", NULL };
+  if (!g_strv_contains (designed, backend) && vb_backend_lookup (backend) == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'backend': '%s' is not known (known: %s)", backend, known);
+      return FALSE;
+    }
+  if (r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
+    {
+      /* every engine backend makes its own kind of node: /dev/loopN is not
+       * /dev/nbdN, so a move would take the node away from its users */
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' is started on backend %s (%s); backend %s would give it another "
+                   "block node, which a started device cannot change: stop it, reconfigure, "
+                   "start it",
+                   d->name, r->backend, r->block_device, backend);
+      return FALSE;
+    }
+  if (strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "option 'backend': this vblkd has no backend %s yet (it has: %s)", backend,
+                   known);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static gboolean
 mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                     GError **error)
@@ -343,34 +391,8 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, Vb
                    "option 'timeout': must be at least 1 (milliseconds)");
       return FALSE;
     }
-  /* the design's backends; those not built in yet are refused below */
-  static const char *const designed[] = { "auto", "loop", "nbd", "ublk", "kernel", NULL };
-  if (backend && !g_strv_contains (designed, backend) && vb_backend_lookup (backend) == NULL)
-    {
-      g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'backend': '%s' is not known (known: %s)", backend, known);
-      return FALSE;
-    }
-  if (backend && r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
-    {
-      /* every engine backend makes its own kind of node: /dev/loopN is not
-       * /dev/nbdN, so a move would take the node away from its users */
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is started on backend %s (%s); backend %s would give it another "
-                   "block node, which a started device cannot change: stop it, reconfigure, "
-                   "start it",
-                   d->name, r->backend, r->block_device, backend);
-      return FALSE;
-    }
-  if (backend && strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
-    {
-      g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "option 'backend': this vblkd has no backend %s yet (it has: %s)", backend,
-                   known);
-      return FALSE;
-    }
+  if (backend && !check_backend_option (d, r, backend, error))
+    return FALSE;
   if (backend
       && (req->driver == NULL || req->driver[0] == '\0' || strcmp (req->driver, d->driver) == 0)
       && add == NULL && remove == NULL
