@@ -237,6 +237,7 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
               && g_hash_table_contains (daemon->running, d->uuid))
             {
               vb_op_intent_readd (intent, d->name, c);
+              g_free (req->result_path); /* a mutate may run again, after a wait */
               req->result_path = vb_component_object_path (d->name, i);
               vb_op_intent_touch (intent, d->name);
               return TRUE;
@@ -263,6 +264,7 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
   graph = vb_graph_new (candidate);
   if (!vb_graph_check (graph, error))
     return FALSE;
+  g_free (req->result_path);
   req->result_path = vb_component_object_path (d->name, at);
   vb_op_intent_touch (intent, d->name);
   return TRUE;

@@ -12,6 +12,39 @@
 
 static const char *const create_options[] = { "backend:s", "start:b", "autostart:b", NULL };
 
+/* @components, one slot each, in order. */
+static gboolean
+add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *components,
+                GError **error)
+{
+  for (guint i = 0; components[i]; i++)
+    {
+      const char *source = components[i];
+      VbSourceKind kind;
+      g_autofree char *role = g_strdup_printf ("%u", i);
+      g_autofree char *cuuid = vb_uuid_new ();
+
+      if (!vb_source_parse (source, &kind, NULL, error))
+        return FALSE;
+      for (guint j = 0; j < i; j++)
+        if (strcmp (components[j], source) == 0)
+          {
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
+                         source);
+            return FALSE;
+          }
+      g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
+    }
+  if (d->components->len > driver->max_components)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "components: driver '%s' takes at most %u, %u given", driver->name,
+                   driver->max_components, d->components->len);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static gboolean
 mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
@@ -64,31 +97,8 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   g_hash_table_unref (d->attributes);
   d->attributes = resolved;
   d->autostart = vb_options_get_bool (req->options, "autostart", TRUE);
-  for (guint i = 0; req->components[i]; i++)
-    {
-      const char *source = req->components[i];
-      VbSourceKind kind;
-      g_autofree char *role = g_strdup_printf ("%u", i);
-      g_autofree char *cuuid = vb_uuid_new ();
-
-      if (!vb_source_parse (source, &kind, NULL, error))
-        return FALSE;
-      for (guint j = 0; j < i; j++)
-        if (strcmp (req->components[j], source) == 0)
-          {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
-                         source);
-            return FALSE;
-          }
-      g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
-    }
-  if (d->components->len > driver->max_components)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "components: driver '%s' takes at most %u, %u given", driver->name,
-                   driver->max_components, d->components->len);
-      return FALSE;
-    }
+  if (!add_components (d, driver, (const char *const *) req->components, error))
+    return FALSE;
 
   g_ptr_array_add (candidate->devices, g_steal_pointer (&d));
   graph = vb_graph_new (candidate);
@@ -97,6 +107,7 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   vb_op_intent_touch (intent, req->name);
   if (vb_options_get_bool (req->options, "start", FALSE))
     vb_op_intent_start (intent, candidate, req->name);
+  g_free (req->result_path);
   req->result_path = vb_device_object_path (req->name);
   return TRUE;
 }
