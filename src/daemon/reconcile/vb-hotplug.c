@@ -404,6 +404,119 @@ arm_degraded (const char *name, guint64 after_ms)
 }
 
 /* Acting on one probed device node. */
+/* Assemble, re-add: a component of a device vblk knows, back where it
+ * was or on another path. */
+static void
+decide_assemble (Item *item, const VbPolicyRule *rule, const VbDeviceConfig *d, const char *why,
+                 GPtrArray *assemblies)
+{
+  VbDaemon *daemon = hp.daemon;
+  Assembly *a;
+  gint slot = -1;
+
+  if (!item->has_sb)
+    {
+      decision_event (NULL, item, rule, "nothing: no vblk superblock", why);
+      return;
+    }
+  if (d == NULL)
+    {
+      decision_event (NULL, item, rule,
+                      "nothing: a component of an unknown device (vbmgr scan --adopt)", why);
+      return;
+    }
+  for (guint j = 0; j < d->components->len; j++)
+    if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
+                   item->sb.component_uuid)
+        == 0)
+      slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
+  if (slot == -1)
+    {
+      decision_event (d->name, item, rule, "nothing: not a component of the device now", why);
+      return;
+    }
+  gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+  /* a disk that went away (or was not there at start) and is back —
+   * an add event, or a change one (a loop device attached again): a
+   * change event of a failed disk that stayed is no return */
+  gboolean moved = FALSE,
+           readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
+                   && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
+                       || slot_missing (daemon, d, slot));
+  for (guint j = 0; j < d->components->len; j++)
+    {
+      const VbComponentConfig *c = d->components->pdata[j];
+      if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
+        moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
+    }
+  /* a started device's healthy component, where it was: nothing new */
+  if (running && !moved && !readd)
+    return;
+  a = g_new0 (Assembly, 1);
+  a->device = g_strdup (d->name);
+  a->component_uuid = g_strdup (item->sb.component_uuid);
+  a->source = g_strdup (item->devnode);
+  a->readd = readd;
+  g_ptr_array_add (assemblies, a);
+  decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
+  /* raid0 and linear have no degraded start: they wait for every
+   * component */
+  const VbDriver *driver = vb_driver_lookup (d->driver);
+  if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
+      && driver->redundant)
+    arm_degraded (d->name, rule->start_degraded_after_ms);
+  return;
+}
+
+/* Spare, replace: a blank disk joins the first listed device that wants
+ * it. */
+static void
+decide_blank (Item *item, const VbPolicyRule *rule, const char *why)
+{
+  VbDaemon *daemon = hp.daemon;
+  const VbDeviceConfig *target = NULL;
+
+  if (strcmp (item->metadata, "none") != 0)
+    {
+      decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
+      return;
+    }
+  if (vb_hotplug_blank_taken (daemon, daemon->desired, item->devnode))
+    return;
+  for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
+    {
+      const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
+      if (t == NULL || !vb_driver_takes_spares (vb_driver_lookup (t->driver), t->attributes))
+        continue;
+      if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
+        target = t;
+      if (rule->action == VB_POLICY_REPLACE)
+        for (guint j = 0; j < t->components->len && target == NULL; j++)
+          {
+            const VbComponentConfig *c = t->components->pdata[j];
+            if (vb_component_config_is_slot (c)
+                && g_hash_table_contains (daemon->running, t->uuid)
+                && (vb_hotplug_slot_failed (daemon, t, j)
+                    || !g_hash_table_contains (hp.present, c->uuid)))
+              target = t;
+          }
+    }
+  if (target == NULL)
+    {
+      decision_event (NULL, item, rule,
+                      rule->action == VB_POLICY_SPARE
+                          ? "nothing: every listed device has a spare"
+                          : "nothing: no listed device has a failed component",
+                      why);
+      return;
+    }
+  decision_event (target->name, item, rule,
+                  rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
+  vb_hotplug_take_blank (daemon, target->name, item->devnode,
+                         rule->action == VB_POLICY_REPLACE);
+  return;
+}
+
 static void
 decide (Item *item, GPtrArray *assemblies)
 {
@@ -440,111 +553,10 @@ decide (Item *item, GPtrArray *assemblies)
         decision_event (d ? d->name : NULL, item, rule, "nothing", why);
       return;
     }
-  switch (rule->action)
-    {
-    case VB_POLICY_ASSEMBLE:
-      case VB_POLICY_READD: {
-        Assembly *a;
-        gint slot = -1;
-        if (!item->has_sb)
-          {
-            decision_event (NULL, item, rule, "nothing: no vblk superblock", why);
-            return;
-          }
-        if (d == NULL)
-          {
-            decision_event (NULL, item, rule,
-                            "nothing: a component of an unknown device (vbmgr scan --adopt)", why);
-            return;
-          }
-        for (guint j = 0; j < d->components->len; j++)
-          if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
-                         item->sb.component_uuid)
-              == 0)
-            slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
-        if (slot == -1)
-          {
-            decision_event (d->name, item, rule, "nothing: not a component of the device now", why);
-            return;
-          }
-        gboolean running = g_hash_table_contains (daemon->running, d->uuid);
-        /* a disk that went away (or was not there at start) and is back —
-         * an add event, or a change one (a loop device attached again): a
-         * change event of a failed disk that stayed is no return */
-        gboolean moved = FALSE,
-                 readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
-                         && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
-                             || slot_missing (daemon, d, slot));
-        for (guint j = 0; j < d->components->len; j++)
-          {
-            const VbComponentConfig *c = d->components->pdata[j];
-            if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
-              moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
-          }
-        /* a started device's healthy component, where it was: nothing new */
-        if (running && !moved && !readd)
-          return;
-        a = g_new0 (Assembly, 1);
-        a->device = g_strdup (d->name);
-        a->component_uuid = g_strdup (item->sb.component_uuid);
-        a->source = g_strdup (item->devnode);
-        a->readd = readd;
-        g_ptr_array_add (assemblies, a);
-        decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
-        /* raid0 and linear have no degraded start: they wait for every
-         * component */
-        const VbDriver *driver = vb_driver_lookup (d->driver);
-        if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
-            && driver->redundant)
-          arm_degraded (d->name, rule->start_degraded_after_ms);
-        return;
-      }
-    case VB_POLICY_SPARE:
-      case VB_POLICY_REPLACE: {
-        const VbDeviceConfig *target = NULL;
-        if (strcmp (item->metadata, "none") != 0)
-          {
-            decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
-            return;
-          }
-        if (vb_hotplug_blank_taken (daemon, daemon->desired, item->devnode))
-          return;
-        for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
-          {
-            const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
-            if (t == NULL || !vb_driver_takes_spares (vb_driver_lookup (t->driver), t->attributes))
-              continue;
-            if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
-              target = t;
-            if (rule->action == VB_POLICY_REPLACE)
-              for (guint j = 0; j < t->components->len && target == NULL; j++)
-                {
-                  const VbComponentConfig *c = t->components->pdata[j];
-                  if (vb_component_config_is_slot (c)
-                      && g_hash_table_contains (daemon->running, t->uuid)
-                      && (vb_hotplug_slot_failed (daemon, t, j)
-                          || !g_hash_table_contains (hp.present, c->uuid)))
-                    target = t;
-                }
-          }
-        if (target == NULL)
-          {
-            decision_event (NULL, item, rule,
-                            rule->action == VB_POLICY_SPARE
-                                ? "nothing: every listed device has a spare"
-                                : "nothing: no listed device has a failed component",
-                            why);
-            return;
-          }
-        decision_event (target->name, item, rule,
-                        rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
-        vb_hotplug_take_blank (daemon, target->name, item->devnode,
-                               rule->action == VB_POLICY_REPLACE);
-        return;
-      }
-    case VB_POLICY_IGNORE:
-      break;
-    }
+  if (rule->action == VB_POLICY_ASSEMBLE || rule->action == VB_POLICY_READD)
+    decide_assemble (item, rule, d, why, assemblies);
+  else if (rule->action == VB_POLICY_SPARE || rule->action == VB_POLICY_REPLACE)
+    decide_blank (item, rule, why);
 }
 
 /* A slot whose node went away: it fails, and the engine lets go of the node. */
