@@ -3,40 +3,31 @@
  * of its outcome. */
 #include "config.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 #include "vb-op.h"
 
-/* Adds device @name built from the NULL-terminated component sources. */
-G_GNUC_NULL_TERMINATED static void
-add_device (VbState *state, const char *name, ...)
+/* Adds device @name with one component, @source. */
+static void
+add (VbState *state, const char *name, const char *source)
 {
   g_autofree char *uuid = g_uuid_string_random ();
   VbDeviceConfig *d = vb_device_config_new (name, uuid, "linear", "auto");
-  const char *source;
-  va_list args;
 
-  va_start (args, name);
-  while ((source = va_arg (args, const char *)) != NULL)
-    {
-      g_autofree char *role = g_strdup_printf ("%u", d->components->len);
-      g_ptr_array_add (d->components, vb_component_config_new (source, role, NULL));
-    }
-  va_end (args);
+  g_ptr_array_add (d->components, vb_component_config_new (source, "0", NULL));
   g_ptr_array_add (state->devices, d);
 }
 
-/* b on b1.img, w (a window) on vblk:b, a on a.img, s on a.img too */
+/* b on b1.img, w on vblk:b (one part); a on a.img; c on c.img */
 static VbState *
 sample (void)
 {
   VbState *state = vb_state_new ();
 
-  add_device (state, "b", "/img/b1.img", NULL);
-  add_device (state, "w", "vblk:b", NULL);
-  add_device (state, "a", "/img/a.img", NULL);
-  add_device (state, "c", "/img/c.img", NULL);
+  add (state, "b", "/img/b1.img");
+  add (state, "w", "vblk:b");
+  add (state, "a", "/img/a.img");
+  add (state, "c", "/img/c.img");
   return state;
 }
 
@@ -81,7 +72,7 @@ test_same_source (void)
   const char *names[] = { "d", NULL };
 
   /* a new device naming a's path is a's part, for the claim */
-  add_device (after, "d", "/img/a.img", NULL);
+  add (after, "d", "/img/a.img");
   g_autoptr (GHashTable) d = vb_op_part_new (before, after, names);
   g_assert_true (vb_op_parts_meet (a, d));
 }
