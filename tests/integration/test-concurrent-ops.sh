@@ -35,9 +35,8 @@ vb_log "A, another part of the graph, while B's drain is held"
 within "$NORMAL" create a --driver file --attr engine=true "$T/a.img" > /dev/null
 within "$NORMAL" start a
 vb_assert_eq active "$(vb_state_of a)" "A's state"
-list=$(within "$NORMAL" list)
-vb_assert_contains "$list" a "the list"
-vb_assert_contains "$list" b "the list"
+names=$(within "$NORMAL" list --json | jq -r '[.[].name] | sort | join(",")')
+vb_assert_eq "a,b" "$names" "the devices listed"
 within "$NORMAL" show b > /dev/null
 within "$NORMAL" stop a
 vb_pid_alive "$reconfigure" || vb_fail "B's reconfiguration ended while it was held"
