@@ -66,9 +66,6 @@ vb_op_compute_status (VbOp *op)
       VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
       g_autoptr (GError) local = NULL;
 
-      /* the other parts are other ops' */
-      if (!vb_op_in_part (op, d->name))
-        continue;
       if (st == NULL)
         {
           st = g_new0 (VbDeviceStatus, 1);

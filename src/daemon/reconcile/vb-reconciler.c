@@ -245,6 +245,24 @@ take_outcome (VbDaemon *daemon, VbOp *op)
   vb_op_part_merge_running (op, daemon->running, op->running);
 }
 
+static gboolean meets_running (VbDaemon *daemon, GHashTable *part);
+
+/* A device outside the op's part: what the op saw of it (size, missing
+ * paths, slots) counts only if it is configured as the op saw it and no
+ * op on its part runs, which would show it after. */
+static gboolean
+saw_current (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+{
+  const VbDeviceConfig *seen = vb_state_lookup (op->candidate, d->name);
+  const char *names[] = { d->name, NULL };
+  g_autoptr (GHashTable) part = NULL;
+
+  if (seen == NULL || !vb_device_config_equal (seen, d))
+    return FALSE;
+  part = vb_op_part_new (daemon->desired, NULL, names);
+  return !meets_running (daemon, part);
+}
+
 static void
 op_finished (GObject *source, GAsyncResult *result, gpointer data)
 {
@@ -256,7 +274,7 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
       const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
-      if (vb_op_in_part (op, d->name))
+      if (vb_op_in_part (op, d->name) || saw_current (daemon, op, d))
         merge_status (daemon, op, d);
     }
 
