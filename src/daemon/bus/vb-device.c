@@ -474,6 +474,7 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
 {
   Pending *p = user_data;
   g_autoptr (GError) error = NULL;
+  VbRequest *req;
 
   if (!vb_options_check (p->req->options, p->method->options, &error))
     {
@@ -481,8 +482,9 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       pending_free (p);
       return;
     }
-  vb_daemon_submit (daemon, p->req->name, p->method->mutate, p->method->mode, p->method->what,
-                    vb_request_done, g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
+  req = g_steal_pointer (&p->req);
+  vb_daemon_submit (daemon, req->name, p->method->mutate, p->method->mode, p->method->what,
+                    vb_request_done, req, (GDestroyNotify) vb_request_free);
   g_free (p);
 }
 
