@@ -186,9 +186,10 @@ void
 vb_op_world_take (VbOp *op)
 {
   VbDaemon *daemon = op->daemon;
+  VbState *next = world_desired_with (op);
 
   vb_state_free (daemon->world_desired);
-  daemon->world_desired = world_desired_with (op);
+  daemon->world_desired = next;
   if (op->part == NULL)
     {
       g_hash_table_unref (daemon->world_running);
