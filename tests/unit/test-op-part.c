@@ -3,6 +3,7 @@
  * of its outcome. */
 #include "config.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "vb-op.h"
@@ -12,9 +13,10 @@ static void
 add (VbState *state, const char *name, const char *source)
 {
   g_autofree char *uuid = g_uuid_string_random ();
+  g_autofree char *component_uuid = g_uuid_string_random ();
   VbDeviceConfig *d = vb_device_config_new (name, uuid, "linear", "auto");
 
-  g_ptr_array_add (d->components, vb_component_config_new (source, "0", NULL));
+  g_ptr_array_add (d->components, vb_component_config_new (source, "0", component_uuid));
   g_ptr_array_add (state->devices, d);
 }
 
@@ -120,6 +122,65 @@ test_merge (void)
   g_hash_table_unref (op.part);
 }
 
+/* Two ops on disjoint parts save one after the other: state.json holds
+ * both, and the world (what the workers share) takes each save. */
+static void
+test_world_save (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("test-op-part-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "state.json", NULL);
+  g_autoptr (VbState) desired = sample ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) saved = NULL;
+  VbDaemon daemon = { 0 };
+  VbOp ops[2] = { { 0 } };
+  const char *parts[2] = { "a", "c" };
+
+  daemon.state_path = path;
+  g_rec_mutex_init (&daemon.world_lock);
+  daemon.world_desired = vb_state_copy (desired);
+  daemon.world_running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *names[] = { parts[i], NULL };
+      ops[i].daemon = &daemon;
+      ops[i].previous = vb_state_copy (desired);
+      ops[i].candidate = vb_state_copy (desired);
+      ops[i].running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                              (GDestroyNotify) vb_running_free);
+      ops[i].part = vb_op_part_new (ops[i].previous, NULL, names);
+      vb_state_lookup (ops[i].candidate, parts[i])->started = TRUE;
+    }
+  /* each op's copy is stale about the other's device */
+  g_assert_true (vb_op_save (&ops[0], &error));
+  g_assert_no_error (error);
+  g_assert_true (vb_op_save (&ops[1], &error));
+  g_assert_no_error (error);
+  vb_op_world_take (&ops[0]);
+
+  saved = vb_state_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_state_lookup (saved, "a")->started);
+  g_assert_true (vb_state_lookup (saved, "c")->started);
+  g_assert_false (vb_state_lookup (saved, "b")->started);
+  g_assert_true (vb_state_lookup (daemon.world_desired, "a")->started);
+  g_assert_true (vb_state_lookup (daemon.world_desired, "c")->started);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      vb_state_free (ops[i].previous);
+      vb_state_free (ops[i].candidate);
+      g_hash_table_unref (ops[i].running);
+      g_hash_table_unref (ops[i].part);
+    }
+  vb_state_free (daemon.world_desired);
+  g_hash_table_unref (daemon.world_running);
+  g_rec_mutex_clear (&daemon.world_lock);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -127,5 +188,6 @@ main (int argc, char **argv)
   g_test_add_func ("/op-part/connected", test_connected);
   g_test_add_func ("/op-part/same-source", test_same_source);
   g_test_add_func ("/op-part/merge", test_merge);
+  g_test_add_func ("/op-part/world-save", test_world_save);
   return g_test_run ();
 }
