@@ -7,11 +7,29 @@
 #include <signal.h>
 #include <string.h>
 
+#define HOLD_POLL_US (20 * 1000)
+
+static void
+hold (const char *step)
+{
+  const char *path = g_getenv ("VBLK_TEST_HOLD_FILE");
+
+  if (path == NULL)
+    return;
+  g_warning ("test hook: holding at %s while %s exists", step, path);
+  while (g_file_test (path, G_FILE_TEST_EXISTS))
+    g_usleep (HOLD_POLL_US);
+  g_warning ("test hook: let go at %s", step);
+}
+
 void
 vb_test_hook (const char *step)
 {
   const char *want = g_getenv ("VBLK_TEST_STOP_AT");
+  const char *held = g_getenv ("VBLK_TEST_HOLD_AT");
 
+  if (held && strcmp (held, step) == 0)
+    hold (step);
   if (want == NULL || strcmp (want, step) != 0)
     return;
   g_warning ("test hook: stopping at %s", step);

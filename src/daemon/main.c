@@ -2,10 +2,14 @@
  * every vblk device, and reconciles it with what runs in the kernel. */
 #include "config.h"
 
-#include "vb-daemon.h"
+#include "vb-bus.h"
+#include "vb-engine-jobs.h"
 #include "vb-exports.h"
 #include "vb-jobs.h"
+#include "vb-manager.h"
+#include "vb-objects.h"
 #include "vb-policy-dbus.h"
+#include "vb-udev.h"
 
 #include <blockdev/blockdev.h>
 #include <errno.h>
@@ -39,17 +43,6 @@ static const GOptionEntry entries[] = {
   { NULL },
 };
 
-void
-vb_daemon_quit (VbDaemon *daemon)
-{
-  if (daemon->op_running)
-    {
-      daemon->quit_pending = TRUE;
-      return;
-    }
-  g_main_loop_quit (daemon->loop);
-}
-
 static void
 shutdown_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
@@ -65,10 +58,10 @@ on_signal (gpointer data)
     return G_SOURCE_CONTINUE;
   daemon->shutting_down = TRUE;
   g_message ("vblk: signal received, leaving kernel-run devices running");
-  if (daemon->object_manager == NULL)
+  if (daemon->bus->object_manager == NULL)
     vb_daemon_quit (daemon); /* nothing started yet */
   else
-    vb_daemon_submit (daemon, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
+    vb_daemon_submit (daemon, NULL, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
   return G_SOURCE_CONTINUE;
 }
 
@@ -92,7 +85,7 @@ startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 
 /* At boot (a new run dir) only devices marked autostart come back up. */
 static gboolean
-mutate_boot (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_boot (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
              GError **error)
 {
   for (guint i = 0; daemon->fresh_run_dir && i < candidate->devices->len; i++)
@@ -128,7 +121,7 @@ on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
   /* the bus going away must not end vblkd (GDBus's default raises
    * SIGTERM): the devices it serves outlive the bus */
   g_dbus_connection_set_exit_on_close (connection, FALSE);
-  g_set_object (&daemon->connection, connection);
+  g_set_object (&daemon->bus->connection, connection);
 }
 
 /* Every second until the system bus answers again; then the name is
@@ -143,7 +136,7 @@ reconnect (gpointer data)
   if (connection == NULL || g_dbus_connection_is_closed (connection))
     return G_SOURCE_CONTINUE;
   g_message ("vblk: the system bus is back; owning %s again", VB_BUS_NAME);
-  daemon->reconnect_source = 0;
+  daemon->bus->reconnect_source = 0;
   own_name (daemon, connection);
   return G_SOURCE_REMOVE;
 }
@@ -156,14 +149,14 @@ static void
 bus_lost (VbDaemon *daemon)
 {
   g_message ("vblk: the system bus went away; every device keeps running; reconnecting");
-  if (daemon->owner_id)
-    g_bus_unown_name (daemon->owner_id);
-  daemon->owner_id = 0;
-  g_dbus_object_manager_server_set_connection (daemon->object_manager, NULL);
-  g_clear_object (&daemon->connection);
-  g_clear_object (&daemon->authority);
-  if (daemon->reconnect_source == 0)
-    daemon->reconnect_source = g_timeout_add_seconds (RECONNECT_INTERVAL_S, reconnect, daemon);
+  if (daemon->bus->owner_id)
+    g_bus_unown_name (daemon->bus->owner_id);
+  daemon->bus->owner_id = 0;
+  g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, NULL);
+  g_clear_object (&daemon->bus->connection);
+  g_clear_object (&daemon->bus->authority);
+  if (daemon->bus->reconnect_source == 0)
+    daemon->bus->reconnect_source = g_timeout_add_seconds (RECONNECT_INTERVAL_S, reconnect, daemon);
 }
 
 static void
@@ -175,12 +168,12 @@ got_authority (GObject *source, GAsyncResult *result, gpointer data)
 
   if (authority == NULL)
     g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
-  else if (daemon->connection == NULL)
+  else if (daemon->bus->connection == NULL)
     g_object_unref (authority); /* the bus went away again meanwhile */
   else
     {
-      g_clear_object (&daemon->authority);
-      daemon->authority = authority;
+      g_clear_object (&daemon->bus->authority);
+      daemon->bus->authority = authority;
     }
 }
 
@@ -190,12 +183,12 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   VbDaemon *daemon = data;
   g_autoptr (GError) error = NULL;
 
-  if (daemon->object_manager != NULL)
+  if (daemon->bus->object_manager != NULL)
     {
       /* owned again after the bus came back: the same objects */
-      if (daemon->authority == NULL)
+      if (daemon->bus->authority == NULL)
         polkit_authority_get_async (NULL, got_authority, daemon);
-      g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
+      g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
       vb_objects_sync (daemon);
       g_message ("vblk: owns %s again", name);
       return;
@@ -208,13 +201,13 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
       vb_daemon_quit (daemon);
       return;
     }
-  daemon->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
+  daemon->bus->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
   vb_manager_export (daemon);
   vb_policy_dbus_export (daemon);
   vb_objects_sync (daemon);
-  g_dbus_object_manager_server_set_connection (daemon->object_manager, connection);
+  g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
   g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path, daemon->instance);
-  vb_daemon_submit (daemon, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
+  vb_daemon_submit (daemon, NULL, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
 }
 
 static void
@@ -222,13 +215,13 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
 {
   VbDaemon *daemon = data;
 
-  if (daemon->object_manager != NULL
+  if (daemon->bus->object_manager != NULL
       && (connection == NULL || g_dbus_connection_is_closed (connection)))
     {
       bus_lost (daemon);
       return;
     }
-  if (daemon->object_manager != NULL)
+  if (daemon->bus->object_manager != NULL)
     {
       /* we owned it: a vblkd --replace took over; hand over cleanly */
       g_message ("vblk: %s taken over by another vblkd; leaving devices running", name);
@@ -247,10 +240,10 @@ static void
 own_name (VbDaemon *daemon, GDBusConnection *connection)
 {
   g_dbus_connection_set_exit_on_close (connection, FALSE);
-  g_set_object (&daemon->connection, connection);
-  daemon->owner_id = g_bus_own_name_on_connection (connection, VB_BUS_NAME,
-                                                   G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT,
-                                                   on_name_acquired, on_name_lost, daemon, NULL);
+  g_set_object (&daemon->bus->connection, connection);
+  daemon->bus->owner_id = g_bus_own_name_on_connection (
+      connection, VB_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT, on_name_acquired,
+      on_name_lost, daemon, NULL);
 }
 
 /* Drivers and attributes of a loaded state are checked as CreateDevice
@@ -387,15 +380,121 @@ record_exit (VbDaemon *daemon)
   g_message ("vblk: exiting; %u device(s) left running", g_hash_table_size (daemon->running));
 }
 
+/* The directories from the options; the state dir locked and loaded.
+ * Returns the exit status on failure, 0 otherwise. */
+static int
+setup_dirs (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *marker = NULL;
+  g_autofree char *last = NULL;
+  g_autofree char *text = NULL;
+
+  daemon->state_dir
+      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  daemon->run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
+  daemon->dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
+  daemon->state_path = g_build_filename (daemon->state_dir, VB_STATE_FILE, NULL);
+  daemon->policy_dir
+      = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
+
+  if (g_mkdir_with_parents (daemon->state_dir, 0700) < 0)
+    {
+      g_printerr ("vblkd: cannot create %s: %s\n", daemon->state_dir, g_strerror (errno));
+      return 1;
+    }
+  if (!opt_replace && !prepare_state (daemon, FALSE, &error))
+    {
+      print_startup_error (error);
+      return 1;
+    }
+
+  marker = g_build_filename (daemon->run_dir, "booted", NULL);
+  daemon->fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
+  if (g_mkdir_with_parents (daemon->run_dir, 0755) < 0
+      || (daemon->fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
+    {
+      g_printerr ("vblkd: cannot use run dir %s: %s\n", daemon->run_dir,
+                  error ? error->message : g_strerror (errno));
+      return 1;
+    }
+  last = g_build_filename (daemon->run_dir, "last-exit", NULL);
+  if (!daemon->fresh_run_dir)
+    g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
+                                              ? "exited cleanly"
+                                              : "did not exit cleanly; re-driving");
+  unlink (last);
+  return 0;
+}
+
+/* The tables, the bus side's parts and polkit. */
+static void
+setup_state (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  VbBus *bus = daemon->bus;
+
+  daemon->running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  daemon->reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  daemon->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) vb_device_status_free);
+  bus->device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  bus->jobs = vb_jobs_new (daemon);
+  daemon->exports = vb_exports_new ();
+  g_queue_init (&daemon->ops);
+  daemon->loop = g_main_loop_new (NULL, FALSE);
+
+  bus->authority = polkit_authority_get_sync (NULL, &error);
+  if (bus->authority == NULL)
+    g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
+}
+
+static void
+teardown (VbDaemon *daemon)
+{
+  VbBus *bus = daemon->bus;
+
+  if (bus->owner_id)
+    g_bus_unown_name (bus->owner_id);
+  if (bus->reconnect_source)
+    g_source_remove (bus->reconnect_source);
+  if (daemon->exit_status == 0)
+    record_exit (daemon);
+  g_clear_pointer (&bus->jobs, vb_jobs_free); /* unexports them: before the object manager */
+  vb_policy_dbus_shutdown (daemon);
+  g_clear_object (&bus->object_manager);
+  g_clear_object (&bus->manager);
+  g_clear_object (&bus->authority);
+  g_clear_object (&bus->connection);
+  g_hash_table_unref (daemon->exports); /* closes every NBD connection */
+  g_hash_table_unref (bus->device_objects);
+  g_hash_table_unref (daemon->running);
+  g_hash_table_unref (daemon->status);
+  g_hash_table_unref (daemon->reconfigured);
+  g_clear_pointer (&daemon->desired, vb_state_free);
+  g_clear_pointer (&daemon->policy, vb_policy_unref);
+  g_free (daemon->policy_dir);
+  g_free (daemon->state_dir);
+  g_free (daemon->state_path);
+  g_free (daemon->run_dir);
+  g_free (daemon->dev_dir);
+  g_main_loop_unref (daemon->loop);
+  if (daemon->lock_fd >= 0)
+    close (daemon->lock_fd);
+  g_free (daemon->instance);
+}
+
 int
 main (int argc, char **argv)
 {
   g_autoptr (GOptionContext) context = NULL;
   g_autoptr (GError) error = NULL;
-  VbDaemon daemon = { .lock_fd = -1 };
+  VbBus bus = { 0 };
+  VbDaemon daemon = { .lock_fd = -1, .bus = &bus, .publish = &vb_bus_publish };
   BDPluginSpec loop_plugin = { BD_PLUGIN_LOOP, NULL };
   BDPluginSpec *plugins[] = { &loop_plugin, NULL };
-  g_autofree char *marker = NULL;
+  int status;
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
@@ -411,44 +510,8 @@ main (int argc, char **argv)
     }
   if (opt_debug)
     g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
-
-  daemon.state_dir
-      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
-  daemon.run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
-  daemon.dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
-  daemon.state_path = g_build_filename (daemon.state_dir, VB_STATE_FILE, NULL);
-  daemon.policy_dir
-      = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
-
-  if (g_mkdir_with_parents (daemon.state_dir, 0700) < 0)
-    {
-      g_printerr ("vblkd: cannot create %s: %s\n", daemon.state_dir, g_strerror (errno));
-      return 1;
-    }
-  if (!opt_replace && !prepare_state (&daemon, FALSE, &error))
-    {
-      print_startup_error (error);
-      return 1;
-    }
-
-  marker = g_build_filename (daemon.run_dir, "booted", NULL);
-  daemon.fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
-  if (g_mkdir_with_parents (daemon.run_dir, 0755) < 0
-      || (daemon.fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
-    {
-      g_printerr ("vblkd: cannot use run dir %s: %s\n", daemon.run_dir,
-                  error ? error->message : g_strerror (errno));
-      return 1;
-    }
-  {
-    g_autofree char *last = g_build_filename (daemon.run_dir, "last-exit", NULL);
-    g_autofree char *text = NULL;
-    if (!daemon.fresh_run_dir)
-      g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
-                                                ? "exited cleanly"
-                                                : "did not exit cleanly; re-driving");
-    unlink (last);
-  }
+  if ((status = setup_dirs (&daemon)) != 0)
+    return status;
 
   bd_switch_init_checks (FALSE, NULL);
   if (!bd_ensure_init (plugins, NULL, &error))
@@ -456,24 +519,7 @@ main (int argc, char **argv)
       g_printerr ("vblkd: libblockdev loop plugin: %s\n", error->message);
       return 1;
     }
-
-  daemon.running
-      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
-  daemon.reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  daemon.status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                         (GDestroyNotify) vb_device_status_free);
-  daemon.device_objects = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
-  daemon.jobs = vb_jobs_new (&daemon);
-  daemon.exports = vb_exports_new ();
-  g_queue_init (&daemon.ops);
-  daemon.loop = g_main_loop_new (NULL, FALSE);
-
-  daemon.authority = polkit_authority_get_sync (NULL, &error);
-  if (daemon.authority == NULL)
-    {
-      g_warning ("vblk: polkit unavailable, every change will be refused: %s", error->message);
-      g_clear_error (&error);
-    }
+  setup_state (&daemon);
 
   vb_policy_dbus_init (&daemon);
   if (!vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon,
@@ -486,39 +532,11 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   g_unix_signal_add (SIGHUP, on_sighup, &daemon);
-  daemon.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
-                                    G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
-                                        | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
-                                    on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
+  bus.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
+                                 G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
+                                     | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                                 on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
   g_main_loop_run (daemon.loop);
-  if (daemon.owner_id)
-    g_bus_unown_name (daemon.owner_id);
-  if (daemon.reconnect_source)
-    g_source_remove (daemon.reconnect_source);
-
-  if (daemon.exit_status == 0)
-    record_exit (&daemon);
-  g_clear_pointer (&daemon.jobs, vb_jobs_free); /* unexports them: before the object manager */
-  vb_policy_dbus_shutdown (&daemon);
-  g_clear_object (&daemon.object_manager);
-  g_clear_object (&daemon.manager);
-  g_clear_object (&daemon.authority);
-  g_clear_object (&daemon.connection);
-  g_hash_table_unref (daemon.exports); /* closes every NBD connection */
-  g_hash_table_unref (daemon.device_objects);
-  g_hash_table_unref (daemon.running);
-  g_hash_table_unref (daemon.status);
-  g_hash_table_unref (daemon.reconfigured);
-  g_clear_pointer (&daemon.desired, vb_state_free);
-  g_clear_pointer (&daemon.policy, vb_policy_unref);
-  g_free (daemon.policy_dir);
-  g_free (daemon.state_dir);
-  g_free (daemon.state_path);
-  g_free (daemon.run_dir);
-  g_free (daemon.dev_dir);
-  g_main_loop_unref (daemon.loop);
-  if (daemon.lock_fd >= 0)
-    close (daemon.lock_fd);
-  g_free (daemon.instance);
+  teardown (&daemon);
   return daemon.exit_status;
 }

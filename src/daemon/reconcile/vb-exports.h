@@ -1,7 +1,7 @@
 /* NBD exports of started devices (see vb-exports.c). */
 #pragma once
 
-#include "vb-daemon.h"
+#include "vb-reconcile.h"
 
 G_BEGIN_DECLS
 

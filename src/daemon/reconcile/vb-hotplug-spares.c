@@ -9,6 +9,76 @@
 
 #include <string.h>
 
+/* hotplug's, lent at start (vb_hotplug_spares_init) */
+static struct {
+  VbDaemon *daemon;
+  GHashTable *present; /* component UUID -> path: seen (its superblock) since start */
+} spares;
+
+void
+vb_hotplug_spares_init (VbDaemon *daemon, GHashTable *present)
+{
+  spares.daemon = daemon;
+  spares.present = present;
+}
+
+/* The component was seen (its superblock) since vblkd started. */
+static gboolean
+seen (const char *component_uuid)
+{
+  return component_uuid && g_hash_table_contains (spares.present, component_uuid);
+}
+
+/* Whether a blank disk at @devnode is in use: a component of a device
+ * without metadata, or a spare, or a slot that is not failed. A slot of a
+ * device with metadata that names it but failed (the disk that was there
+ * is gone, and a new one took its number) does not count: its own disk
+ * would carry a superblock. */
+gboolean
+vb_hotplug_blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
+{
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const VbComponentConfig *c = d->components->pdata[j];
+          if (strcmp (c->source, devnode) != 0 || g_strcmp0 (c->role, "faulty") == 0)
+            continue;
+          if (!vb_driver_has_metadata (d->attributes) || !vb_component_config_is_slot (c))
+            return TRUE;
+          if (g_hash_table_contains (daemon->running, d->uuid)
+              && !vb_hotplug_slot_failed (daemon, d, j))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+guint
+vb_hotplug_n_spares (const VbDeviceConfig *d)
+{
+  guint n = 0;
+
+  for (guint j = 0; j < d->components->len; j++)
+    n += g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->role, "spare") == 0;
+  return n;
+}
+
+/* Slot @slot of a started device is faulty (or missing) in its engine. */
+gboolean
+vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
+{
+  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+  gboolean faulty = FALSE, rebuilding = FALSE;
+  guint64 errors = 0;
+
+  return backend && backend->engine
+         && backend->engine->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
+         && faulty;
+}
+
 typedef struct {
   char *device;
   char *source;
@@ -30,7 +100,7 @@ addition_free (gpointer data)
 /* A blank disk as a spare, or in place of a failed slot (whose component
  * stays listed as "faulty"; its slot is rebuilt onto the new one). */
 static gboolean
-mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
             GError **error)
 {
   Addition *a = user_data;
@@ -67,7 +137,7 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray 
         {
           VbComponentConfig *c = d->components->pdata[j];
           if (vb_component_config_is_slot (c)
-              && (vb_hotplug_slot_failed (daemon, d, j) || !vb_hotplug_seen (c->uuid)))
+              && (vb_hotplug_slot_failed (daemon, d, j) || !seen (c->uuid)))
             slot = j;
         }
       if (slot == G_MAXUINT)
@@ -88,14 +158,12 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray 
       nc->uuid = vb_uuid_new ();
       if (g_hash_table_contains (daemon->running, d->uuid))
         {
-          if (daemon->readds == NULL)
-            daemon->readds = g_ptr_array_new_with_free_func (g_free);
-          g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, nc->role));
+          vb_op_intent_readd (intent, d->name, nc);
         }
     }
   if (!a->replace)
     ((VbComponentConfig *) d->components->pdata[d->components->len - 1])->uuid = vb_uuid_new ();
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
@@ -116,13 +184,13 @@ vb_hotplug_take_blank (VbDaemon *daemon, const char *device, const char *devnode
   a->device = g_strdup (device);
   a->source = g_strdup (devnode);
   a->replace = replace;
-  vb_daemon_submit (daemon, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
+  vb_daemon_submit (daemon, a->device, mutate_add, VB_OP_CHANGE, NULL, added, a, addition_free);
 }
 
 /* spare domains */
 
 static gboolean
-mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                    GError **error)
 {
   Addition *a = user_data;
@@ -138,8 +206,8 @@ mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPt
         {
           g_ptr_array_add (to->components, vb_component_config_copy (c));
           g_ptr_array_remove_index (from->components, j);
-          g_ptr_array_add (touched, g_strdup (from->name));
-          g_ptr_array_add (touched, g_strdup (to->name));
+          vb_op_intent_touch (intent, from->name);
+          vb_op_intent_touch (intent, to->name);
           return TRUE;
         }
     }
@@ -161,13 +229,13 @@ spare_moved (VbDaemon *daemon, const GError *error, gpointer user_data)
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&b, "{sv}", "from", g_variant_new_string (a->domain_from));
   g_variant_builder_add (&b, "{sv}", "source", g_variant_new_string (a->source));
-  vb_objects_emit_event (daemon, "spare-moved", a->device, g_variant_builder_end (&b));
+  vb_daemon_publish_event (daemon, "spare-moved", a->device, g_variant_builder_end (&b));
 }
 
 void
 vb_hotplug_component_failed (const char *device)
 {
-  VbDaemon *daemon = vb_hotplug_daemon ();
+  VbDaemon *daemon = spares.daemon;
   const VbDeviceConfig *d = daemon->desired ? vb_state_lookup (daemon->desired, device) : NULL;
   VbPolicy *policy = daemon->policy;
 
@@ -198,7 +266,7 @@ vb_hotplug_component_failed (const char *device)
               a->domain_from = g_strdup (other->name);
               g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
                          device, c->source, other->name, rule->domain);
-              vb_daemon_submit (daemon, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
+              vb_daemon_submit (daemon, a->device, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
                                 addition_free);
               return;
             }

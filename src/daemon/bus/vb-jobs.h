@@ -4,7 +4,7 @@
  * thread, and finishes it exactly once. */
 #pragma once
 
-#include "vb-daemon.h"
+#include "vb-bus.h"
 
 G_BEGIN_DECLS
 

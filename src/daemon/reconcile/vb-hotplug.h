@@ -3,7 +3,7 @@
 
 #include <libudev.h>
 
-#include "vb-daemon.h"
+#include "vb-reconcile.h"
 
 G_BEGIN_DECLS
 

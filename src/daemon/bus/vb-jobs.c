@@ -3,6 +3,7 @@
  * thread, at most about four times a second (the final state at once). */
 #include "config.h"
 
+#include "vb-auth.h"
 #include "vb-jobs.h"
 #include "vb-jobs-math.h"
 #include "vb-request.h"
@@ -132,8 +133,8 @@ drop (VbJob *job)
   VbJobs *jobs = job->jobs;
 
   g_clear_handle_id (&job->refresh_id, g_source_remove);
-  if (jobs->daemon->object_manager != NULL)
-    g_dbus_object_manager_server_unexport (jobs->daemon->object_manager, job->path);
+  if (jobs->daemon->bus->object_manager != NULL)
+    g_dbus_object_manager_server_unexport (jobs->daemon->bus->object_manager, job->path);
   g_queue_remove (&jobs->ended, job);
   job->jobs = NULL;
   g_hash_table_steal (jobs->by_path, job->path);
@@ -383,14 +384,14 @@ vb_job_new (VbDaemon *daemon, const char *operation, const char *const *objects,
   VbJobs *jobs;
   VbJob *job;
 
-  g_return_val_if_fail (daemon != NULL && daemon->jobs != NULL, NULL);
-  g_return_val_if_fail (daemon->object_manager != NULL, NULL);
+  g_return_val_if_fail (daemon != NULL && daemon->bus->jobs != NULL, NULL);
+  g_return_val_if_fail (daemon->bus->object_manager != NULL, NULL);
   g_return_val_if_fail (operation != NULL, NULL);
   g_return_val_if_fail (objects != NULL && objects[0] != NULL, NULL);
   for (guint i = 0; objects[i]; i++)
     g_return_val_if_fail (g_variant_is_object_path (objects[i]), NULL);
 
-  jobs = daemon->jobs;
+  jobs = daemon->bus->jobs;
   job = g_new0 (VbJob, 1);
   g_atomic_ref_count_init (&job->ref);
   g_rec_mutex_init (&job->lock);
@@ -430,7 +431,7 @@ vb_job_new (VbDaemon *daemon, const char *operation, const char *const *objects,
   job->jobs = jobs;
   g_hash_table_insert (jobs->by_path, job->path, vb_job_ref (job));
   job->refresh_id = g_timeout_add (REFRESH_INTERVAL_MS, refresh_cb, job);
-  g_dbus_object_manager_server_export (daemon->object_manager,
+  g_dbus_object_manager_server_export (daemon->bus->object_manager,
                                        G_DBUS_OBJECT_SKELETON (job->object));
   g_debug ("vblk: %s: job %u (%s) started, %" G_GUINT64_FORMAT " bytes", job_device_label (job),
            job->id, operation, total_bytes);
@@ -495,7 +496,7 @@ vb_jobs_free (VbJobs *jobs)
 VbJob *
 vb_jobs_find_running (VbDaemon *daemon, const char *device_object_path)
 {
-  g_autoptr (GPtrArray) list = list_jobs (daemon->jobs, device_object_path);
+  g_autoptr (GPtrArray) list = list_jobs (daemon->bus->jobs, device_object_path);
 
   /* the table keeps its reference: borrowed is safe on the main thread */
   for (guint i = 0; i < list->len; i++)
@@ -507,7 +508,7 @@ vb_jobs_find_running (VbDaemon *daemon, const char *device_object_path)
 guint
 vb_jobs_cancel_device (VbDaemon *daemon, const char *device_object_path)
 {
-  g_autoptr (GPtrArray) list = list_jobs (daemon->jobs, device_object_path);
+  g_autoptr (GPtrArray) list = list_jobs (daemon->bus->jobs, device_object_path);
   guint asked = 0;
 
   /* a list, not the table: a cancel function may finish its job, which
@@ -534,7 +535,7 @@ vb_jobs_cancel_device (VbDaemon *daemon, const char *device_object_path)
 void
 vb_jobs_forget_device (VbDaemon *daemon, const char *device_object_path)
 {
-  g_autoptr (GPtrArray) list = list_jobs (daemon->jobs, device_object_path);
+  g_autoptr (GPtrArray) list = list_jobs (daemon->bus->jobs, device_object_path);
 
   for (guint i = 0; i < list->len; i++)
     {

@@ -3,121 +3,16 @@
  * reconciler, then the invocation completed exactly once. */
 #include "config.h"
 
+#include "vb-auth.h"
+#include "vb-device.h"
+#include "vb-engine-jobs.h"
+#include "vb-exports.h"
 #include "vb-reconfig.h"
 #include "vb-request.h"
-#include "vb-exports.h"
 
 #include <glib/gi18n.h>
 #include <errno.h>
 #include <string.h>
-
-VbRequest *
-vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options)
-{
-  VbRequest *req = g_new0 (VbRequest, 1);
-
-  req->invocation = g_object_ref (invocation);
-  req->name = g_strdup (name);
-  req->options = options ? g_variant_ref (options) : NULL;
-  return req;
-}
-
-void
-vb_request_free (VbRequest *req)
-{
-  g_clear_object (&req->invocation);
-  g_free (req->name);
-  g_clear_pointer (&req->options, g_variant_unref);
-  g_clear_pointer (&req->attributes, g_hash_table_unref);
-  g_free (req->driver);
-  g_strfreev (req->components);
-  g_free (req->source);
-  g_free (req->result_path);
-  g_free (req);
-}
-
-void
-vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data)
-{
-  VbRequest *req = user_data;
-
-  if (error)
-    vb_invocation_return_gerror (req->invocation, error);
-  else if (req->result_path)
-    g_dbus_method_invocation_return_value (req->invocation,
-                                           g_variant_new ("(o)", req->result_path));
-  else
-    g_dbus_method_invocation_return_value (req->invocation, NULL);
-  g_clear_object (&req->invocation);
-}
-
-gboolean
-vb_options_check (GVariant *options, const char *const *allowed, GError **error)
-{
-  GVariantIter iter;
-  const char *key;
-  GVariant *value;
-
-  g_variant_iter_init (&iter, options);
-  while (g_variant_iter_next (&iter, "{&sv}", &key, &value))
-    {
-      gboolean known = FALSE;
-      for (guint i = 0; allowed && allowed[i]; i++)
-        {
-          const char *colon = strchr (allowed[i], ':');
-          if (strncmp (allowed[i], key, colon - allowed[i]) != 0 || key[colon - allowed[i]] != '\0')
-            continue;
-          known = TRUE;
-          if (strcmp (g_variant_get_type_string (value), colon + 1) != 0)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                           "option '%s': expected type '%s', got '%s'", key, colon + 1,
-                           g_variant_get_type_string (value));
-              g_variant_unref (value);
-              return FALSE;
-            }
-        }
-      g_variant_unref (value);
-      if (!known)
-        {
-          g_autofree char *list = g_strjoinv (", ", (char **) allowed);
-          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "option '%s': unknown (known: %s)", key, *list ? list : "none");
-          return FALSE;
-        }
-    }
-  return TRUE;
-}
-
-GHashTable *
-vb_attributes_from_variant (GVariant *attributes)
-{
-  GHashTable *h = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  GVariantIter iter;
-  const char *k, *v;
-
-  g_variant_iter_init (&iter, attributes);
-  while (g_variant_iter_next (&iter, "{&s&s}", &k, &v))
-    g_hash_table_insert (h, g_strdup (k), g_strdup (v));
-  return h;
-}
-
-void
-vb_request_mark_started (VbState *candidate, const char *name, GPtrArray *touched)
-{
-  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
-  g_auto (GStrv) order = vb_graph_start_order (graph, name);
-
-  for (guint i = 0; order[i]; i++)
-    {
-      VbDeviceConfig *d = vb_state_lookup (candidate, order[i]);
-      if (d && !d->started)
-        {
-          d->started = TRUE;
-          g_ptr_array_add (touched, g_strdup (d->name));
-        }
-    }
-}
 
 static VbDeviceConfig *
 lookup_or_fail (VbState *candidate, const char *name, GError **error)
@@ -134,7 +29,7 @@ static const char *const recursive_only[] = { "recursive:b", NULL };
 /* Start */
 
 static gboolean
-mutate_start (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_start (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
               GError **error)
 {
   VbRequest *req = user_data;
@@ -142,16 +37,15 @@ mutate_start (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArra
 
   if (d == NULL)
     return FALSE;
-  vb_request_mark_started (candidate, req->name, touched);
-  if (!g_ptr_array_find_with_equal_func (touched, req->name, g_str_equal, NULL))
-    g_ptr_array_add (touched, g_strdup (req->name));
+  vb_op_intent_start (intent, candidate, req->name);
+  vb_op_intent_touch (intent, req->name);
   return TRUE;
 }
 
 /* Stop */
 
 static gboolean
-mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
              GError **error)
 {
   VbRequest *req = user_data;
@@ -180,7 +74,7 @@ mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray
     {
       VbDeviceConfig *o = vb_state_lookup (candidate, order[i]);
       o->started = FALSE;
-      g_ptr_array_add (touched, g_strdup (o->name));
+      vb_op_intent_touch (intent, o->name);
     }
   return TRUE;
 }
@@ -188,7 +82,7 @@ mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray
 /* Delete */
 
 static gboolean
-mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
   VbRequest *req = user_data;
@@ -212,7 +106,7 @@ mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
   for (guint i = 0; order[i]; i++)
     {
       g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, order[i]));
-      g_ptr_array_add (touched, g_strdup (order[i]));
+      vb_op_intent_touch (intent, order[i]);
     }
   return TRUE;
 }
@@ -220,7 +114,7 @@ mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
 /* SetAttributes */
 
 static gboolean
-mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                        GError **error)
 {
   VbRequest *req = user_data;
@@ -254,7 +148,7 @@ mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_data,
     }
   g_hash_table_unref (d->attributes);
   d->attributes = resolved;
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
@@ -272,37 +166,26 @@ is_slot_source (const VbDeviceConfig *d, const char *source)
   return FALSE;
 }
 
+/* What Add refuses before looking for the component: a component a spare
+ * replaced, a new slot of a started device, a spare where none can be. */
 static gboolean
-mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
-                      GError **error)
+check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, const char *role,
+               GError **error)
 {
-  VbRequest *req = user_data;
-  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autofree char *role = NULL;
-  g_autoptr (VbGraph) graph = NULL;
-  VbSourceKind kind;
-  guint slots = 0, at;
-
-  if (d == NULL)
-    return FALSE;
-  if (!vb_source_parse (req->source, &kind, NULL, error))
-    return FALSE;
-  if (req->options)
-    g_variant_lookup (req->options, "role", "s", &role);
   for (guint i = 0; i < d->components->len && g_strcmp0 (role, "spare") != 0; i++)
     {
       const VbComponentConfig *c = d->components->pdata[i];
-      if (strcmp (c->source, req->source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
+      if (strcmp (c->source, source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                        "component '%s' was replaced in its slot of '%s' (a spare took it): remove "
                        "it, then add it again as a spare if it is to serve",
-                       req->source, d->name);
+                       source, d->name);
           return FALSE;
         }
     }
   if (g_hash_table_contains (daemon->running, d->uuid) && g_strcmp0 (role, "spare") != 0
-      && !is_slot_source (d, req->source))
+      && !is_slot_source (d, source))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    "device '%s' is started: adding a component to a started device needs "
@@ -320,6 +203,28 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
                    d->name, d->driver);
       return FALSE;
     }
+  return TRUE;
+}
+
+static gboolean
+mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
+                      GError **error)
+{
+  VbRequest *req = user_data;
+  VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
+  g_autofree char *role = NULL;
+  g_autoptr (VbGraph) graph = NULL;
+  VbSourceKind kind;
+  guint slots = 0, at;
+
+  if (d == NULL)
+    return FALSE;
+  if (!vb_source_parse (req->source, &kind, NULL, error))
+    return FALSE;
+  if (req->options)
+    g_variant_lookup (req->options, "role", "s", &role);
+  if (!check_addable (daemon, d, req->source, role, error))
+    return FALSE;
   for (guint i = 0; i < d->components->len; i++)
     {
       VbComponentConfig *c = d->components->pdata[i];
@@ -331,11 +236,10 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
           if (vb_component_config_is_slot (c) && role == NULL
               && g_hash_table_contains (daemon->running, d->uuid))
             {
-              if (daemon->readds == NULL)
-                daemon->readds = g_ptr_array_new_with_free_func (g_free);
-              g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, c->role));
+              vb_op_intent_readd (intent, d->name, c);
+              g_free (req->result_path); /* a mutate may run again, after a wait */
               req->result_path = vb_component_object_path (d->name, i);
-              g_ptr_array_add (touched, g_strdup (d->name));
+              vb_op_intent_touch (intent, d->name);
               return TRUE;
             }
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -360,15 +264,16 @@ mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
   graph = vb_graph_new (candidate);
   if (!vb_graph_check (graph, error))
     return FALSE;
+  g_free (req->result_path);
   req->result_path = vb_component_object_path (d->name, at);
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
 /* Export */
 
 static gboolean
-mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
   VbRequest *req = user_data;
@@ -415,7 +320,7 @@ mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
         }
       g_ptr_array_add (d->exports, g_steal_pointer (&spec));
     }
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
@@ -423,8 +328,35 @@ mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
 
 #define RECONFIGURE_TIMEOUT_MS 10000
 
+/* Reconfigure's option 'backend': one built in here, and for a started
+ * device the one it runs on. */
 static gboolean
-mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+check_backend_option (const VbDeviceConfig *d, const VbRunning *r, const char *backend,
+                      GError **error)
+{
+  if (strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
+    {
+      g_autofree char *known = vb_backends_known_names ();
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "option 'backend': '%s' is not known (known: %s)", backend, known);
+      return FALSE;
+    }
+  if (r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
+    {
+      /* every engine backend makes its own kind of node: /dev/loopN is not
+       * /dev/nbdN, so a move would take the node away from its users */
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "device '%s' is started on backend %s (%s); backend %s would give it another "
+                   "block node, which a started device cannot change: stop it, reconfigure, "
+                   "start it",
+                   d->name, r->backend, r->block_device, backend);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                     GError **error)
 {
   VbRequest *req = user_data;
@@ -451,24 +383,8 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
                    "option 'timeout': must be at least 1 (milliseconds)");
       return FALSE;
     }
-  if (backend && strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
-    {
-      g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'backend': '%s' is not known (known: %s)", backend, known);
-      return FALSE;
-    }
-  if (backend && r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
-    {
-      /* every engine backend makes its own kind of node: /dev/loopN is not
-       * /dev/nbdN, so a move would take the node away from its users */
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is started on backend %s (%s); backend %s would give it another "
-                   "block node, which a started device cannot change: stop it, reconfigure, "
-                   "start it",
-                   d->name, r->backend, r->block_device, backend);
-      return FALSE;
-    }
+  if (backend && !check_backend_option (d, r, backend, error))
+    return FALSE;
   if (backend
       && (req->driver == NULL || req->driver[0] == '\0' || strcmp (req->driver, d->driver) == 0)
       && add == NULL && remove == NULL
@@ -477,7 +393,7 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
       /* only the backend, of a stopped device (or the same one) */
       g_free (d->backend);
       d->backend = g_strdup (backend);
-      g_ptr_array_add (touched, g_strdup (d->name));
+      vb_op_intent_touch (intent, d->name);
       return TRUE;
     }
   VbReconfigRequest request = {
@@ -500,9 +416,8 @@ mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data, GP
   graph = vb_graph_new (candidate);
   if (!vb_graph_check (graph, error))
     return FALSE;
-  g_free (daemon->reconfigure);
-  daemon->reconfigure = g_strdup_printf ("%s\n%u", nd->name, timeout);
-  g_ptr_array_add (touched, g_strdup (nd->name));
+  vb_op_intent_reconfigure (intent, nd->name, timeout);
+  vb_op_intent_touch (intent, nd->name);
   return TRUE;
 }
 
@@ -512,31 +427,25 @@ typedef struct {
   const char *action;
   const char *const *options;
   VbMutateFunc mutate;
-  const char *hook;
+  const char *what; /* the request's name, for the reconciler */
   VbOpMode mode;
 } Method;
 
-static const Method method_start
-    = { "org.vblk.start-stop", recursive_only, mutate_start, "start:after-persist" };
-static const Method method_stop
-    = { "org.vblk.start-stop", recursive_only, mutate_stop, "stop:after-persist" };
-static const Method method_delete
-    = { "org.vblk.delete", recursive_only, mutate_delete, "delete:after-persist" };
+static const Method method_start = { "org.vblk.start-stop", recursive_only, mutate_start, "start" };
+static const Method method_stop = { "org.vblk.start-stop", recursive_only, mutate_stop, "stop" };
+static const Method method_delete = { "org.vblk.delete", recursive_only, mutate_delete, "delete" };
 static const char *const no_options[] = { NULL };
-static const Method method_set
-    = { "org.vblk.manage", no_options, mutate_set_attributes, "set:after-persist" };
+static const Method method_set = { "org.vblk.manage", no_options, mutate_set_attributes, "set" };
 static const char *const add_options[] = { "role:s", NULL };
 static const char *const export_options[] = { "listen:s", "stop:b", NULL };
-static const Method method_export
-    = { "org.vblk.manage", export_options, mutate_export, "export:after-persist" };
+static const Method method_export = { "org.vblk.manage", export_options, mutate_export, "export" };
 static const Method method_export_tcp
-    = { "org.vblk.export", export_options, mutate_export, "export:after-persist" };
-static const Method method_add
-    = { "org.vblk.manage", add_options, mutate_add_component, "add:after-persist" };
+    = { "org.vblk.export", export_options, mutate_export, "export" };
+static const Method method_add = { "org.vblk.manage", add_options, mutate_add_component, "add" };
 static const char *const reconfigure_options[]
     = { "add:as", "remove:as", "backend:s", "timeout:u", NULL };
-static const Method method_reconfigure
-    = { "org.vblk.manage", reconfigure_options, mutate_reconfigure, NULL, VB_OP_RECONFIGURE };
+static const Method method_reconfigure = { "org.vblk.manage", reconfigure_options,
+                                           mutate_reconfigure, "reconfigure", VB_OP_RECONFIGURE };
 
 typedef struct {
   const Method *method;
@@ -555,6 +464,7 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
 {
   Pending *p = user_data;
   g_autoptr (GError) error = NULL;
+  VbRequest *req;
 
   if (!vb_options_check (p->req->options, p->method->options, &error))
     {
@@ -562,8 +472,9 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       pending_free (p);
       return;
     }
-  vb_daemon_submit (daemon, p->method->mutate, p->method->mode, p->method->hook, vb_request_done,
-                    g_steal_pointer (&p->req), (GDestroyNotify) vb_request_free);
+  req = g_steal_pointer (&p->req);
+  vb_daemon_submit (daemon, req->name, p->method->mutate, p->method->mode, p->method->what,
+                    vb_request_done, req, (GDestroyNotify) vb_request_free);
   g_free (p);
 }
 
@@ -762,7 +673,7 @@ component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError
 /* SetFaulty: the engine writes the survivors' superblocks, so the call
  * runs on the op's worker (run_faults), never on the main loop. */
 static gboolean
-mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
               GError **error)
 {
   VbRequest *req = user_data;
@@ -775,9 +686,7 @@ mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArra
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started", d->name);
       return FALSE;
     }
-  if (daemon->faults == NULL)
-    daemon->faults = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (daemon->faults, g_strdup_printf ("%s\n%s", d->name, req->source));
+  vb_op_intent_fault (intent, d->name, req->index, NULL);
   return TRUE;
 }
 
@@ -797,8 +706,8 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
       return;
     }
   req = vb_request_new (inv, d->name, options);
-  req->source = g_strdup_printf ("%u", index);
-  vb_daemon_submit (daemon, mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,
+  req->index = index;
+  vb_daemon_submit (daemon, d->name, mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,
                     (GDestroyNotify) vb_request_free);
 }
 
@@ -814,7 +723,7 @@ handle_set_faulty (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant 
 /* Remove: a spare, a component replaced by a spare (role "faulty"), or
  * any component of a stopped device that keeps enough of them. */
 static gboolean
-mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
   VbRequest *req = user_data;
@@ -845,7 +754,7 @@ mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
       return FALSE;
     }
   g_ptr_array_remove_index (d->components, index);
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 

@@ -4,7 +4,7 @@
 #include "config.h"
 
 #include "vb-probe.h"
-#include "vb-reconciler-private.h"
+#include "vb-op.h"
 
 #include <errno.h>
 #include <string.h>
@@ -18,9 +18,9 @@ vb_op_format_new (VbOp *op)
 {
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
 
-  for (guint i = 0; i < op->touched->len; i++)
+  for (guint i = 0; i < op->intent.touched->len; i++)
     {
-      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->intent.touched->pdata[i]);
       const VbDriver *driver = d ? vb_driver_lookup (d->driver) : NULL;
       g_autoptr (GPtrArray) paths = NULL;
       g_autoptr (GArray) infos = NULL;
@@ -72,18 +72,17 @@ vb_op_format_new (VbOp *op)
 void
 vb_op_run_readds (VbOp *op)
 {
-  GPtrArray *readds = op->daemon->readds;
+  GArray *readds = op->intent.readds;
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
   gboolean recorded = FALSE;
 
-  op->daemon->readds = NULL;
-  for (guint i = 0; readds && i < readds->len; i++)
+  for (guint i = 0; i < readds->len; i++)
     {
-      g_auto (GStrv) parts = g_strsplit (readds->pdata[i], "\n", 2);
-      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const VbOpReadd *readd = &g_array_index (readds, VbOpReadd, i);
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, readd->device);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
-      guint slot = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      guint slot = readd->slot;
       g_autoptr (GPtrArray) paths = NULL;
       g_autoptr (GArray) infos = NULL;
       g_autoptr (GError) local = NULL;
@@ -93,7 +92,8 @@ vb_op_run_readds (VbOp *op)
       if (backend == NULL || backend->engine == NULL)
         {
           g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s' is not started on a backend that re-adds components", parts[0]);
+                       "device '%s' is not started on a backend that re-adds components",
+                       readd->device);
         }
       else
         {
@@ -104,9 +104,9 @@ vb_op_run_readds (VbOp *op)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
                          d->name, slot);
           else if (ok
-                   && backend->engine->readd (
-                       r->block_device, slot, paths->pdata[slot],
-                       ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local))
+                   && backend->engine->readd (r->block_device, slot, paths->pdata[slot],
+                                      ((VbComponentConfig *) d->components->pdata[slot])->uuid,
+                                      &local))
             /* without metadata the desired state says the slot is no
              * longer failed, only behind, at once (a restart meanwhile
              * rebuilds it instead of keeping it out) */
@@ -116,12 +116,7 @@ vb_op_run_readds (VbOp *op)
         op->error = g_error_copy (local);
     }
   if (recorded)
-    {
-      g_autoptr (GError) local = NULL;
-      if (!vb_state_save (op->candidate, op->daemon->state_path, &local))
-        g_warning ("vblk: saving the desired state after a re-add: %s", local->message);
-    }
-  g_clear_pointer (&readds, g_ptr_array_unref);
+    vb_op_save_or_warn (op, "a re-add");
 }
 
 /* Whether slot @index of running node @block_device holds a component
@@ -140,28 +135,29 @@ slot_holds_other (const VbBackend *backend, const char *block_device, guint inde
 void
 vb_op_run_faults (VbOp *op)
 {
-  g_autoptr (GPtrArray) faults = g_steal_pointer (&op->daemon->faults);
+  GArray *faults = op->intent.faults;
 
-  for (guint i = 0; faults && i < faults->len; i++)
+  for (guint i = 0; i < faults->len; i++)
     {
-      g_auto (GStrv) parts = g_strsplit (faults->pdata[i], "\n", 4);
-      gboolean release = parts[1] && parts[2] && strcmp (parts[2], "release") == 0;
+      const VbOpFault *fault = &g_array_index (faults, VbOpFault, i);
       /* a node that went away: the slot it held, unless another component
        * took that slot meanwhile (a spare, after the node's first event) */
-      const char *gone = release ? parts[3] : NULL;
-      const VbDeviceConfig *d = vb_state_lookup (op->candidate, parts[0]);
+      const char *gone = fault->gone_node;
+      gboolean release = gone != NULL;
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, fault->device);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
-      guint index = (guint) g_ascii_strtoull (parts[1], NULL, 10);
+      guint index = fault->index;
+      g_autofree char *index_text = g_strdup_printf ("%u", index);
       const char *source = d && index < d->components->len
                                ? ((VbComponentConfig *) d->components->pdata[index])->source
-                               : parts[1];
+                               : index_text;
       g_autoptr (GError) failed = NULL;
       GError *local = NULL;
 
       if (d == NULL || r == NULL)
         g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started",
-                     parts[0]);
+                     fault->device);
       else if (gone && slot_holds_other (backend, r->block_device, index, gone))
         g_debug ("vblk: %s: %s went away, but slot %u no longer holds it", d->name, gone, index);
       else
@@ -229,7 +225,7 @@ record_spare_moves (VbOp *op)
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
       VbDeviceConfig *d = op->candidate->devices->pdata[i];
-      for (guint j = 0; j < d->components->len; j++)
+      for (guint j = 0; vb_op_in_part (op, d->name) && j < d->components->len; j++)
         {
           VbComponentConfig *spare = d->components->pdata[j];
           gint slot;
@@ -249,11 +245,7 @@ record_spare_moves (VbOp *op)
         }
     }
   if (changed)
-    {
-      g_autoptr (GError) local = NULL;
-      if (!vb_state_save (op->candidate, op->daemon->state_path, &local))
-        g_warning ("vblk: saving the desired state after a spare took a slot: %s", local->message);
-    }
+    vb_op_save_or_warn (op, "a spare took a slot");
 }
 
 gboolean
@@ -287,9 +279,9 @@ vb_op_sync_spares (VbOp *op)
 {
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
 
-  for (guint i = 0; i < op->touched->len; i++)
+  for (guint i = 0; i < op->intent.touched->len; i++)
     {
-      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->touched->pdata[i]);
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, op->intent.touched->pdata[i]);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
       g_autoptr (GPtrArray) paths = NULL;
@@ -309,7 +301,41 @@ vb_op_sync_spares (VbOp *op)
           continue;
         }
       backend->engine->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
-                                   (const char *const *) uuids->pdata);
+                           (const char *const *) uuids->pdata);
     }
   record_spare_moves (op);
+}
+
+gboolean
+vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *block_device,
+                       gboolean *rebuilding)
+{
+  const VbDriver *driver = vb_driver_lookup (d->driver);
+  /* without superblocks (metadata=none on a redundant driver), the
+   * desired state says which legs are behind */
+  gboolean record = driver && driver->redundant && !vb_driver_has_metadata (d->attributes);
+  gboolean changed = FALSE;
+
+  if (backend == NULL || backend->engine == NULL)
+    return FALSE;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      gboolean faulty, behind;
+      guint64 errors;
+      if (!vb_component_config_is_slot (c)
+          || !backend->engine->component_status (block_device,
+                                                 (guint) g_ascii_strtoull (c->role, NULL, 10),
+                                                 &faulty, &behind, &errors))
+        continue;
+      if (rebuilding)
+        *rebuilding |= behind;
+      if (record && (!c->behind != !(faulty || behind) || !c->faulty != !faulty))
+        {
+          c->behind = faulty || behind;
+          c->faulty = faulty;
+          changed = TRUE;
+        }
+    }
+  return changed;
 }

@@ -18,7 +18,7 @@
 
 #include "metadata.h"
 #include "vb-probe.h"
-#include "vb-reconciler-private.h"
+#include "vb-op.h"
 #include "vb-reconfig.h"
 #include "vb-testhook.h"
 
@@ -150,8 +150,10 @@ metadata_gone (const VbDeviceConfig *d)
 }
 
 char *
-vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
+vb_reconfig_resolve_intent (VbOp *op)
 {
+  VbDaemon *daemon = op->daemon;
+  VbState *state = op->candidate;
   g_autofree char *path = intent_path (daemon);
   g_autoptr (GError) local = NULL;
   g_autoptr (VbState) intent = NULL;
@@ -191,10 +193,10 @@ vb_reconfig_resolve_intent (VbDaemon *daemon, VbState *state)
       d->started = had->started;
       vb_device_config_free (state->devices->pdata[at]);
       state->devices->pdata[at] = d;
-      if (!vb_state_save (state, daemon->state_path, &local))
+      if (!vb_op_save (op, &local))
         {
           /* the intent stays: the next start decides again */
-          g_warning ("vblk: saving the desired state: %s", local->message);
+          g_warning ("vblk: %s", local->message);
           return g_strdup (want->name);
         }
     }
@@ -331,101 +333,75 @@ fail (VbOp *op, GError *error)
   g_propagate_error (&op->error, error);
 }
 
-void
-vb_op_reconfigure (VbOp *op)
-{
-  VbDaemon *daemon = op->daemon;
-  g_auto (GStrv) parts = g_strsplit (daemon->reconfigure ? daemon->reconfigure : "", "\n", 2);
-  const VbDeviceConfig *old, *d;
-  const VbRunning *r;
+/* One reconfiguration on its way. */
+typedef struct {
+  const VbDeviceConfig *old; /* in op->previous */
+  const VbDeviceConfig *d;   /* the new one, in op->candidate */
+  const VbRunning *r;        /* its node, or NULL: stopped */
   const VbBackend *backend;
+  guint64 old_size, new_size;
+  VbReconfigureReport report;
+} Swap;
+
+/* Stopped, no superblocks: the desired state says which legs are behind;
+ * one must not be. */
+static gboolean
+stopped_keeps_a_copy (const VbDeviceConfig *d, GError **error)
+{
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      const VbComponentConfig *c = d->components->pdata[i];
+      any |= vb_component_config_is_slot (c) && !c->behind;
+    }
+  if (!any)
+    g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                 "device '%s': the new configuration keeps no in-sync copy of the data; nothing "
+                 "changed",
+                 d->name);
+  return any;
+}
+
+/* Step 1: the data must still fit, and an in-sync copy must stay. */
+static gboolean
+check (VbOp *op, Swap *swap, GError **error)
+{
+  swap->old_size = size_of (op, swap->old, NULL);
+  swap->new_size = size_of (op, swap->d, error);
+  if (error && *error)
+    return FALSE;
+  if (swap->new_size < swap->old_size)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                   "device '%s': the new configuration holds %" G_GUINT64_FORMAT
+                   " bytes, the device %" G_GUINT64_FORMAT
+                   ": the end of the data would be cut off; nothing changed",
+                   swap->d->name, swap->new_size, swap->old_size);
+      return FALSE;
+    }
+  if (swap->r == NULL && !vb_reconfig_has_metadata (swap->d))
+    return stopped_keeps_a_copy (swap->d, error);
+  return swap->r == NULL
+         || keeps_a_copy (swap->old, swap->d, swap->backend, swap->r->block_device, error);
+}
+
+/* Steps 2 and 3: the intent saved, then the engine swapped (or, stopped,
+ * the new role table written). On failure the intent goes. */
+static gboolean
+swap_engine (VbOp *op, Swap *swap, GError **error)
+{
+  const VbRunning *r = swap->r;
+  const VbBackend *backend = swap->backend;
+  guint timeout_ms = op->intent.reconfigure_timeout_ms;
+  VbReconfigureReport report = { 0 };
   g_autoptr (GError) local = NULL;
   Request req = { 0 };
-  VbReconfigureReport report = { 0 };
-  guint timeout_ms;
-  guint64 old_size, new_size;
 
-  g_clear_pointer (&daemon->reconfigure, g_free);
-  if (parts[0] == NULL || parts[1] == NULL)
-    {
-      /* only the backend of a stopped device changed: saved as it is */
-      if (!vb_state_save (op->candidate, daemon->state_path, &local))
-        {
-          g_prefix_error (&local, "saving the desired state: ");
-          fail (op, g_steal_pointer (&local));
-        }
-      return;
-    }
-  timeout_ms = (guint) g_ascii_strtoull (parts[1], NULL, 10);
-  old = vb_state_lookup (op->previous, parts[0]);
-  d = vb_state_lookup (op->candidate, parts[0]);
-  if (old == NULL || d == NULL)
-    return;
-  r = g_hash_table_lookup (op->running, d->uuid);
-  backend = vb_backend_choose (r ? r->backend : d->backend, vb_driver_lookup (d->driver),
-                               d->attributes, NULL, &local);
-  if (backend == NULL)
-    {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
-
-  /* the data must still fit */
-  old_size = size_of (op, old, NULL);
-  new_size = size_of (op, d, &local);
-  if (local)
-    {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
-  if (new_size < old_size)
-    {
-      fail (op, g_error_new (VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                             "device '%s': the new configuration holds %" G_GUINT64_FORMAT
-                             " bytes, the device %" G_GUINT64_FORMAT
-                             ": the end of the data would be cut off; nothing changed",
-                             d->name, new_size, old_size));
-      return;
-    }
-  if (r == NULL && !vb_reconfig_has_metadata (d))
-    {
-      /* stopped, no superblocks: the desired state says which legs are behind */
-      gboolean any = FALSE;
-      for (guint i = 0; i < d->components->len; i++)
-        {
-          const VbComponentConfig *c = d->components->pdata[i];
-          any |= vb_component_config_is_slot (c) && !c->behind;
-        }
-      if (!any)
-        {
-          fail (op, g_error_new (VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                                 "device '%s': the new configuration keeps no in-sync copy of "
-                                 "the data; nothing changed",
-                                 d->name));
-          return;
-        }
-    }
-  if (r && !keeps_a_copy (old, d, backend, r->block_device, &local))
-    {
-      fail (op, g_steal_pointer (&local));
-      return;
-    }
-  if (!request_build (op, d, &req, &local))
+  if (!request_build (op, swap->d, &req, error) || !save_intent (op->daemon, swap->d, error))
     {
       request_clear (&req);
-      {
-        fail (op, g_steal_pointer (&local));
-        return;
-      }
-    }
-
-  if (!save_intent (daemon, d, &local))
-    {
-      request_clear (&req);
-      {
-        fail (op, g_steal_pointer (&local));
-        return;
-      }
+      return FALSE;
     }
   vb_test_hook ("reconfigure:intent-saved");
   if (r)
@@ -436,23 +412,27 @@ vb_op_reconfigure (VbOp *op)
       else
         backend->reconfigure (r->block_device, &req.request, timeout_ms, &report, &local);
     }
-  else if (vb_reconfig_has_metadata (d) && (backend->capabilities & VB_BACKEND_CAN_FORMAT))
+  else if (vb_reconfig_has_metadata (swap->d) && (backend->capabilities & VB_BACKEND_CAN_FORMAT))
     {
       req.request.reconfigure = TRUE;
       backend->format (&req.request, &local);
     }
   request_clear (&req);
+  swap->report = report;
   if (local)
     {
-      remove_intent (daemon);
-      {
-        fail (op, g_steal_pointer (&local));
-        return;
-      }
+      remove_intent (op->daemon);
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
     }
+  return TRUE;
+}
 
-  /* superblocks that no longer describe the device go: this is the point
-   * of no return for a device that keeps no metadata */
+/* Step 4: superblocks that no longer describe the device go: this is the
+ * point of no return for a device that keeps no metadata. */
+static void
+erase_stale_superblocks (const VbDeviceConfig *old, const VbDeviceConfig *d)
+{
   for (guint i = 0; i < old->components->len && vb_reconfig_has_metadata (old); i++)
     {
       const VbComponentConfig *c = old->components->pdata[i];
@@ -462,45 +442,91 @@ vb_op_reconfigure (VbOp *op)
       if (!g_str_has_prefix (c->source, "vblk:") && (!kept || !vb_reconfig_has_metadata (d)))
         erase_superblock (c->source, d->uuid);
     }
-  vb_test_hook ("reconfigure:before-commit");
+}
+
+/* The "reconfigured" event; a rebuild that runs keeps the old
+ * configuration for show. */
+static void
+report (VbOp *op, const Swap *swap, const VbDeviceConfig *nd, gboolean rebuilding)
+{
+  g_autofree char *was = vb_reconfig_describe (swap->old);
+  g_autofree char *now = vb_reconfig_describe (nd);
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "old", g_variant_new_string (was));
+  g_variant_builder_add (&b, "{sv}", "new", g_variant_new_string (now));
+  g_variant_builder_add (&b, "{sv}", "old-driver", g_variant_new_string (swap->old->driver));
+  g_variant_builder_add (&b, "{sv}", "new-driver", g_variant_new_string (nd->driver));
+  g_variant_builder_add (&b, "{sv}", "held-us", g_variant_new_int64 (swap->report.held_us));
+  g_variant_builder_add (&b, "{sv}", "old-size", g_variant_new_uint64 (swap->old_size));
+  g_variant_builder_add (&b, "{sv}", "new-size", g_variant_new_uint64 (swap->new_size));
+  g_variant_builder_add (&b, "{sv}", "started", g_variant_new_boolean (swap->r != NULL));
+  vb_op_add_event (op, "reconfigured", nd->name, g_variant_builder_end (&b));
+  if (rebuilding)
+    {
+      g_free (op->reconfigured);
+      g_free (op->reconfigured_from);
+      op->reconfigured = g_strdup (nd->name);
+      op->reconfigured_from = g_steal_pointer (&was);
+    }
+}
+
+/* Step 5: the desired state saved with the new configuration, the intent
+ * removed. */
+static void
+commit (VbOp *op, const Swap *swap)
+{
+  VbDeviceConfig *nd = vb_state_lookup (op->candidate, swap->d->name);
+  gboolean rebuilding = FALSE;
+  g_autoptr (GError) local = NULL;
 
   /* without superblocks, the desired state says which legs are behind */
-  VbDeviceConfig *nd = vb_state_lookup (op->candidate, d->name);
-  gboolean rebuilding = FALSE;
-  if (r)
-    vb_device_sync_behind (nd, backend, r->block_device, &rebuilding);
-  if (!vb_state_save (op->candidate, daemon->state_path, &local))
+  if (swap->r)
+    vb_device_sync_behind (nd, swap->backend, swap->r->block_device, &rebuilding);
+  if (!vb_op_save (op, &local))
     {
       /* the device runs the new configuration: the intent stays, and the
        * next start goes by the components */
-      g_prefix_error (&local, "saving the desired state: ");
       g_propagate_error (&op->error, g_steal_pointer (&local));
       return;
     }
-  remove_intent (daemon);
+  remove_intent (op->daemon);
   vb_test_hook ("reconfigure:committed");
+  if (swap->r)
+    g_hash_table_replace (op->running, g_strdup (nd->uuid),
+                          vb_running_new (swap->r->block_device, swap->r->backend, nd->attributes));
+  report (op, swap, nd, rebuilding);
+}
 
-  if (r)
-    g_hash_table_replace (op->running, g_strdup (d->uuid),
-                          vb_running_new (r->block_device, r->backend, nd->attributes));
-  {
-    g_autofree char *was = vb_reconfig_describe (old);
-    g_autofree char *now = vb_reconfig_describe (nd);
-    GVariantBuilder b;
-    g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
-    g_variant_builder_add (&b, "{sv}", "old", g_variant_new_string (was));
-    g_variant_builder_add (&b, "{sv}", "new", g_variant_new_string (now));
-    g_variant_builder_add (&b, "{sv}", "old-driver", g_variant_new_string (old->driver));
-    g_variant_builder_add (&b, "{sv}", "new-driver", g_variant_new_string (nd->driver));
-    g_variant_builder_add (&b, "{sv}", "held-us", g_variant_new_int64 (report.held_us));
-    g_variant_builder_add (&b, "{sv}", "old-size", g_variant_new_uint64 (old_size));
-    g_variant_builder_add (&b, "{sv}", "new-size", g_variant_new_uint64 (new_size));
-    g_variant_builder_add (&b, "{sv}", "started", g_variant_new_boolean (r != NULL));
-    vb_op_add_event (op, "reconfigured", d->name, g_variant_builder_end (&b));
-    if (rebuilding)
-      {
-        g_free (op->reconfigured_from);
-        op->reconfigured_from = g_strdup_printf ("%s\n%s", d->name, was);
-      }
-  }
+void
+vb_op_reconfigure (VbOp *op)
+{
+  const char *name = op->intent.reconfigure;
+  g_autoptr (GError) local = NULL;
+  Swap swap = { 0 };
+
+  if (name == NULL)
+    {
+      /* only the backend of a stopped device changed: saved as it is */
+      if (!vb_op_save (op, &local))
+        fail (op, g_steal_pointer (&local));
+      return;
+    }
+  swap.old = vb_state_lookup (op->previous, name);
+  swap.d = vb_state_lookup (op->candidate, name);
+  if (swap.old == NULL || swap.d == NULL)
+    return;
+  swap.r = g_hash_table_lookup (op->running, swap.d->uuid);
+  swap.backend
+      = vb_backend_choose (swap.r ? swap.r->backend : swap.d->backend,
+                           vb_driver_lookup (swap.d->driver), swap.d->attributes, NULL, &local);
+  if (swap.backend == NULL || !check (op, &swap, &local) || !swap_engine (op, &swap, &local))
+    {
+      fail (op, g_steal_pointer (&local));
+      return;
+    }
+  erase_stale_superblocks (swap.old, swap.d);
+  vb_test_hook ("reconfigure:before-commit");
+  commit (op, &swap);
 }

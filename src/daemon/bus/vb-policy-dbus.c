@@ -5,6 +5,7 @@
  * rules are swapped on the main thread. */
 #include "config.h"
 
+#include "vb-auth.h"
 #include "vb-policy-dbus.h"
 #include "vb-request.h"
 
@@ -569,7 +570,8 @@ vb_policy_dbus_export (VbDaemon *daemon)
   g_signal_connect (policy_iface, "handle-reload", G_CALLBACK (handle_reload), daemon);
   g_signal_connect (policy_iface, "handle-evaluate", G_CALLBACK (handle_evaluate), daemon);
   vb_dbus_object_skeleton_set_policy (object, policy_iface);
-  g_dbus_object_manager_server_export (daemon->object_manager, G_DBUS_OBJECT_SKELETON (object));
+  g_dbus_object_manager_server_export (daemon->bus->object_manager,
+                                       G_DBUS_OBJECT_SKELETON (object));
 }
 
 void
@@ -577,7 +579,7 @@ vb_policy_dbus_shutdown (VbDaemon *daemon)
 {
   if (policy_iface == NULL)
     return;
-  if (daemon->object_manager)
-    g_dbus_object_manager_server_unexport (daemon->object_manager, POLICY_PATH);
+  if (daemon->bus->object_manager)
+    g_dbus_object_manager_server_unexport (daemon->bus->object_manager, POLICY_PATH);
   g_clear_object (&policy_iface);
 }

@@ -2,7 +2,7 @@
  * Directory, Reload, Evaluate), and their loading at start and on SIGHUP. */
 #pragma once
 
-#include "vb-daemon.h"
+#include "vb-bus.h"
 #include "vb-policy.h"
 
 G_BEGIN_DECLS

@@ -28,7 +28,6 @@
 #include "metadata.h"
 #include "vb-policy.h"
 #include "vb-probe.h"
-#include "vb-request.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,56 +163,6 @@ device_by_uuid (const VbState *state, const char *uuid)
   return NULL;
 }
 
-/* Whether a blank disk at @devnode is in use: a component of a device
- * without metadata, or a spare, or a slot that is not failed. A slot of a
- * device with metadata that names it but failed (the disk that was there
- * is gone, and a new one took its number) does not count: its own disk
- * would carry a superblock. */
-gboolean
-vb_hotplug_blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode)
-{
-  for (guint i = 0; i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
-      for (guint j = 0; j < d->components->len; j++)
-        {
-          const VbComponentConfig *c = d->components->pdata[j];
-          if (strcmp (c->source, devnode) != 0 || g_strcmp0 (c->role, "faulty") == 0)
-            continue;
-          if (!vb_driver_has_metadata (d->attributes) || !vb_component_config_is_slot (c))
-            return TRUE;
-          if (g_hash_table_contains (daemon->running, d->uuid)
-              && !vb_hotplug_slot_failed (daemon, d, j))
-            return TRUE;
-        }
-    }
-  return FALSE;
-}
-
-guint
-vb_hotplug_n_spares (const VbDeviceConfig *d)
-{
-  guint n = 0;
-
-  for (guint j = 0; j < d->components->len; j++)
-    n += g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->role, "spare") == 0;
-  return n;
-}
-
-/* Slot @slot of a started device is faulty (or missing) in its engine. */
-gboolean
-vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
-{
-  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
-  const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
-  gboolean faulty = FALSE, rebuilding = FALSE;
-  guint64 errors = 0;
-
-  return backend && backend->engine
-         && backend->engine->component_status (r->block_device, slot, &faulty, &rebuilding, &errors)
-         && faulty;
-}
-
 /* Slot @slot of a started device had no disk when it started. */
 static gboolean
 slot_missing (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
@@ -288,7 +237,7 @@ decision_event (const char *device, const Item *item, const VbPolicyRule *rule, 
   g_variant_builder_add (&b, "{sv}", "decision", g_variant_new_string (what));
   g_variant_builder_add (&b, "{sv}", "why", g_variant_new_string (why ? why : ""));
   g_message ("vblk: policy: %s: %s (%s)", item->devnode, what, why ? why : "no rule");
-  vb_objects_emit_event (hp.daemon, "policy-decision", device, g_variant_builder_end (&b));
+  vb_daemon_publish_event (hp.daemon, "policy-decision", device, g_variant_builder_end (&b));
 }
 
 /* ops */
@@ -321,7 +270,7 @@ assembly_free (gpointer data)
 /* Paths move (disks come back in another order): each slot takes the path
  * its superblock was found on; a started device re-adds a returning slot. */
 static gboolean
-mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                  GError **error)
 {
   GPtrArray *assemblies = user_data;
@@ -352,9 +301,7 @@ mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrA
                         {
                           g_free (oc->source);
                           oc->source = g_strdup (c->source);
-                          if (!g_ptr_array_find_with_equal_func (touched, o->name, g_str_equal,
-                                                                 NULL))
-                            g_ptr_array_add (touched, g_strdup (o->name));
+                          vb_op_intent_touch (intent, o->name);
                         }
                     }
                 }
@@ -364,13 +311,11 @@ mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrA
             }
           if (a->readd && vb_component_config_is_slot (c))
             {
-              if (daemon->readds == NULL)
-                daemon->readds = g_ptr_array_new_with_free_func (g_free);
-              g_ptr_array_add (daemon->readds, g_strdup_printf ("%s\n%s", d->name, c->role));
+              vb_op_intent_readd (intent, d->name, c);
               changed = TRUE;
             }
-          if (changed && !g_ptr_array_find_with_equal_func (touched, d->name, g_str_equal, NULL))
-            g_ptr_array_add (touched, g_strdup (d->name));
+          if (changed)
+            vb_op_intent_touch (intent, d->name);
         }
     }
   return TRUE;
@@ -390,18 +335,17 @@ assembled (VbDaemon *daemon, const GError *error, gpointer user_data)
 }
 
 static gboolean
-mutate_start_device (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_start_device (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                      GError **error)
 {
   const char *name = user_data;
 
   if (vb_state_lookup (candidate, name) == NULL)
     return TRUE;
-  vb_request_mark_started (candidate, name, touched);
+  vb_op_intent_start (intent, candidate, name);
   /* wanted running already (it only lacked components): touched all the
    * same, so that the plan starts it */
-  if (!g_ptr_array_find_with_equal_func (touched, name, g_str_equal, NULL))
-    g_ptr_array_add (touched, g_strdup (name));
+  vb_op_intent_touch (intent, name);
   return TRUE;
 }
 
@@ -415,7 +359,7 @@ start_degraded (gpointer data)
   if (d && !g_hash_table_contains (hp.daemon->running, d->uuid))
     {
       g_message ("vblk: policy: %s: starting degraded (start-degraded-after passed)", name);
-      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+      vb_daemon_submit (hp.daemon, name, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
                         g_strdup (name), g_free);
     }
   return G_SOURCE_REMOVE;
@@ -440,7 +384,7 @@ consider_start (const char *name)
           g_hash_table_remove (hp.timers, name);
         }
       g_message ("vblk: policy: %s: every component is present; starting", name);
-      vb_daemon_submit (hp.daemon, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
+      vb_daemon_submit (hp.daemon, name, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
                         g_strdup (name), g_free);
     }
 }
@@ -459,6 +403,119 @@ arm_degraded (const char *name, guint64 after_ms)
 }
 
 /* Acting on one probed device node. */
+/* Assemble, re-add: a component of a device vblk knows, back where it
+ * was or on another path. */
+static void
+decide_assemble (Item *item, const VbPolicyRule *rule, const VbDeviceConfig *d, const char *why,
+                 GPtrArray *assemblies)
+{
+  VbDaemon *daemon = hp.daemon;
+  Assembly *a;
+  gint slot = -1;
+
+  if (!item->has_sb)
+    {
+      decision_event (NULL, item, rule, "nothing: no vblk superblock", why);
+      return;
+    }
+  if (d == NULL)
+    {
+      decision_event (NULL, item, rule,
+                      "nothing: a component of an unknown device (vbmgr scan --adopt)", why);
+      return;
+    }
+  for (guint j = 0; j < d->components->len; j++)
+    if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
+                   item->sb.component_uuid)
+        == 0)
+      slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
+  if (slot == -1)
+    {
+      decision_event (d->name, item, rule, "nothing: not a component of the device now", why);
+      return;
+    }
+  gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+  /* a disk that went away (or was not there at start) and is back —
+   * an add event, or a change one (a loop device attached again): a
+   * change event of a failed disk that stayed is no return */
+  gboolean moved = FALSE,
+           readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
+                   && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
+                       || slot_missing (daemon, d, slot));
+  for (guint j = 0; j < d->components->len; j++)
+    {
+      const VbComponentConfig *c = d->components->pdata[j];
+      if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
+        moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
+    }
+  /* a started device's healthy component, where it was: nothing new */
+  if (running && !moved && !readd)
+    return;
+  a = g_new0 (Assembly, 1);
+  a->device = g_strdup (d->name);
+  a->component_uuid = g_strdup (item->sb.component_uuid);
+  a->source = g_strdup (item->devnode);
+  a->readd = readd;
+  g_ptr_array_add (assemblies, a);
+  decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
+  /* raid0 and linear have no degraded start: they wait for every
+   * component */
+  const VbDriver *driver = vb_driver_lookup (d->driver);
+  if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
+      && driver->redundant)
+    arm_degraded (d->name, rule->start_degraded_after_ms);
+  return;
+}
+
+/* Spare, replace: a blank disk joins the first listed device that wants
+ * it. */
+static void
+decide_blank (Item *item, const VbPolicyRule *rule, const char *why)
+{
+  VbDaemon *daemon = hp.daemon;
+  const VbDeviceConfig *target = NULL;
+
+  if (strcmp (item->metadata, "none") != 0)
+    {
+      decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
+      return;
+    }
+  if (vb_hotplug_blank_taken (daemon, daemon->desired, item->devnode))
+    return;
+  for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
+    {
+      const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
+      if (t == NULL || !vb_driver_takes_spares (vb_driver_lookup (t->driver), t->attributes))
+        continue;
+      if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
+        target = t;
+      if (rule->action == VB_POLICY_REPLACE)
+        for (guint j = 0; j < t->components->len && target == NULL; j++)
+          {
+            const VbComponentConfig *c = t->components->pdata[j];
+            if (vb_component_config_is_slot (c)
+                && g_hash_table_contains (daemon->running, t->uuid)
+                && (vb_hotplug_slot_failed (daemon, t, j)
+                    || !g_hash_table_contains (hp.present, c->uuid)))
+              target = t;
+          }
+    }
+  if (target == NULL)
+    {
+      decision_event (NULL, item, rule,
+                      rule->action == VB_POLICY_SPARE
+                          ? "nothing: every listed device has a spare"
+                          : "nothing: no listed device has a failed component",
+                      why);
+      return;
+    }
+  decision_event (target->name, item, rule,
+                  rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
+  vb_hotplug_take_blank (daemon, target->name, item->devnode,
+                         rule->action == VB_POLICY_REPLACE);
+  return;
+}
+
 static void
 decide (Item *item, GPtrArray *assemblies)
 {
@@ -495,120 +552,45 @@ decide (Item *item, GPtrArray *assemblies)
         decision_event (d ? d->name : NULL, item, rule, "nothing", why);
       return;
     }
-  switch (rule->action)
-    {
-    case VB_POLICY_ASSEMBLE:
-      case VB_POLICY_READD: {
-        Assembly *a;
-        gint slot = -1;
-        if (!item->has_sb)
-          {
-            decision_event (NULL, item, rule, "nothing: no vblk superblock", why);
-            return;
-          }
-        if (d == NULL)
-          {
-            decision_event (NULL, item, rule,
-                            "nothing: a component of an unknown device (vbmgr scan --adopt)", why);
-            return;
-          }
-        for (guint j = 0; j < d->components->len; j++)
-          if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
-                         item->sb.component_uuid)
-              == 0)
-            slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
-        if (slot == -1)
-          {
-            decision_event (d->name, item, rule, "nothing: not a component of the device now", why);
-            return;
-          }
-        gboolean running = g_hash_table_contains (daemon->running, d->uuid);
-        /* a disk that went away (or was not there at start) and is back —
-         * an add event, or a change one (a loop device attached again): a
-         * change event of a failed disk that stayed is no return */
-        gboolean moved = FALSE,
-                 readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
-                         && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
-                             || slot_missing (daemon, d, slot));
-        for (guint j = 0; j < d->components->len; j++)
-          {
-            const VbComponentConfig *c = d->components->pdata[j];
-            if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
-              moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
-          }
-        /* a started device's healthy component, where it was: nothing new */
-        if (running && !moved && !readd)
-          return;
-        a = g_new0 (Assembly, 1);
-        a->device = g_strdup (d->name);
-        a->component_uuid = g_strdup (item->sb.component_uuid);
-        a->source = g_strdup (item->devnode);
-        a->readd = readd;
-        g_ptr_array_add (assemblies, a);
-        decision_event (d->name, item, rule, a->readd ? "re-add" : "assemble", why);
-        /* raid0 and linear have no degraded start: they wait for every
-         * component */
-        const VbDriver *driver = vb_driver_lookup (d->driver);
-        if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
-            && driver->redundant)
-          arm_degraded (d->name, rule->start_degraded_after_ms);
-        return;
-      }
-    case VB_POLICY_SPARE:
-      case VB_POLICY_REPLACE: {
-        const VbDeviceConfig *target = NULL;
-        if (strcmp (item->metadata, "none") != 0)
-          {
-            decision_event (NULL, item, rule, "nothing: only a blank disk is taken", why);
-            return;
-          }
-        if (vb_hotplug_blank_taken (daemon, daemon->desired, item->devnode))
-          return;
-        for (guint k = 0; rule->devices && rule->devices[k] && target == NULL; k++)
-          {
-            const VbDeviceConfig *t = vb_state_lookup (daemon->desired, rule->devices[k]);
-            if (t == NULL || !vb_driver_takes_spares (vb_driver_lookup (t->driver), t->attributes))
-              continue;
-            if (rule->action == VB_POLICY_SPARE && vb_hotplug_n_spares (t) == 0)
-              target = t;
-            if (rule->action == VB_POLICY_REPLACE)
-              for (guint j = 0; j < t->components->len && target == NULL; j++)
-                {
-                  const VbComponentConfig *c = t->components->pdata[j];
-                  if (vb_component_config_is_slot (c)
-                      && g_hash_table_contains (daemon->running, t->uuid)
-                      && (vb_hotplug_slot_failed (daemon, t, j)
-                          || !g_hash_table_contains (hp.present, c->uuid)))
-                    target = t;
-                }
-          }
-        if (target == NULL)
-          {
-            decision_event (NULL, item, rule,
-                            rule->action == VB_POLICY_SPARE
-                                ? "nothing: every listed device has a spare"
-                                : "nothing: no listed device has a failed component",
-                            why);
-            return;
-          }
-        decision_event (target->name, item, rule,
-                        rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
-        vb_hotplug_take_blank (daemon, target->name, item->devnode,
-                               rule->action == VB_POLICY_REPLACE);
-        return;
-      }
-    case VB_POLICY_IGNORE:
-      break;
-    }
+  if (rule->action == VB_POLICY_ASSEMBLE || rule->action == VB_POLICY_READD)
+    decide_assemble (item, rule, d, why, assemblies);
+  else if (rule->action == VB_POLICY_SPARE || rule->action == VB_POLICY_REPLACE)
+    decide_blank (item, rule, why);
+}
+
+/* A slot whose node went away: it fails, and the engine lets go of the node. */
+typedef struct {
+  char *device;
+  guint index;
+  char *node;
+} Gone;
+
+static void
+gone_free (gpointer data)
+{
+  Gone *g = data;
+
+  g_free (g->device);
+  g_free (g->node);
+  g_free (g);
+}
+
+static void
+gone_logged (VbDaemon *daemon, const GError *error, gpointer user_data)
+{
+  const Gone *g = user_data;
+
+  if (error)
+    g_warning ("vblk: policy: %s: %s went away: %s", g->device, g->node, error->message);
 }
 
 static gboolean
-mutate_gone (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_gone (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
              GError **error)
 {
-  if (daemon->faults == NULL)
-    daemon->faults = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (daemon->faults, g_strdup (user_data));
+  const Gone *g = user_data;
+
+  vb_op_intent_fault (intent, g->device, g->index, g->node);
   return TRUE;
 }
 
@@ -640,9 +622,11 @@ gone (Item *item)
           if (c->uuid)
             g_hash_table_add (hp.went_away, g_strdup (c->uuid));
           /* on the op worker: the engine writes the survivors' superblocks */
-          vb_daemon_submit (daemon, mutate_gone, VB_OP_CHANGE, NULL, op_logged,
-                            g_strdup_printf ("%s\n%u\nrelease\n%s", d->name, j, item->devnode),
-                            g_free);
+          Gone *g = g_new0 (Gone, 1);
+          g->device = g_strdup (d->name);
+          g->index = j;
+          g->node = g_strdup (item->devnode);
+          vb_daemon_submit (daemon, g->device, mutate_gone, VB_OP_CHANGE, NULL, gone_logged, g, gone_free);
         }
     }
 }
@@ -667,7 +651,7 @@ probed (GObject *source, GAsyncResult *result, gpointer data)
         decide (item, assemblies);
     }
   if (assemblies->len > 0)
-    vb_daemon_submit (hp.daemon, mutate_assemble, VB_OP_POLICY, NULL, assembled,
+    vb_daemon_submit (hp.daemon, NULL, mutate_assemble, VB_OP_POLICY, NULL, assembled,
                       g_steal_pointer (&assemblies), (GDestroyNotify) g_ptr_array_unref);
   g_ptr_array_unref (items);
   /* what came in meanwhile */
@@ -816,19 +800,8 @@ vb_hotplug_init (VbDaemon *daemon)
   hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   hp.went_away = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  vb_hotplug_spares_init (daemon, hp.present);
   g_timeout_add_seconds (1, poll_loops, NULL);
-}
-
-gboolean
-vb_hotplug_seen (const char *component_uuid)
-{
-  return component_uuid && g_hash_table_contains (hp.present, component_uuid);
-}
-
-VbDaemon *
-vb_hotplug_daemon (void)
-{
-  return hp.daemon;
 }
 
 guint64

@@ -33,14 +33,14 @@ typedef struct {
   dev_t dev; /* a file: its file system's device (st_dev); a block device: st_rdev */
   ino_t ino; /* a file's inode */
   /* VB_INSPECT_CLAIMS */
-  char *mounted_on;       /* it, or a partition of it, is mounted there */
-  char *holders;          /* the kernel's holders (dm-0, md127), of it or a partition */
-  gboolean exclusive;     /* someone holds it open O_EXCL (a file system, md, dm, an engine) */
-  gboolean owned;         /* a block node some vblkd made: */
-  VbNodeOwner owner;      /*   whose */
-  GPtrArray *below;       /* VbNodeOwner*: vblk nodes it is built on (slaves, or the
-                             device under a file's file system) */
-  gboolean engine_file;   /* a file of a vblk engine's FUSE mount */
+  char *mounted_on;     /* it, or a partition of it, is mounted there */
+  char *holders;        /* the kernel's holders (dm-0, md127), of it or a partition */
+  gboolean exclusive;   /* someone holds it open O_EXCL (a file system, md, dm, an engine) */
+  gboolean owned;       /* a block node some vblkd made: */
+  VbNodeOwner owner;    /*   whose */
+  GPtrArray *below;     /* VbNodeOwner*: vblk nodes it is built on (slaves, or the
+                           device under a file's file system) */
+  gboolean engine_file; /* a file of a vblk engine's FUSE mount */
   /* VB_INSPECT_SUPERBLOCK */
   gboolean has_superblock;
   VbSuperblock superblock;

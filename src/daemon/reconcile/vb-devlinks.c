@@ -2,7 +2,7 @@
  * DEV_DIR belongs to vblkd: links of devices not running are removed. */
 #include "config.h"
 
-#include "vb-daemon.h"
+#include "vb-devlinks.h"
 #include "vb-testhook.h"
 
 #include <errno.h>

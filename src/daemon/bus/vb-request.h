@@ -1,7 +1,7 @@
 /* A D-Bus request on its way through authorize -> submit -> done. */
 #pragma once
 
-#include "vb-daemon.h"
+#include "vb-bus.h"
 
 G_BEGIN_DECLS
 
@@ -13,6 +13,7 @@ typedef struct {
   char *driver;
   char **components;
   char *source;
+  guint index;       /* SetFaulty: the component's index in its device */
   char *result_path; /* object path returned on success, or NULL */
 } VbRequest;
 
@@ -27,7 +28,7 @@ gboolean vb_options_check (GVariant *options, const char *const *allowed, GError
 
 GHashTable *vb_attributes_from_variant (GVariant *attributes);
 
-/* Adds @name and every device it is built on to @touched with started TRUE. */
-void vb_request_mark_started (VbState *candidate, const char *name, GPtrArray *touched);
+void vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error);
+gboolean vb_options_get_bool (GVariant *options, const char *key, gboolean fallback);
 
 G_END_DECLS

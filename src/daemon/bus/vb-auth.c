@@ -2,7 +2,7 @@
  * bus name, before any work. Interaction only when the caller allows it. */
 #include "config.h"
 
-#include "vb-daemon.h"
+#include "vb-auth.h"
 
 #include <glib/gi18n.h>
 
@@ -74,7 +74,7 @@ vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *
   req->user_data = user_data;
   req->destroy = destroy;
 
-  if (daemon->authority == NULL)
+  if (daemon->bus->authority == NULL)
     {
       g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_AUTHORIZED,
                                              _ ("Not authorized for %s: polkit is not available"),
@@ -87,6 +87,6 @@ vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *
   if (device_name)
     polkit_details_insert (details, "vblk.device", device_name);
   subject = polkit_system_bus_name_new (g_dbus_method_invocation_get_sender (invocation));
-  polkit_authority_check_authorization (daemon->authority, subject, action_id, details, flags, NULL,
-                                        auth_done, req);
+  polkit_authority_check_authorization (daemon->bus->authority, subject, action_id, details, flags,
+                                        NULL, auth_done, req);
 }

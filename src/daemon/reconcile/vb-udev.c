@@ -4,8 +4,8 @@
  * while handling an event. */
 #include "config.h"
 
-#include "vb-daemon.h"
 #include "vb-hotplug.h"
+#include "vb-udev.h"
 
 #include <glib-unix.h>
 #include <libudev.h>
@@ -25,7 +25,7 @@ static gboolean
 observe_now (gpointer data)
 {
   watch.pending = 0;
-  vb_daemon_submit (watch.daemon, NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
+  vb_daemon_submit (watch.daemon, NULL, NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
   return G_SOURCE_REMOVE;
 }
 

@@ -2,8 +2,10 @@
  * state and what runs (observed), after every op. */
 #include "config.h"
 
-#include "vb-daemon.h"
+#include "vb-device.h"
+#include "vb-engine-jobs.h"
 #include "vb-hotplug.h"
+#include "vb-objects.h"
 
 #include <stdlib.h>
 #include <errno.h>
@@ -136,8 +138,8 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
     {
       const VbComponentConfig *c = d->components->pdata[i];
       g_autofree char *path = vb_component_object_path (d->name, i);
-      g_autoptr (GDBusObject) existing
-          = g_dbus_object_manager_get_object (G_DBUS_OBJECT_MANAGER (daemon->object_manager), path);
+      g_autoptr (GDBusObject) existing = g_dbus_object_manager_get_object (
+          G_DBUS_OBJECT_MANAGER (daemon->bus->object_manager), path);
       g_autoptr (VbDBusComponent) iface = NULL;
 
       if (existing)
@@ -148,7 +150,7 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
           iface = vb_dbus_component_skeleton_new ();
           vb_component_connect_handlers (daemon, iface);
           vb_dbus_object_skeleton_set_component (object, iface);
-          g_dbus_object_manager_server_export (daemon->object_manager,
+          g_dbus_object_manager_server_export (daemon->bus->object_manager,
                                                G_DBUS_OBJECT_SKELETON (object));
         }
       vb_dbus_component_set_source (iface, c->source);
@@ -163,7 +165,7 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
   for (;; i++)
     {
       g_autofree char *path = vb_component_object_path (d->name, i);
-      if (!g_dbus_object_manager_server_unexport (daemon->object_manager, path))
+      if (!g_dbus_object_manager_server_unexport (daemon->bus->object_manager, path))
         break;
     }
 }
@@ -172,7 +174,7 @@ static void
 sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
 {
   g_autofree char *path = vb_device_object_path (d->name);
-  VbDBusObjectSkeleton *object = g_hash_table_lookup (daemon->device_objects, d->name);
+  VbDBusObjectSkeleton *object = g_hash_table_lookup (daemon->bus->device_objects, d->name);
   g_autoptr (VbDBusDevice) iface = NULL;
   const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
   const VbDeviceStatus *st = g_hash_table_lookup (daemon->status, d->name);
@@ -187,8 +189,9 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
       vb_device_connect_handlers (daemon, dev);
       vb_dbus_object_skeleton_set_device (object, dev);
       g_object_unref (dev);
-      g_dbus_object_manager_server_export (daemon->object_manager, G_DBUS_OBJECT_SKELETON (object));
-      g_hash_table_insert (daemon->device_objects, g_strdup (d->name), object);
+      g_dbus_object_manager_server_export (daemon->bus->object_manager,
+                                           G_DBUS_OBJECT_SKELETON (object));
+      g_hash_table_insert (daemon->bus->device_objects, g_strdup (d->name), object);
     }
   iface = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));
   sync_components (daemon, d, components);
@@ -228,7 +231,7 @@ vb_objects_sync (VbDaemon *daemon)
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     sync_device (daemon, daemon->desired->devices->pdata[i], graph);
 
-  g_hash_table_iter_init (&iter, daemon->device_objects);
+  g_hash_table_iter_init (&iter, daemon->bus->device_objects);
   while (g_hash_table_iter_next (&iter, &name, &object))
     {
       if (vb_state_lookup (daemon->desired, name))
@@ -237,10 +240,10 @@ vb_objects_sync (VbDaemon *daemon)
       for (guint i = 0;; i++)
         {
           g_autofree char *cpath = vb_component_object_path (name, i);
-          if (!g_dbus_object_manager_server_unexport (daemon->object_manager, cpath))
+          if (!g_dbus_object_manager_server_unexport (daemon->bus->object_manager, cpath))
             break;
         }
-      g_dbus_object_manager_server_unexport (daemon->object_manager, path);
+      g_dbus_object_manager_server_unexport (daemon->bus->object_manager, path);
       g_hash_table_iter_remove (&iter);
     }
 }
@@ -312,25 +315,10 @@ vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device, G
       g_variant_builder_init (&empty, G_VARIANT_TYPE_VARDICT);
       details = g_variant_builder_end (&empty);
     }
-  vb_dbus_manager_emit_event (daemon->manager, kind, path, details);
+  vb_dbus_manager_emit_event (daemon->bus->manager, kind, path, details);
 }
 
-void
-vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error)
-{
-  if (error->domain == VB_ERROR)
-    g_dbus_method_invocation_return_gerror (invocation, error);
-  else
-    g_dbus_method_invocation_return_error_literal (invocation, VB_ERROR, VB_ERROR_FAILED,
-                                                   error->message);
-}
-
-gboolean
-vb_options_get_bool (GVariant *options, const char *key, gboolean fallback)
-{
-  gboolean value;
-
-  if (options && g_variant_lookup (options, key, "b", &value))
-    return value;
-  return fallback;
-}
+const VbPublish vb_bus_publish = {
+  .sync = vb_objects_sync,
+  .event = vb_objects_emit_event,
+};

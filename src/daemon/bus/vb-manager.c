@@ -2,6 +2,8 @@
  * describing drivers and backends. */
 #include "config.h"
 
+#include "vb-auth.h"
+#include "vb-manager.h"
 #include "vb-request.h"
 #include "vb-scan.h"
 
@@ -10,8 +12,41 @@
 
 static const char *const create_options[] = { "backend:s", "start:b", "autostart:b", NULL };
 
+/* @components, one slot each, in order. */
 static gboolean
-mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *components,
+                GError **error)
+{
+  for (guint i = 0; components[i]; i++)
+    {
+      const char *source = components[i];
+      VbSourceKind kind;
+      g_autofree char *role = g_strdup_printf ("%u", i);
+      g_autofree char *cuuid = vb_uuid_new ();
+
+      if (!vb_source_parse (source, &kind, NULL, error))
+        return FALSE;
+      for (guint j = 0; j < i; j++)
+        if (strcmp (components[j], source) == 0)
+          {
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
+                         source);
+            return FALSE;
+          }
+      g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
+    }
+  if (d->components->len > driver->max_components)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "components: driver '%s' takes at most %u, %u given", driver->name,
+                   driver->max_components, d->components->len);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
   VbRequest *req = user_data;
@@ -62,39 +97,17 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArr
   g_hash_table_unref (d->attributes);
   d->attributes = resolved;
   d->autostart = vb_options_get_bool (req->options, "autostart", TRUE);
-  for (guint i = 0; req->components[i]; i++)
-    {
-      const char *source = req->components[i];
-      VbSourceKind kind;
-      g_autofree char *role = g_strdup_printf ("%u", i);
-      g_autofree char *cuuid = vb_uuid_new ();
-
-      if (!vb_source_parse (source, &kind, NULL, error))
-        return FALSE;
-      for (guint j = 0; j < i; j++)
-        if (strcmp (req->components[j], source) == 0)
-          {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
-                         source);
-            return FALSE;
-          }
-      g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
-    }
-  if (d->components->len > driver->max_components)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "components: driver '%s' takes at most %u, %u given", driver->name,
-                   driver->max_components, d->components->len);
-      return FALSE;
-    }
+  if (!add_components (d, driver, (const char *const *) req->components, error))
+    return FALSE;
 
   g_ptr_array_add (candidate->devices, g_steal_pointer (&d));
   graph = vb_graph_new (candidate);
   if (!vb_graph_check (graph, error))
     return FALSE;
-  g_ptr_array_add (touched, g_strdup (req->name));
+  vb_op_intent_touch (intent, req->name);
   if (vb_options_get_bool (req->options, "start", FALSE))
-    vb_request_mark_started (candidate, req->name, touched);
+    vb_op_intent_start (intent, candidate, req->name);
+  g_free (req->result_path);
   req->result_path = vb_device_object_path (req->name);
   return TRUE;
 }
@@ -111,8 +124,8 @@ create_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer
       vb_request_free (req);
       return;
     }
-  vb_daemon_submit (daemon, mutate_create, VB_OP_CHANGE, "create:after-persist", vb_request_done,
-                    req, (GDestroyNotify) vb_request_free);
+  vb_daemon_submit (daemon, req->name, mutate_create, VB_OP_CHANGE, "create", vb_request_done, req,
+                    (GDestroyNotify) vb_request_free);
 }
 
 static gboolean
@@ -206,7 +219,7 @@ scan_return (ScanRequest *req)
 }
 
 static gboolean
-mutate_adopt (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_adopt (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
               GError **error)
 {
   ScanRequest *req = user_data;
@@ -224,7 +237,7 @@ mutate_adopt (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArra
       d = vb_device_config_copy (g->config);
       d->started = req->start;
       g_ptr_array_add (candidate->devices, d);
-      g_ptr_array_add (touched, g_strdup (d->name));
+      vb_op_intent_touch (intent, d->name);
       g->adopted = TRUE;
     }
   graph = vb_graph_new (candidate);
@@ -324,8 +337,7 @@ scan_read_done (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   /* @req outlives the op: the next level may follow */
-  vb_daemon_submit (req->daemon, mutate_adopt, VB_OP_CHANGE, "scan:after-persist", adopt_done, req,
-                    NULL);
+  vb_daemon_submit (req->daemon, NULL, mutate_adopt, VB_OP_CHANGE, "scan", adopt_done, req, NULL);
 }
 
 static void
@@ -441,14 +453,15 @@ vb_manager_export (VbDaemon *daemon)
 {
   g_autoptr (VbDBusObjectSkeleton) object = vb_dbus_object_skeleton_new (VB_OBJECT_ROOT "/Manager");
 
-  daemon->manager = vb_dbus_manager_skeleton_new ();
-  vb_dbus_manager_set_version (daemon->manager, VB_VERSION);
-  vb_dbus_manager_set_drivers (daemon->manager, drivers_variant ());
-  vb_dbus_manager_set_backends (daemon->manager, backends_variant ());
-  g_signal_connect (daemon->manager, "handle-create-device", G_CALLBACK (handle_create_device),
+  daemon->bus->manager = vb_dbus_manager_skeleton_new ();
+  vb_dbus_manager_set_version (daemon->bus->manager, VB_VERSION);
+  vb_dbus_manager_set_drivers (daemon->bus->manager, drivers_variant ());
+  vb_dbus_manager_set_backends (daemon->bus->manager, backends_variant ());
+  g_signal_connect (daemon->bus->manager, "handle-create-device", G_CALLBACK (handle_create_device),
                     daemon);
-  g_signal_connect (daemon->manager, "handle-apply", G_CALLBACK (handle_apply), daemon);
-  g_signal_connect (daemon->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
-  vb_dbus_object_skeleton_set_manager (object, daemon->manager);
-  g_dbus_object_manager_server_export (daemon->object_manager, G_DBUS_OBJECT_SKELETON (object));
+  g_signal_connect (daemon->bus->manager, "handle-apply", G_CALLBACK (handle_apply), daemon);
+  g_signal_connect (daemon->bus->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
+  vb_dbus_object_skeleton_set_manager (object, daemon->bus->manager);
+  g_dbus_object_manager_server_export (daemon->bus->object_manager,
+                                       G_DBUS_OBJECT_SKELETON (object));
 }

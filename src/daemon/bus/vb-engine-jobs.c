@@ -7,6 +7,7 @@
  * the desired state, through the same path as a request. */
 #include "config.h"
 
+#include "vb-engine-jobs.h"
 #include "vb-jobs.h"
 
 #include <string.h>
@@ -83,7 +84,7 @@ spare_move_free (gpointer data)
 }
 
 static gboolean
-mutate_spare_move (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_spare_move (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                    GError **error)
 {
   SpareMove *move = user_data;
@@ -114,7 +115,7 @@ mutate_spare_move (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPt
   /* slots first, in slot order */
   d->components->pdata[move->slot] = spare;
   d->components->pdata[spare_at] = failed;
-  g_ptr_array_add (touched, g_strdup (d->name));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
@@ -132,8 +133,8 @@ spare_moved (VbDaemon *daemon, const GError *error, gpointer user_data)
     }
   g_variant_builder_init (&details, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&details, "{sv}", "component", g_variant_new_uint32 (move->slot));
-  vb_objects_sync (daemon);
-  vb_objects_emit_event (daemon, "spare-active", move->device, g_variant_builder_end (&details));
+  vb_daemon_publish_sync (daemon);
+  vb_daemon_publish_event (daemon, "spare-active", move->device, g_variant_builder_end (&details));
 }
 
 static void
@@ -152,53 +153,19 @@ maybe_move_spare (VbDaemon *daemon, const VbDeviceConfig *d, const JobNote *note
   move->device = g_strdup (d->name);
   move->slot = note->job.component;
   move->component_uuid = g_strdup (note->component_uuid);
-  vb_daemon_submit (daemon, mutate_spare_move, VB_OP_CHANGE, NULL, spare_moved, move,
+  vb_daemon_submit (daemon, move->device, mutate_spare_move, VB_OP_CHANGE, NULL, spare_moved, move,
                     spare_move_free);
 }
 
-gboolean
-vb_device_sync_behind (VbDeviceConfig *d, const VbBackend *backend, const char *block_device,
-                       gboolean *rebuilding)
-{
-  const VbDriver *driver = vb_driver_lookup (d->driver);
-  /* without superblocks (metadata=none on a redundant driver), the
-   * desired state says which legs are behind */
-  gboolean record = driver && driver->redundant && !vb_driver_has_metadata (d->attributes);
-  gboolean changed = FALSE;
-
-  if (backend == NULL || backend->engine == NULL)
-    return FALSE;
-  for (guint i = 0; i < d->components->len; i++)
-    {
-      VbComponentConfig *c = d->components->pdata[i];
-      gboolean faulty, behind;
-      guint64 errors;
-      if (!vb_component_config_is_slot (c)
-          || !backend->engine->component_status (block_device,
-                                                 (guint) g_ascii_strtoull (c->role, NULL, 10),
-                                                 &faulty, &behind, &errors))
-        continue;
-      if (rebuilding)
-        *rebuilding |= behind;
-      if (record && (!c->behind != !(faulty || behind) || !c->faulty != !faulty))
-        {
-          c->behind = faulty || behind;
-          c->faulty = faulty;
-          changed = TRUE;
-        }
-    }
-  return changed;
-}
-
 static gboolean
-mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, GPtrArray *touched,
+mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
   VbDeviceConfig *d = vb_state_lookup (candidate, user_data);
   const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
 
   if (r && vb_device_sync_behind (d, vb_backend_lookup (r->backend), r->block_device, NULL))
-    g_ptr_array_add (touched, g_strdup (d->name));
+    vb_op_intent_touch (intent, d->name);
   return TRUE;
 }
 
@@ -213,8 +180,8 @@ behind_recorded (VbDaemon *daemon, const GError *error, gpointer user_data)
 void
 vb_daemon_record_behind (VbDaemon *daemon, const char *name)
 {
-  vb_daemon_submit (daemon, mutate_behind, VB_OP_CHANGE, NULL, behind_recorded, g_strdup (name),
-                    g_free);
+  vb_daemon_submit (daemon, name, mutate_behind, VB_OP_CHANGE, NULL, behind_recorded,
+                    g_strdup (name), g_free);
 }
 
 static GVariant *
@@ -291,11 +258,11 @@ publish_job (gpointer data)
         link = link_new (daemon, note->device, note->uuid, key, note->job.id, note->operation,
                          note->job.component, note->job.bytes);
       link->announced = TRUE;
-      vb_objects_emit_event (daemon, "rebuild-started", note->device, job_details (note, link));
+      vb_daemon_publish_event (daemon, "rebuild-started", note->device, job_details (note, link));
       if (d)
         {
           maybe_move_spare (daemon, d, note);
-          vb_objects_sync (daemon);
+          vb_daemon_publish_sync (daemon);
         }
     }
   if (link)
@@ -316,15 +283,15 @@ publish_job (gpointer data)
                                        note->operation, note->job.done, note->job.mismatches);
           vb_job_finish (link->job, states[note->job.state],
                          note->message ? note->message : summary);
-          vb_objects_emit_event (daemon, "rebuild-finished", note->device,
-                                 job_details (note, link));
+          vb_daemon_publish_event (daemon, "rebuild-finished", note->device,
+                                   job_details (note, link));
           /* a reconfiguration's rebuild is over */
           if (d && note->job.state != VB_ENGINE_JOB_CANCELLED)
             g_hash_table_remove (daemon->reconfigured, d->name);
           if (d && note->job.state == VB_ENGINE_JOB_FINISHED)
             vb_daemon_record_behind (daemon, d->name);
           if (d)
-            vb_objects_sync (daemon);
+            vb_daemon_publish_sync (daemon);
           g_hash_table_remove (links, key);
         }
     }

@@ -1,0 +1,14 @@
+/* The polkit check, first thing in every changing method (vb-auth.c). */
+#pragma once
+
+#include "vb-bus.h"
+
+G_BEGIN_DECLS
+
+typedef void (*VbAuthorizedFunc) (VbDaemon *daemon, GDBusMethodInvocation *invocation,
+                                  gpointer user_data);
+void vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *action_id,
+                    const char *device_name, VbAuthorizedFunc authorized, gpointer user_data,
+                    GDestroyNotify destroy);
+
+G_END_DECLS

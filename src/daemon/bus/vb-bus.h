@@ -1,0 +1,28 @@
+/* What talks D-Bus: the connection, the object tree, the Job objects and
+ * polkit. The bus side reaches the reconciler through vb-reconcile.h; the
+ * reconciler reports back through the VbPublish registered here
+ * (vb_bus_publish, vb-objects.c). */
+#pragma once
+
+#include <gio/gio.h>
+#include <polkit/polkit.h>
+
+#include "vb-dbus-generated.h"
+#include "vb-reconcile.h"
+
+G_BEGIN_DECLS
+
+typedef struct _VbJobs VbJobs; /* vb-jobs.h */
+
+struct _VbBus {
+  GDBusConnection *connection;
+  guint owner_id;         /* g_bus_own_name's */
+  guint reconnect_source; /* the bus went away: tries it again */
+  GDBusObjectManagerServer *object_manager;
+  VbDBusManager *manager;
+  GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
+  VbJobs *jobs;               /* the Job objects (vb-jobs.c) */
+  PolkitAuthority *authority;
+};
+
+G_END_DECLS

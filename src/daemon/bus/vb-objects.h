@@ -1,0 +1,19 @@
+/* The D-Bus objects, rebuilt from desired + observed after every op
+ * (vb-objects.c); the reconciler reaches them through vb_bus_publish. */
+#pragma once
+
+#include "vb-bus.h"
+
+G_BEGIN_DECLS
+
+extern const VbPublish vb_bus_publish;
+
+void vb_objects_sync (VbDaemon *daemon);
+void vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device,
+                            GVariant *details);
+/* A component of an engine device failed (any thread). */
+void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);
+/* State names for D-Bus. */
+const char *vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config);
+
+G_END_DECLS

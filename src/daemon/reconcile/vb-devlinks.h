@@ -1,0 +1,11 @@
+/* The stable DEV_DIR/NAME links to block nodes (vb-devlinks.c; worker thread). */
+#pragma once
+
+#include "vb-plan.h"
+#include "vb-state.h"
+
+G_BEGIN_DECLS
+
+void vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *running);
+
+G_END_DECLS

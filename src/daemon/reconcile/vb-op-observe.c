@@ -1,0 +1,220 @@
+/* What an op observes: the block nodes running (found again by every
+ * backend's scan), those that vanished, each device's status for D-Bus,
+ * and at exit the nodes vblkd serves itself taken down. Worker thread. */
+#include "config.h"
+
+#include "vb-claim.h"
+#include "vb-op.h"
+#include "vb-probe.h"
+
+#include <string.h>
+
+/* A device that does not run: its slots' states as its metadata says —
+ * the newest of its components' superblocks (what a start would go by),
+ * or the desired state for a redundant device without superblocks. */
+static void
+slot_states_of_stopped (VbOp *op, VbProbe *probe, const VbDeviceConfig *d, VbDeviceStatus *st)
+{
+  const VbSuperblock *best = NULL;
+
+  st->faulty = st->rebuilding = 0;
+  if (g_hash_table_contains (op->running, d->uuid))
+    return;
+  for (guint c = 0; c < d->components->len && c < 64; c++)
+    {
+      const VbComponentConfig *cc = d->components->pdata[c];
+      g_autoptr (GError) local = NULL;
+      const VbPathFacts *f;
+
+      if (!vb_component_config_is_slot (cc))
+        continue;
+      if (cc->faulty)
+        st->faulty |= G_GUINT64_CONSTANT (1) << c;
+      else if (cc->behind)
+        st->rebuilding |= G_GUINT64_CONSTANT (1) << c;
+      if (!vb_driver_has_metadata (d->attributes) || cc->source[0] != '/')
+        continue;
+      f = vb_probe_facts (probe, cc->source, VB_INSPECT_SUPERBLOCK, &local);
+      if (f && f->has_superblock && strcmp (f->superblock.device_uuid, d->uuid) == 0
+          && (best == NULL || f->superblock.events > best->events))
+        best = &f->superblock;
+    }
+  for (guint c = 0, slot = 0; best && c < d->components->len && c < 64; c++)
+    {
+      const VbComponentConfig *cc = d->components->pdata[c];
+      if (!vb_component_config_is_slot (cc))
+        continue;
+      if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_FAULTY)
+        st->faulty |= G_GUINT64_CONSTANT (1) << c;
+      else if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_REBUILDING)
+        st->rebuilding |= G_GUINT64_CONSTANT (1) << c;
+      slot++;
+    }
+}
+
+/* Size and completeness of every device, for D-Bus. */
+void
+vb_op_compute_status (VbOp *op)
+{
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+  VbProbe probe;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
+      g_autoptr (GError) local = NULL;
+
+      if (st == NULL)
+        {
+          st = g_new0 (VbDeviceStatus, 1);
+          g_hash_table_insert (op->status, g_strdup (d->name), st);
+        }
+      if (!vb_probe_validate (&probe, d, FALSE, &st->size, &st->complete, &local))
+        {
+          st->size = 0;
+          st->complete = FALSE;
+        }
+      /* a running device is as large as its node, whatever became of a
+       * component's path meanwhile (a disk unplugged, another disk at its
+       * number) */
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      if (r)
+        {
+          g_autoptr (GError) ignored = NULL;
+          const VbPathFacts *node
+              = vb_probe_facts (&probe, r->block_device, VB_INSPECT_TYPE, &ignored);
+          if (node)
+            st->size = node->size;
+        }
+      /* published as component state by the main thread, which never stats */
+      st->missing = 0;
+      for (guint c = 0; c < d->components->len && c < 64; c++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[c])->source;
+          if (vb_probe_source_missing (&probe, source))
+            st->missing |= G_GUINT64_CONSTANT (1) << c;
+        }
+      slot_states_of_stopped (op, &probe, d, st);
+    }
+  vb_probe_clear (&probe);
+}
+
+/* At exit: exports end, and the block nodes this process serves itself
+ * (engine devices over FUSE) are taken down cleanly while nothing uses
+ * them, rather than left to fail; the desired state keeps them started,
+ * so the next vblkd starts them again. Kernel-run nodes stay. */
+void
+vb_op_stop_self_served (VbOp *op)
+{
+  vb_op_world_lock (op);
+  g_hash_table_remove_all (op->daemon->exports);
+  vb_op_world_unlock (op);
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      const VbBlockOps *ops;
+      void *handle;
+      g_autoptr (GError) local = NULL;
+
+      if (backend == NULL || backend->engine == NULL
+          || !backend->engine->block_ops (r->block_device, &ops, &handle))
+        continue;
+      VbProbe probe;
+      gboolean unused;
+
+      vb_probe_init (&probe, op->candidate, NULL);
+      unused = vb_claim_node_unused (&probe, d->name, r->block_device, &local);
+      vb_probe_clear (&probe);
+      if (!unused || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
+        {
+          /* loop's FUSE file dies with vblkd; nbd and ublk hold the
+           * requests for the next vblkd, which takes the node over */
+          g_warning ("vblk: %s: %s; %s", d->name, local->message,
+                     backend->capabilities & VB_BACKEND_SURVIVES_SERVER
+                         ? "the kernel holds its requests for the next vblkd"
+                         : "it stops serving when vblkd exits");
+          continue;
+        }
+      g_message ("vblk: %s: stopped %s (served by vblkd itself); it starts again with vblkd",
+                 d->name, r->block_device);
+      g_hash_table_remove (op->running, d->uuid);
+    }
+}
+
+/* Devices that ran before the scan and do not now: something outside
+ * vblk took their block node away. */
+void
+vb_op_note_vanished (VbOp *op, GHashTable *before_scan)
+{
+  for (guint i = 0; i < op->previous->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->previous->devices->pdata[i];
+      const VbRunning *before = g_hash_table_lookup (before_scan, d->uuid);
+      VbDeviceStatus *st;
+
+      if (before == NULL || g_hash_table_contains (op->running, d->uuid))
+        continue;
+      st = g_new0 (VbDeviceStatus, 1);
+      st->failure
+          = g_strdup_printf ("block node %s vanished (removed outside vblk)", before->block_device);
+      g_hash_table_insert (op->status, g_strdup (d->name), st);
+      g_warning ("vblk: %s: %s", d->name, st->failure);
+      vb_op_add_event (op, "device-disappeared", d->name, NULL);
+    }
+}
+
+void
+vb_op_scan_running (VbOp *op, GHashTable *before_scan)
+{
+  g_hash_table_remove_all (op->running);
+  for (const VbBackend *const *b = vb_backends (); *b; b++)
+    {
+      g_autofree char *reason = NULL;
+      g_autoptr (GError) local = NULL;
+      g_autoptr (GPtrArray) found = NULL;
+
+      if (!(*b)->available (&reason))
+        continue;
+      found = (*b)->scan (op->daemon->instance, &local);
+      if (found == NULL)
+        {
+          g_warning ("vblk: scanning backend %s: %s", (*b)->name, local->message);
+          continue;
+        }
+      for (guint i = 0; i < found->len; i++)
+        {
+          const VbBackendInstance *inst = found->pdata[i];
+          const VbDeviceConfig *d = NULL;
+          for (guint j = 0; j < op->candidate->devices->len && d == NULL; j++)
+            if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid)
+                == 0)
+              d = op->candidate->devices->pdata[j];
+          if (inst->left_behind && d && d->started)
+            {
+              /* not running until its device starts and takes it over */
+              if (op->left_behind == NULL)
+                op->left_behind = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+              g_hash_table_replace (op->left_behind, g_strdup (inst->uuid), (gpointer) (*b)->name);
+              g_message ("vblk: %s: %s outlived the vblkd that served it; starting %s takes it "
+                         "over",
+                         d->name, inst->block_device, d->name);
+              continue;
+            }
+          if (d && op->mode == VB_OP_STARTUP)
+            g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
+                       inst->block_device, (*b)->name, inst->backing);
+          else if (d == NULL)
+            g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
+                       inst->block_device, inst->uuid);
+          VbRunning *r = vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL);
+          const VbRunning *known = g_hash_table_lookup (before_scan, inst->uuid);
+          r->why = known && known->why ? g_strdup (known->why)
+                                       : g_strdup ("found running when vblkd started");
+          g_hash_table_replace (op->running, g_strdup (inst->uuid), r);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+/* The part of the dependency graph an op may change, so that ops run side
+ * by side: the connected parts (in the desired state before and after its
+ * mutate) of the devices it names, with every component source of theirs
+ * (two devices naming one path are one part, for the claim). Ops whose
+ * parts share nothing run at the same time; and what each wrote is merged
+ * back part by part. */
+#include "config.h"
+
+#include "vb-op.h"
+
+#include <string.h>
+
+#define PART_DEVICE "device:"
+#define PART_SOURCE "source:"
+
+/* Adds the connected part of @name in @state. */
+static void
+add_connected (GHashTable *part, const VbState *state, const char *name)
+{
+  g_autoptr (VbGraph) graph = vb_graph_new (state);
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) todo = g_ptr_array_new_with_free_func (g_free);
+
+  g_ptr_array_add (todo, g_strdup (name));
+  for (guint i = 0; i < todo->len; i++)
+    {
+      const char *n = todo->pdata[i];
+      const VbDeviceConfig *d = vb_state_lookup (state, n);
+
+      if (!g_hash_table_add (seen, (gpointer) n))
+        continue;
+      g_hash_table_add (part, g_strconcat (PART_DEVICE, n, NULL));
+      if (d == NULL)
+        continue;
+      for (guint j = 0; j < d->components->len; j++)
+        g_hash_table_add (
+            part, g_strconcat (PART_SOURCE, ((VbComponentConfig *) d->components->pdata[j])->source,
+                               NULL));
+      g_auto (GStrv) below = vb_graph_components_of (graph, n);
+      g_auto (GStrv) above = vb_graph_dependents_of (graph, n);
+      for (guint j = 0; below && below[j]; j++)
+        g_ptr_array_add (todo, g_strdup (below[j]));
+      for (guint j = 0; above && above[j]; j++)
+        g_ptr_array_add (todo, g_strdup (above[j]));
+    }
+}
+
+GHashTable *
+vb_op_part_new (const VbState *before, const VbState *after, const char *const *names)
+{
+  GHashTable *part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  for (guint i = 0; names[i]; i++)
+    {
+      add_connected (part, before, names[i]);
+      if (after)
+        add_connected (part, after, names[i]);
+    }
+  return part;
+}
+
+/* The op's part once its mutate ran: what it names, what it touched and
+ * what its intent acts on. */
+GHashTable *
+vb_op_part_of (VbOp *op)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+
+  g_ptr_array_add (names, op->device);
+  g_ptr_array_extend (names, op->intent.touched, NULL, NULL);
+  for (guint i = 0; i < op->intent.readds->len; i++)
+    g_ptr_array_add (names, g_array_index (op->intent.readds, VbOpReadd, i).device);
+  for (guint i = 0; i < op->intent.faults->len; i++)
+    g_ptr_array_add (names, g_array_index (op->intent.faults, VbOpFault, i).device);
+  if (op->intent.reconfigure)
+    g_ptr_array_add (names, op->intent.reconfigure);
+  g_ptr_array_add (names, NULL);
+  return vb_op_part_new (op->previous, op->candidate, (const char *const *) names->pdata);
+}
+
+gboolean
+vb_op_parts_meet (GHashTable *a, GHashTable *b)
+{
+  GHashTableIter iter;
+  gpointer key;
+
+  if (a == NULL || b == NULL)
+    return TRUE;
+  if (g_hash_table_size (a) > g_hash_table_size (b))
+    return vb_op_parts_meet (b, a);
+  g_hash_table_iter_init (&iter, a);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_hash_table_contains (b, key))
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
+vb_op_in_part (const VbOp *op, const char *name)
+{
+  g_autofree char *key = NULL;
+
+  if (op->part == NULL)
+    return TRUE;
+  key = g_strconcat (PART_DEVICE, name, NULL);
+  return g_hash_table_contains (op->part, key);
+}
+
+/* The devices of @op's part as @from has them go into @into (those @from
+ * lacks go out); NULL part: @into becomes @from. */
+void
+vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
+{
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, op->part);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      const char *name = key;
+      const VbDeviceConfig *now;
+      gint at, where;
+
+      if (!g_str_has_prefix (name, PART_DEVICE))
+        continue;
+      name += strlen (PART_DEVICE);
+      at = vb_state_index_of (into, name);
+      now = vb_state_lookup (from, name);
+      if (at >= 0)
+        g_ptr_array_remove_index (into->devices, at);
+      if (now == NULL)
+        continue;
+      where = at >= 0 ? at : vb_state_index_of (from, name);
+      g_ptr_array_insert (into->devices, MIN ((guint) where, into->devices->len),
+                          vb_device_config_copy (now));
+    }
+}
+
+static void
+merge_uuid (GHashTable *into, GHashTable *from, const char *uuid)
+{
+  const VbRunning *r = g_hash_table_lookup (from, uuid);
+
+  if (r)
+    g_hash_table_replace (into, g_strdup (uuid), vb_running_copy (r));
+  else
+    g_hash_table_remove (into, uuid);
+}
+
+/* Likewise for what runs: the block nodes of the part's devices (before
+ * and after the op) as @from has them. */
+void
+vb_op_part_merge_running (const VbOp *op, GHashTable *into, GHashTable *from)
+{
+  const VbState *states[] = { op->previous, op->candidate };
+
+  for (guint s = 0; s < G_N_ELEMENTS (states); s++)
+    for (guint i = 0; i < states[s]->devices->len; i++)
+      {
+        const VbDeviceConfig *d = states[s]->devices->pdata[i];
+        if (vb_op_in_part (op, d->name))
+          merge_uuid (into, from, d->uuid);
+      }
+}

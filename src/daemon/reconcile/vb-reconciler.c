@@ -1,0 +1,490 @@
+/* The reconciler: the op queue and one function per op mode. Each op
+ * validates against the real components, saves the desired state,
+ * executes the plan through the backends and publishes the outcome — all
+ * blocking work on a worker thread, the outcome applied on the main
+ * thread. */
+#include "config.h"
+
+#include "vb-claim.h"
+#include "vb-op.h"
+#include "vb-probe.h"
+#include "vb-testhook.h"
+
+#include <string.h>
+
+static gboolean
+states_equal (const VbState *a, const VbState *b)
+{
+  g_autofree char *ja = vb_state_to_json (a);
+  g_autofree char *jb = vb_state_to_json (b);
+
+  return strcmp (ja, jb) == 0;
+}
+
+/* Start-up found a half-done reconfiguration of @name: a device that
+ * outlived the killed vblkd (the kernel's) may run either table: it is
+ * loaded again from the configuration chosen. */
+static void
+reload_resolved (VbOp *op, const char *name)
+{
+  const VbDeviceConfig *d = vb_state_lookup (op->candidate, name);
+  const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
+  const VbBackend *b = r ? vb_backend_lookup (r->backend) : NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (!(b && (b->capabilities & VB_BACKEND_CAN_RECONFIGURE)
+        && !(b->capabilities & VB_BACKEND_SERVES_ENGINE)))
+    return;
+  VbStep step = { .kind = VB_STEP_UPDATE,
+                  .name = d->name,
+                  .uuid = d->uuid,
+                  .block_device = r->block_device,
+                  .backend = r->backend };
+  if (!vb_op_step_update (op, &step, &local))
+    g_warning ("vblk: %s: loading its configuration again: %s", d->name, local->message);
+  else
+    g_message ("vblk: %s: its table was loaded again from the configuration chosen", d->name);
+}
+
+/* Every device the request changes is checked against its real
+ * components, unless it is only being stopped (a stop must work even when
+ * a component has vanished); the first failure becomes the op's error.
+ * The policy only records where components were found (by their
+ * superblocks): a device it touches may well be incomplete still, but
+ * what it found is claimed as anything else is. */
+static void
+check_touched (VbOp *op, GHashTable *before_scan)
+{
+  g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, before_scan);
+  GPtrArray *touched = op->intent.touched;
+  VbProbe probe;
+
+  vb_probe_init (&probe, op->candidate, block_devices);
+  probe.instance = op->daemon->instance;
+  probe.by_superblock = op->mode == VB_OP_POLICY;
+  for (guint i = 0; i < touched->len && op->error == NULL; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (op->candidate, touched->pdata[i]);
+      const VbDeviceConfig *old = vb_state_lookup (op->previous, touched->pdata[i]);
+      const VbDeviceConfig *running_old;
+      guint64 size;
+      gboolean complete;
+
+      if (d == NULL || (old && !d->started && old->started))
+        continue;
+      running_old = old && g_hash_table_contains (before_scan, d->uuid) ? old : NULL;
+      if (!vb_op_check_spares_kept (op, d, old, &op->error))
+        break;
+      if (op->mode == VB_OP_POLICY)
+        {
+          vb_claim_device (&probe, d, old, running_old, &op->error);
+          continue;
+        }
+      if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
+          && (old == NULL || !vb_device_config_equal (old, d))
+          && vb_claim_device (&probe, d, old, running_old, &op->error))
+        vb_probe_check_foreign (&probe, d, &op->error);
+    }
+  vb_probe_clear (&probe);
+}
+
+/* check_touched; refused, nothing changes, but what the probe saw (a
+ * component gone, say) is still worth showing. */
+static gboolean
+checked (VbOp *op, GHashTable *before_scan)
+{
+  check_touched (op, before_scan);
+  if (op->error == NULL)
+    return TRUE;
+  vb_state_free (op->candidate);
+  op->candidate = vb_state_copy (op->previous);
+  vb_op_compute_status (op);
+  return FALSE;
+}
+
+/* What every applied op ends with: exports, status, the stable links. */
+static void
+publish (VbOp *op)
+{
+  vb_op_sync_exports (op);
+  vb_op_compute_status (op);
+  vb_op_sync_links (op);
+}
+
+static void
+hook_after_persist (VbOp *op)
+{
+  g_autofree char *point = op->what ? g_strconcat (op->what, ":after-persist", NULL) : NULL;
+
+  if (point)
+    vb_test_hook (point);
+}
+
+/* VB_OP_CHANGE, VB_OP_POLICY: check, save, execute the plan and the
+ * steps beyond it. */
+static void
+op_run_change (VbOp *op, GHashTable *before_scan)
+{
+  if (!checked (op, before_scan))
+    return;
+  if (!states_equal (op->previous, op->candidate))
+    {
+      if (!vb_op_save (op, &op->error))
+        return;
+      hook_after_persist (op);
+    }
+  op->applied = TRUE;
+  vb_op_format_new (op);
+  vb_op_execute_plan (op);
+  vb_op_run_readds (op);
+  vb_op_run_faults (op);
+  vb_op_sync_spares (op);
+  publish (op);
+}
+
+/* VB_OP_STARTUP: a half-done reconfiguration resolved, the running nodes
+ * found again, then as a change (which re-drives every device). */
+static void
+op_run_startup (VbOp *op, GHashTable *before_scan)
+{
+  g_autofree char *resolved = vb_reconfig_resolve_intent (op);
+
+  vb_op_scan_running (op, before_scan);
+  if (resolved)
+    reload_resolved (op, resolved);
+  op_run_change (op, before_scan);
+}
+
+/* VB_OP_OBSERVE: the running nodes found again and published. */
+static void
+op_run_observe (VbOp *op, GHashTable *before_scan)
+{
+  vb_op_scan_running (op, before_scan);
+  vb_op_note_vanished (op, before_scan);
+  op->applied = TRUE;
+  publish (op);
+}
+
+/* VB_OP_RECONFIGURE: saved by the reconfiguration itself, once the swap
+ * is done; no plan: the node stays. */
+static void
+op_run_reconfigure (VbOp *op, GHashTable *before_scan)
+{
+  if (!checked (op, before_scan))
+    return;
+  op->applied = TRUE;
+  vb_op_reconfigure (op);
+  publish (op);
+}
+
+/* VB_OP_SHUTDOWN */
+static void
+op_run_shutdown (VbOp *op, GHashTable *before_scan)
+{
+  vb_op_stop_self_served (op);
+  op->applied = TRUE;
+  vb_op_sync_links (op);
+}
+
+typedef void (*VbOpRunFunc) (VbOp *op, GHashTable *before_scan);
+
+static const VbOpRunFunc op_runs[] = {
+  [VB_OP_CHANGE] = op_run_change,   [VB_OP_STARTUP] = op_run_startup,
+  [VB_OP_OBSERVE] = op_run_observe, [VB_OP_SHUTDOWN] = op_run_shutdown,
+  [VB_OP_POLICY] = op_run_change,   [VB_OP_RECONFIGURE] = op_run_reconfigure,
+};
+
+static void
+op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  VbOp *op = data;
+  g_autoptr (GHashTable) before_scan = vb_op_running_copy (op->running);
+
+  op_runs[op->mode](op, before_scan);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void op_run_next (VbDaemon *daemon);
+
+/* A failure stays until the device runs again; "stopped" rather than
+ * "ready" once it has run. */
+static void
+merge_status (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+{
+  VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
+  VbDeviceStatus *old = g_hash_table_lookup (daemon->status, d->name);
+  char *key = NULL;
+  gboolean running = g_hash_table_contains (daemon->running, d->uuid);
+
+  if (st == NULL)
+    return;
+  /* the key goes with it: stealing keeps the table from freeing it */
+  g_hash_table_steal_extended (op->status, d->name, (gpointer *) &key, NULL);
+  g_free (key);
+  st->was_started = running || (old && old->was_started);
+  if (running)
+    g_clear_pointer (&st->failure, g_free);
+  else if (st->failure == NULL && old && old->failure)
+    st->failure = g_strdup (old->failure);
+  g_hash_table_replace (daemon->status, g_strdup (d->name), st);
+}
+
+/* The worker's outcome becomes what the daemon shows: all of it for a
+ * whole-daemon op, else its part (other parts may have moved since). */
+static void
+take_outcome (VbDaemon *daemon, VbOp *op)
+{
+  if (op->part == NULL)
+    {
+      vb_state_free (daemon->desired);
+      daemon->desired = g_steal_pointer (&op->candidate);
+      g_hash_table_unref (daemon->running);
+      daemon->running = g_steal_pointer (&op->running);
+      return;
+    }
+  vb_op_part_merge_state (op, daemon->desired, op->candidate);
+  vb_op_part_merge_running (op, daemon->running, op->running);
+}
+
+static gboolean meets_running (VbDaemon *daemon, GHashTable *part);
+
+/* A device outside the op's part: what the op saw of it (size, missing
+ * paths, slots) counts only if it is configured as the op saw it and no
+ * op on its part runs, which would show it after. */
+static gboolean
+saw_current (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+{
+  const VbDeviceConfig *seen = vb_state_lookup (op->candidate, d->name);
+  const char *names[] = { d->name, NULL };
+  g_autoptr (GHashTable) part = NULL;
+
+  if (seen == NULL || !vb_device_config_equal (seen, d))
+    return FALSE;
+  part = vb_op_part_new (daemon->desired, NULL, names);
+  return !meets_running (daemon, part);
+}
+
+static void
+op_finished (GObject *source, GAsyncResult *result, gpointer data)
+{
+  VbOp *op = data;
+  VbDaemon *daemon = op->daemon;
+
+  if (op->applied)
+    take_outcome (daemon, op);
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (vb_op_in_part (op, d->name) || saw_current (daemon, op, d))
+        merge_status (daemon, op, d);
+    }
+
+  vb_daemon_publish_sync (daemon);
+  for (guint i = 0; i < op->events->len; i++)
+    {
+      const VbOpEvent *event = op->events->pdata[i];
+      vb_daemon_publish_event (daemon, event->kind, event->device, event->details);
+    }
+  if (op->reconfigured)
+    {
+      g_hash_table_replace (daemon->reconfigured, g_steal_pointer (&op->reconfigured),
+                            g_steal_pointer (&op->reconfigured_from));
+      vb_daemon_publish_sync (daemon);
+    }
+  if (op->done)
+    op->done (daemon, op->error, op->user_data);
+  g_ptr_array_remove (daemon->running_ops, op);
+  vb_op_free (op);
+  if (daemon->quit_pending)
+    vb_daemon_quit (daemon);
+  else
+    op_run_next (daemon);
+}
+
+/* A node runs that belongs to no device: the next op's plan stops it, so
+ * that op runs alone. */
+static gboolean
+orphans_run (VbDaemon *daemon)
+{
+  GHashTableIter iter;
+  gpointer uuid;
+
+  g_hash_table_iter_init (&iter, daemon->running);
+  while (g_hash_table_iter_next (&iter, &uuid, NULL))
+    {
+      gboolean known = FALSE;
+      for (guint i = 0; i < daemon->desired->devices->len && !known; i++)
+        known = strcmp (((VbDeviceConfig *) daemon->desired->devices->pdata[i])->uuid, uuid) == 0;
+      if (!known)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+meets_any (GPtrArray *parts, GHashTable *part)
+{
+  for (guint i = 0; i < parts->len; i++)
+    if (vb_op_parts_meet (part, parts->pdata[i]))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+meets_running (VbDaemon *daemon, GHashTable *part)
+{
+  for (guint i = 0; i < daemon->running_ops->len; i++)
+    if (vb_op_parts_meet (part, ((VbOp *) daemon->running_ops->pdata[i])->part))
+      return TRUE;
+  return FALSE;
+}
+
+/* Built now, not at submit time, so that each op sees those before it on
+ * its part; then its mutate. FALSE: the mutate refused (done, freed). */
+static gboolean
+prepare (VbDaemon *daemon, VbOp *op)
+{
+  op->previous = vb_state_copy (daemon->desired);
+  op->candidate = vb_state_copy (daemon->desired);
+  op->running = vb_op_running_copy (daemon->running);
+  if (op->mutate == NULL
+      || op->mutate (daemon, op->candidate, op->user_data, &op->intent, &op->error))
+    return TRUE;
+  if (op->done)
+    op->done (daemon, op->error, op->user_data);
+  vb_op_free (op);
+  return FALSE;
+}
+
+static void
+start (VbDaemon *daemon, VbOp *op)
+{
+  g_autoptr (GTask) task = g_task_new (NULL, NULL, op_finished, op);
+
+  if (daemon->world_desired == NULL)
+    {
+      /* before the first worker: the world is the state as loaded */
+      g_rec_mutex_init (&daemon->world_lock);
+      daemon->world_desired = vb_state_copy (daemon->desired);
+      daemon->world_running = vb_op_running_copy (daemon->running);
+    }
+  g_ptr_array_add (daemon->running_ops, op);
+  g_task_set_task_data (task, op, NULL);
+  g_task_run_in_thread (task, op_thread);
+}
+
+/* A whole-daemon op starts when nothing runs and none waits before it;
+ * nothing behind it starts meanwhile — but an observe op (it only finds
+ * the nodes again, whenever it runs) lets the ops behind it pass, so that
+ * udev's events about one device's node never hold the others. FALSE:
+ * stop looking. */
+static gboolean
+dispatch_whole (VbDaemon *daemon, GList *link, GPtrArray *waiting)
+{
+  VbOp *op = link->data;
+
+  if (daemon->running_ops->len > 0 || waiting->len > 0)
+    return op->mode == VB_OP_OBSERVE;
+  g_queue_delete_link (&daemon->ops, link);
+  if (!prepare (daemon, op))
+    return TRUE;
+  start (daemon, op);
+  return FALSE;
+}
+
+/* In queue order, an op whose part meets no running op's part and no
+ * waiting op's before it (so that ops on one part keep their order)
+ * starts. Its part is known for sure once its mutate ran: one that
+ * reached a part in use goes back to wait in its place. FALSE: stop
+ * looking. */
+static gboolean
+dispatch_one (VbDaemon *daemon, GList *link, GPtrArray *waiting)
+{
+  VbOp *op = link->data;
+  GList *next = link->next;
+  const char *names[] = { op->device, NULL };
+  GHashTable *before = vb_op_part_new (daemon->desired, NULL, names);
+
+  if (meets_running (daemon, before) || meets_any (waiting, before))
+    {
+      g_ptr_array_add (waiting, before);
+      return TRUE;
+    }
+  g_hash_table_unref (before);
+  g_queue_delete_link (&daemon->ops, link);
+  if (!prepare (daemon, op))
+    return TRUE;
+  op->part = vb_op_part_of (op);
+  if (meets_running (daemon, op->part))
+    {
+      g_ptr_array_add (waiting, g_hash_table_ref (op->part));
+      vb_op_reset (op);
+      g_queue_insert_before (&daemon->ops, next, op);
+      return TRUE;
+    }
+  start (daemon, op);
+  return TRUE;
+}
+
+static void
+dispatch (VbDaemon *daemon)
+{
+  g_autoptr (GPtrArray) waiting
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) g_hash_table_unref);
+  GList *next;
+
+  for (GList *l = daemon->ops.head; l && !daemon->quit_pending; l = next)
+    {
+      VbOp *op = l->data;
+      gboolean go_on;
+
+      next = l->next;
+      if (op->device == NULL || orphans_run (daemon))
+        go_on = dispatch_whole (daemon, l, waiting);
+      else
+        go_on = dispatch_one (daemon, l, waiting);
+      if (!go_on)
+        return;
+    }
+}
+
+static void
+op_run_next (VbDaemon *daemon)
+{
+  if (daemon->running_ops == NULL)
+    daemon->running_ops = g_ptr_array_new ();
+  /* a refusing mutate's done may submit: that op is looked at after */
+  if (daemon->dispatching)
+    {
+      daemon->dispatch_again = TRUE;
+      return;
+    }
+  daemon->dispatching = TRUE;
+  do
+    {
+      daemon->dispatch_again = FALSE;
+      dispatch (daemon);
+    }
+  while (daemon->dispatch_again);
+  daemon->dispatching = FALSE;
+}
+
+void
+vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
+                  const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy)
+{
+  g_queue_push_tail (&daemon->ops,
+                     vb_op_new (daemon, device, mutate, mode, what, done, user_data, destroy));
+  op_run_next (daemon);
+}
+
+void
+vb_daemon_quit (VbDaemon *daemon)
+{
+  if (daemon->running_ops && daemon->running_ops->len > 0)
+    {
+      daemon->quit_pending = TRUE;
+      return;
+    }
+  g_main_loop_quit (daemon->loop);
+}

@@ -1,0 +1,193 @@
+/* Unit tests of an op's part of the dependency graph (src/daemon/reconcile/
+ * vb-op-part.c): which ops may run side by side, and what each merges back
+ * of its outcome. */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "vb-op.h"
+
+/* Adds device @name with one component, @source. */
+static void
+add (VbState *state, const char *name, const char *source)
+{
+  g_autofree char *uuid = g_uuid_string_random ();
+  g_autofree char *component_uuid = g_uuid_string_random ();
+  VbDeviceConfig *d = vb_device_config_new (name, uuid, "linear", "auto");
+
+  g_ptr_array_add (d->components, vb_component_config_new (source, "0", component_uuid));
+  g_ptr_array_add (state->devices, d);
+}
+
+/* b on b1.img, w on vblk:b (one part); a on a.img; c on c.img */
+static VbState *
+sample (void)
+{
+  VbState *state = vb_state_new ();
+
+  add (state, "b", "/img/b1.img");
+  add (state, "w", "vblk:b");
+  add (state, "a", "/img/a.img");
+  add (state, "c", "/img/c.img");
+  return state;
+}
+
+static GHashTable *
+part_of (const VbState *state, const char *name)
+{
+  const char *names[] = { name, NULL };
+
+  return vb_op_part_new (state, NULL, names);
+}
+
+static void
+test_connected (void)
+{
+  g_autoptr (VbState) state = sample ();
+  g_autoptr (GHashTable) b = part_of (state, "b");
+  g_autoptr (GHashTable) w = part_of (state, "w");
+  g_autoptr (GHashTable) a = part_of (state, "a");
+  g_autoptr (GHashTable) fresh = part_of (state, "new");
+
+  /* a device and what is built on it, either way round */
+  g_assert_true (g_hash_table_contains (b, "device:w"));
+  g_assert_true (g_hash_table_contains (w, "device:b"));
+  g_assert_true (g_hash_table_contains (b, "source:/img/b1.img"));
+  g_assert_false (g_hash_table_contains (b, "device:a"));
+  g_assert_true (vb_op_parts_meet (b, w));
+  g_assert_false (vb_op_parts_meet (a, b));
+  /* a device not there yet is a part of its own */
+  g_assert_true (g_hash_table_contains (fresh, "device:new"));
+  g_assert_false (vb_op_parts_meet (fresh, b));
+  /* the whole daemon meets everything */
+  g_assert_true (vb_op_parts_meet (NULL, a));
+  g_assert_true (vb_op_parts_meet (a, NULL));
+}
+
+static void
+test_same_source (void)
+{
+  g_autoptr (VbState) before = sample ();
+  g_autoptr (VbState) after = vb_state_copy (before);
+  g_autoptr (GHashTable) a = part_of (before, "a");
+  const char *names[] = { "d", NULL };
+
+  /* a new device naming a's path is a's part, for the claim */
+  add (after, "d", "/img/a.img");
+  g_autoptr (GHashTable) d = vb_op_part_new (before, after, names);
+  g_assert_true (vb_op_parts_meet (a, d));
+}
+
+static void
+test_merge (void)
+{
+  g_autoptr (VbState) into = sample ();
+  g_autoptr (VbState) previous = sample ();
+  g_autoptr (VbState) candidate = vb_state_copy (previous);
+  g_autoptr (GHashTable) into_running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  g_autoptr (GHashTable) op_running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  const char *names[] = { "b", NULL };
+  VbOp op = { 0 };
+  VbDeviceConfig *cb = vb_state_lookup (candidate, "b");
+  const char *a_uuid = vb_state_lookup (into, "a")->uuid;
+  const char *b_uuid = vb_state_lookup (previous, "b")->uuid;
+
+  /* meanwhile, another op deleted c (the world moved on) */
+  g_ptr_array_remove_index (into->devices, vb_state_index_of (into, "c"));
+  g_hash_table_insert (into_running, g_strdup (a_uuid),
+                       vb_running_new ("/dev/loop1", "loop", NULL));
+  /* this op: b becomes raid1 and starts, w goes */
+  g_free (cb->driver);
+  cb->driver = g_strdup ("raid1");
+  g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, "w"));
+  g_hash_table_insert (op_running, g_strdup (b_uuid), vb_running_new ("/dev/loop2", "loop", NULL));
+  op.previous = previous;
+  op.candidate = candidate;
+  op.part = vb_op_part_new (previous, candidate, names);
+
+  vb_op_part_merge_state (&op, into, candidate);
+  vb_op_part_merge_running (&op, into_running, op_running);
+  g_assert_cmpstr (vb_state_lookup (into, "b")->driver, ==, "raid1");
+  g_assert_null (vb_state_lookup (into, "w"));
+  g_assert_nonnull (vb_state_lookup (into, "a"));
+  /* not this op's: c stays deleted, a keeps running */
+  g_assert_null (vb_state_lookup (into, "c"));
+  g_assert_true (g_hash_table_contains (into_running, a_uuid));
+  g_assert_true (g_hash_table_contains (into_running, b_uuid));
+  g_assert_true (vb_op_in_part (&op, "w"));
+  g_assert_false (vb_op_in_part (&op, "a"));
+  g_hash_table_unref (op.part);
+}
+
+/* Two ops on disjoint parts save one after the other: state.json holds
+ * both, and the world (what the workers share) takes each save. */
+static void
+test_world_save (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("test-op-part-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "state.json", NULL);
+  g_autoptr (VbState) desired = sample ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) saved = NULL;
+  VbDaemon daemon = { 0 };
+  VbOp ops[2] = { { 0 } };
+  const char *parts[2] = { "a", "c" };
+
+  daemon.state_path = path;
+  g_rec_mutex_init (&daemon.world_lock);
+  daemon.world_desired = vb_state_copy (desired);
+  daemon.world_running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *names[] = { parts[i], NULL };
+      ops[i].daemon = &daemon;
+      ops[i].previous = vb_state_copy (desired);
+      ops[i].candidate = vb_state_copy (desired);
+      ops[i].running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                              (GDestroyNotify) vb_running_free);
+      ops[i].part = vb_op_part_new (ops[i].previous, NULL, names);
+      vb_state_lookup (ops[i].candidate, parts[i])->started = TRUE;
+    }
+  /* each op's copy is stale about the other's device */
+  g_assert_true (vb_op_save (&ops[0], &error));
+  g_assert_no_error (error);
+  g_assert_true (vb_op_save (&ops[1], &error));
+  g_assert_no_error (error);
+  vb_op_world_take (&ops[0]);
+
+  saved = vb_state_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_state_lookup (saved, "a")->started);
+  g_assert_true (vb_state_lookup (saved, "c")->started);
+  g_assert_false (vb_state_lookup (saved, "b")->started);
+  g_assert_true (vb_state_lookup (daemon.world_desired, "a")->started);
+  g_assert_true (vb_state_lookup (daemon.world_desired, "c")->started);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      vb_state_free (ops[i].previous);
+      vb_state_free (ops[i].candidate);
+      g_hash_table_unref (ops[i].running);
+      g_hash_table_unref (ops[i].part);
+    }
+  vb_state_free (daemon.world_desired);
+  g_hash_table_unref (daemon.world_running);
+  g_rec_mutex_clear (&daemon.world_lock);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/op-part/connected", test_connected);
+  g_test_add_func ("/op-part/same-source", test_same_source);
+  g_test_add_func ("/op-part/merge", test_merge);
+  g_test_add_func ("/op-part/world-save", test_world_save);
+  return g_test_run ();
+}
