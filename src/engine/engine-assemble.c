@@ -165,6 +165,9 @@ decide_slot (VbEngine *e, guint i, const Found *found, gint newest, gboolean rea
     .readd = readd,
   };
 
+  for (guint j = 0; m->spare_uuids && j < m->spare_uuids->len; j++)
+    facts.taken_by_spare |= *m->sb.roles[i].uuid != '\0'
+                            && strcmp (m->sb.roles[i].uuid, m->spare_uuids->pdata[j]) == 0;
   if (newest >= 0 && found[newest].present)
     facts.newest = found[newest].sb.component_uuid;
   for (guint j = 0; newest < 0 && j < e->n && facts.newest == NULL; j++)

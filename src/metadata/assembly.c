@@ -112,6 +112,13 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
                     "until a component is added to it",
                     state == VB_ROLE_FAULTY ? "failed" : "went away",
                     own == NULL ? "blank" : "not that component");
+  /* its component failed and a spare took the slot over: it stays out
+   * (a failed component comes back only through a re-add), and the spare
+   * goes on with the slot */
+  if (f->taken_by_spare && !f->readd)
+    return because (VB_SLOT_FAULTY, why,
+                    "a spare took this slot over (%s); it stays out until it is re-added",
+                    dev->roles[f->slot].uuid);
   if (own == NULL)
     return because (VB_SLOT_REBUILD, why, "it is new to the device");
   if (own->role != (gint32) f->slot || *dev->roles[f->slot].uuid == '\0'

@@ -45,6 +45,10 @@ typedef struct {
   /* an administrator's re-add (vbmgr add of the slot's own component, a
    * policy's re-add): a faulty slot may come back */
   gboolean readd;
+  /* the component the device's table names for the slot is one of the
+   * device's spares: a spare took the slot (its failure's takeover), and
+   * the desired state had not recorded it yet when vblkd stopped */
+  gboolean taken_by_spare;
 } VbSlotFacts;
 
 /* What slot @facts->slot is, and why in a few words for the log (*@why,

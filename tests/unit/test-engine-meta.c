@@ -782,6 +782,32 @@ test_rule_in_sync_and_stale (void)
   g_assert_cmpint (decide (&dev, &own, FALSE, NULL), ==, VB_SLOT_REBUILD);
 }
 
+/* A spare took the slot of a failed component over, and vblkd stopped
+ * before the desired state recorded it (torture seed 1, 120-s runs): the
+ * failed component stays out; it is no stranger to be rebuilt in. */
+static void
+test_rule_taken_by_spare (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSuperblock own = own_sb (&dev, 9);
+  const char *spare = "3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a";
+  VbSlotFacts facts = {
+    .device = &dev, .slot = 1, .present = TRUE, .own = &own, .newest = leg_uuids[0],
+    .use_bitmap = TRUE, .can_resume = TRUE,
+  };
+  g_autofree char *why = NULL;
+
+  g_strlcpy (dev.roles[1].uuid, spare, sizeof dev.roles[1].uuid);
+  dev.roles[1].state = VB_ROLE_REBUILDING;
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_REBUILD);
+  facts.taken_by_spare = TRUE;
+  g_assert_cmpint (vb_assembly_decide (&facts, &why), ==, VB_SLOT_FAULTY);
+  g_assert_nonnull (strstr (why, "a spare took this slot over"));
+  /* an explicit re-add still brings it back */
+  facts.readd = TRUE;
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), !=, VB_SLOT_FAULTY);
+}
+
 static void
 test_rule_membership (void)
 {
@@ -1171,6 +1197,7 @@ main (int argc, char **argv)
   ADD ("/engine-meta/failed-stays-faulty", test_failed_stays_faulty);
   g_test_add_func ("/assembly-rule/in-sync-and-stale", test_rule_in_sync_and_stale);
   g_test_add_func ("/assembly-rule/membership", test_rule_membership);
+  g_test_add_func ("/assembly-rule/taken-by-spare", test_rule_taken_by_spare);
   g_test_add_func ("/assembly-rule/faulty-and-missing", test_rule_faulty_and_missing);
   g_test_add_func ("/assembly-rule/split-brain", test_rule_split_brain);
   g_test_add_func ("/assembly-rule/resume", test_rule_resume);
@@ -1178,6 +1205,7 @@ main (int argc, char **argv)
   ADD ("/engine-meta/single-copy/stale-refused", test_single_stale_refused);
   ADD ("/engine-meta/single-copy/refusals", test_single_refusals);
   ADD ("/engine-meta/single-copy/grown", test_single_grown);
+
   ADD ("/engine-meta/single-copy/none", test_single_none);
   return g_test_run ();
 }
