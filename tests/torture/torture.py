@@ -20,9 +20,11 @@ from torture_loops import Loops  # noqa: E402
 from torture_model import Comp, Image, Model, Writers  # noqa: E402
 
 # Odd sizes, so that the spare rule and the own-node trap of the policy
-# (exact sizes) match only this test's loop devices on a shared host.
+# (exact sizes) match only this test's loop devices on a shared host; the
+# spare rule's size differs from one torture process to another too, or
+# two runs at once would each take the other's blank disks as spares.
 LEG_SIZE = 20 * MiB + 100 * 1024
-POLICY_SPARE_SIZE = 21 * MiB + 44 * 1024
+POLICY_SPARE_SIZE = 21 * MiB + 44 * 1024 + (os.getpid() % 256) * 4096
 # a disk of another size that takes a detached leg's loop number
 PLACEHOLDER_SIZE = 8 * MiB
 
