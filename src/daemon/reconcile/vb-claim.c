@@ -225,9 +225,15 @@ vb_claim_device (VbProbe *probe, const VbDeviceConfig *config, const VbDeviceCon
     {
       const VbComponentConfig *c = config->components->pdata[i];
       gboolean is_new = previous == NULL || !held_by (previous, c->source);
+      /* a component a spare or a replacement took the slot of is only
+       * listed (for vbmgr remove), never opened: its path, stale since,
+       * may lead anywhere now (a shared host reuses loop numbers) */
+      if (!is_new && g_strcmp0 (c->role, "faulty") == 0)
+        continue;
       /* the policy records where it found components; the paths it did
        * not touch may be stale (taken by another device since) */
-      if (probe->by_superblock && !is_new)
+      if (probe->by_superblock
+          && (!is_new || (probe->found && !g_hash_table_contains (probe->found, c->source))))
         continue;
       if (!claim_one (probe, config, c, is_new, holder, error))
         return FALSE;

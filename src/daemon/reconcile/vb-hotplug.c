@@ -279,6 +279,7 @@ mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpI
     {
       Assembly *a = assemblies->pdata[i];
       VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+      g_hash_table_add (intent->found, g_strdup (a->source));
       for (guint j = 0; d && j < d->components->len; j++)
         {
           VbComponentConfig *c = d->components->pdata[j];

@@ -72,6 +72,7 @@ intent_init (VbOpIntent *intent)
   g_array_set_clear_func (intent->readds, readd_clear);
   intent->faults = g_array_new (FALSE, FALSE, sizeof (VbOpFault));
   g_array_set_clear_func (intent->faults, fault_clear);
+  intent->found = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
 
 static void
@@ -80,6 +81,7 @@ intent_clear (VbOpIntent *intent)
   g_clear_pointer (&intent->touched, g_ptr_array_unref);
   g_clear_pointer (&intent->readds, g_array_unref);
   g_clear_pointer (&intent->faults, g_array_unref);
+  g_clear_pointer (&intent->found, g_hash_table_unref);
   g_clear_pointer (&intent->reconfigure, g_free);
 }
 

@@ -25,6 +25,8 @@ typedef struct {
   /* The sources come from the components' superblocks (hotplug): another
    * device's entry naming the same path is stale, not a conflict. */
   gboolean by_superblock;
+  /* with by_superblock: the paths found so (the others are not claimed) */
+  GHashTable *found;
 } VbProbe;
 
 void vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices);

@@ -122,6 +122,10 @@ typedef struct {
   GArray *faults;     /* VbOpFault */
   char *reconfigure;  /* the device a Reconfigure swaps online, or NULL */
   guint reconfigure_timeout_ms;
+  /* the policy's: the paths where it found components by their
+   * superblocks (the only ones it claims; a path it moved a component
+   * to because another took its old one is a guess, not a claim) */
+  GHashTable *found;
 } VbOpIntent;
 
 /* A re-add: slot @slot of started device @device takes its component back. */

@@ -62,6 +62,7 @@ check_touched (VbOp *op, GHashTable *before_scan)
   vb_probe_init (&probe, op->candidate, block_devices);
   probe.instance = op->daemon->instance;
   probe.by_superblock = op->mode == VB_OP_POLICY;
+  probe.found = op->intent.found;
   for (guint i = 0; i < touched->len && op->error == NULL; i++)
     {
       const VbDeviceConfig *d = vb_state_lookup (op->candidate, touched->pdata[i]);
