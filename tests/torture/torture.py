@@ -458,6 +458,13 @@ class Torture:
         else:
             self.harness.term()
         self.failed_may_return()
+        # a leg that went away is remembered by the vblkd that saw it go;
+        # a new one finds another disk at its path (assembly rule 1b: the
+        # slot stays out) and cannot tell it from a failed one: the leg
+        # comes back only through a re-add now
+        for c in m.slots():
+            if c.st == "failed" and c.why == "hotplug" and getattr(c, "path_taken", False):
+                c.why, c.may_return = "forgotten", False
         self.harness.start()
         m.after_restart = True
         for c in m.slots():
@@ -660,6 +667,7 @@ class Torture:
             deadline = time.monotonic() + 10
             while os.path.exists(loop) and time.monotonic() < deadline:
                 time.sleep(0.05)
+        c.path_taken = then is not None
         if c.st == "failed":
             c.may_return = True  # it went away and comes back: the policy may re-add it
         elif m.started:
