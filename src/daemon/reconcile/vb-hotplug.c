@@ -58,6 +58,7 @@ typedef struct {
 typedef struct {
   VbDaemon *daemon;
   GHashTable *pending; /* devnode -> Item* (the latest event) */
+  GHashTable *degraded_waits; /* device name -> rounds a degraded start waited */
   guint flush_source;
   gboolean probing;
   GHashTable *present; /* component UUID -> devnode, as last seen */
@@ -350,13 +351,38 @@ mutate_start_device (VbDaemon *daemon, VbState *candidate, gpointer user_data, V
   return TRUE;
 }
 
+/* A degraded start waits while events are still to be decided (one of
+ * them may be the missing component, late on a busy host), for at most
+ * this many rounds of this long. */
+#define DEGRADED_WAIT_ROUNDS 20
+#define DEGRADED_WAIT_MS 500
+
+static gboolean start_degraded (gpointer data);
+
+static gboolean
+events_undecided (void)
+{
+  return hp.probing || hp.flush_source != 0 || g_hash_table_size (hp.pending) > 0;
+}
+
 static gboolean
 start_degraded (gpointer data)
 {
   char *name = data;
   const VbDeviceConfig *d = vb_state_lookup (hp.daemon->desired, name);
+  guint rounds = GPOINTER_TO_UINT (g_hash_table_lookup (hp.degraded_waits, name));
 
   g_hash_table_remove (hp.timers, name);
+  if (d && events_undecided () && rounds < DEGRADED_WAIT_ROUNDS)
+    {
+      g_hash_table_insert (hp.degraded_waits, g_strdup (name), GUINT_TO_POINTER (rounds + 1));
+      g_hash_table_insert (hp.timers, g_strdup (name),
+                           GUINT_TO_POINTER (g_timeout_add_full (G_PRIORITY_DEFAULT,
+                                                                 DEGRADED_WAIT_MS, start_degraded,
+                                                                 g_strdup (name), g_free)));
+      return G_SOURCE_REMOVE;
+    }
+  g_hash_table_remove (hp.degraded_waits, name);
   if (d && !g_hash_table_contains (hp.daemon->running, d->uuid))
     {
       g_message ("vblk: policy: %s: starting degraded (start-degraded-after passed)", name);
@@ -398,6 +424,7 @@ arm_degraded (const char *name, guint64 after_ms)
   g_message ("vblk: policy: %s: incomplete; starting degraded in %" G_GUINT64_FORMAT " ms unless "
              "the rest appears",
              name, after_ms);
+  g_hash_table_remove (hp.degraded_waits, name);
   g_hash_table_insert (hp.timers, g_strdup (name),
                        GUINT_TO_POINTER (g_timeout_add_full (
                            G_PRIORITY_DEFAULT, after_ms, start_degraded, g_strdup (name), g_free)));
@@ -800,6 +827,7 @@ vb_hotplug_init (VbDaemon *daemon)
   hp.pending = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) item_free);
   hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  hp.degraded_waits = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   hp.went_away = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   vb_hotplug_spares_init (daemon, hp.present);
   g_timeout_add_seconds (1, poll_loops, NULL);
