@@ -582,6 +582,10 @@ decide_need_sync (VbEngine *e, gboolean fresh)
     m->need_sync = TRUE;
   if (e->read_only)
     m->need_sync = FALSE;
+  /* copies that may differ (a new device, an unclean stop, dirty bits):
+   * reads take the first copy until the job has made them equal */
+  if (!e->read_only && (fresh || !m->sb.clean || (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0)))
+    __atomic_store_n (&e->resync_frontier, 0, __ATOMIC_RELEASE);
 }
 
 /* Running: not clean until a clean stop says so. The superblocks (the

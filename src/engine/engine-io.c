@@ -235,10 +235,13 @@ read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
   guint tried[MAX_PIECES] = { 0 };
   guint pending = n;
   guint start = g_atomic_int_add (&e->rr, 1);
+  guint64 frontier = __atomic_load_n (&e->resync_frontier, __ATOMIC_ACQUIRE);
 
   for (guint i = 0; i < n; i++)
     {
-      gint copy = pick_in_sync (e, &ts->pieces[i], start + i);
+      const VbMapping *p = &ts->pieces[i];
+      /* not made equal yet: the first copy, the one the job copies from */
+      gint copy = pick_in_sync (e, p, p->offset + p->length > frontier ? 0 : start + i);
       if (copy < 0)
         return -EIO;
       subs[i] = (Sub){ i, copy, 0 };

@@ -78,6 +78,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   g_return_val_if_fail (driver->layout != NULL && driver->map != NULL, NULL);
 
   e->name = g_strdup (name);
+  e->resync_frontier = G_MAXUINT64;
   e->component_failed = on_component_failed;
   e->driver = driver;
   e->read_only = read_only;

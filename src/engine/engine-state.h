@@ -58,6 +58,12 @@ struct _VbEngine {
   guint n;
   Component *components;
   guint rr; /* atomic: read balancing */
+  /* atomic (__atomic): below it the copies are known equal; a read at or
+   * above it goes to the first readable copy, as md's does during a
+   * resync, so that two reads of a block never give two answers while
+   * copies an unclean stop left different wait for the resync.
+   * G_MAXUINT64: every copy equal. */
+  guint64 resync_frontier;
   EngineFailedFunc component_failed;
   VbEngineFailureFunc failure_func;
   gpointer failure_data;

@@ -247,6 +247,17 @@ clear_synced (EngineSync *s, gboolean all)
   s->synced_bytes = 0;
 }
 
+/* A resync or rebuild has made the copies equal below @to. */
+static void
+advance_frontier (EngineSync *s, guint64 to)
+{
+  VbEngine *e = s->engine;
+
+  if ((s->op == OP_RESYNC || s->op == OP_REBUILD)
+      && __atomic_load_n (&e->resync_frontier, __ATOMIC_ACQUIRE) < to)
+    __atomic_store_n (&e->resync_frontier, to, __ATOMIC_RELEASE);
+}
+
 /* Runs [from, to) unit by unit; FALSE when cancelled or failed (@err). */
 static gboolean
 run_region (EngineSync *s, guint64 from, guint64 to, gboolean dirty, int *err)
@@ -262,6 +273,7 @@ run_region (EngineSync *s, guint64 from, guint64 to, gboolean dirty, int *err)
         return FALSE;
       off += len;
       s->progress += len;
+      advance_frontier (s, off);
       if (g_get_monotonic_time () - s->last_report >= REPORT_US)
         report (s, VB_ENGINE_JOB_RUNNING, NULL);
       pace (s, len);
@@ -342,6 +354,8 @@ run_full (EngineSync *s, int *err)
           continue;
         }
       ok = run_region (s, off, MIN (size, off + step), dirty, err);
+      if (ok)
+        advance_frontier (s, MIN (size, off + step));
       if (ok && bm && dirty && s->op != OP_CHECK)
         {
           chunk_synced (s, chunk_no, MIN (step, size - off));
@@ -445,7 +459,10 @@ sync_thread (gpointer data)
   /* what was made equal before a stop leaves the bitmap too */
   clear_synced (s, TRUE);
   if (ok)
-    finish_job (s);
+    {
+      advance_frontier (s, G_MAXUINT64);
+      finish_job (s);
+    }
   else
     stop_job (s, err);
   g_atomic_int_set (&s->done, TRUE);
