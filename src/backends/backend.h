@@ -180,8 +180,7 @@ typedef void (*VbBackendJobFunc) (const char *uuid, const VbEngineJob *job, gpoi
 
 /* Once, before any other call: where engine devices keep their FUSE
  * mounts (RUN_DIR/engine), and who hears of component failures and jobs;
- * registers the built-in backends (FALSE: one of them is refused). What
- * the engines report for an administrator is logged from then on. */
+ * registers the built-in backends (FALSE: one of them is refused). */
 gboolean vb_backends_init (const char *run_dir, VbBackendFailureFunc on_failure,
                            VbBackendJobFunc on_job, gpointer user_data, GError **error);
 /* Whether @backend is complete: its required callbacks, and those its

@@ -39,18 +39,6 @@ static VbBackendFailureFunc failure_func;
 static gpointer failure_data;
 static VbBackendJobFunc job_func;
 
-/* The engine does not log: what it reports for an administrator is
- * logged here, in the words it gives, naming the device. */
-static void
-log_engine_report (const char *device, VbEngineReportKind kind, const char *message,
-                   gpointer user_data)
-{
-  if (kind == VB_ENGINE_REPORT_WARNING)
-    g_warning ("%s: %s", device, message);
-  else
-    g_message ("%s: %s", device, message);
-}
-
 #define REQUIRE(from, member, why)                                                                 \
   if ((from)->member == NULL)                                                                      \
   return refuse (backend, #member, why, error)
@@ -152,7 +140,6 @@ vb_backends_init (const char *dir, VbBackendFailureFunc on_failure, VbBackendJob
   failure_func = on_failure;
   job_func = on_job;
   failure_data = user_data;
-  vb_engine_set_report_func (log_engine_report, NULL);
   g_mutex_lock (&registry_lock);
   registry_ensure_locked ();
   g_mutex_unlock (&registry_lock);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "vb-bus.h"
+#include "engine.h"
 #include "vb-engine-jobs.h"
 #include "vb-exports.h"
 #include "vb-jobs.h"
@@ -485,6 +486,18 @@ teardown (VbDaemon *daemon)
   g_free (daemon->instance);
 }
 
+/* The engine does not log: what it reports for an administrator is
+ * logged here, in the words it gives, naming the device. */
+static void
+log_engine_report (const char *device, VbEngineReportKind kind, const char *message,
+                   gpointer user_data)
+{
+  if (kind == VB_ENGINE_REPORT_WARNING)
+    g_warning ("%s: %s", device, message);
+  else
+    g_message ("%s: %s", device, message);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -522,6 +535,7 @@ main (int argc, char **argv)
   setup_state (&daemon);
 
   vb_policy_dbus_init (&daemon);
+  vb_engine_set_report_func (log_engine_report, NULL);
   if (!vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon,
                          &error))
     {

@@ -573,18 +573,17 @@ static void
 decide_need_sync (VbEngine *e, gboolean fresh)
 {
   VbEngineMeta *m = e->meta;
+  /* copies that may differ: a new device, an unclean stop, dirty bits */
+  gboolean differ = fresh || !m->sb.clean || (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0);
 
-  m->need_sync = fresh || !m->sb.clean;
+  m->need_sync = differ;
   for (guint i = 0; i < e->n; i++)
     if (g_atomic_int_get (&e->components[i].rebuilding))
       m->need_sync = TRUE;
-  if (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0)
-    m->need_sync = TRUE;
   if (e->read_only)
     m->need_sync = FALSE;
-  /* copies that may differ (a new device, an unclean stop, dirty bits):
-   * reads take the first copy until the job has made them equal */
-  if (!e->read_only && (fresh || !m->sb.clean || (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0)))
+  /* reads take the first copy until the job has made them equal */
+  if (!e->read_only && differ)
     __atomic_store_n (&e->resync_frontier, 0, __ATOMIC_RELEASE);
 }
 
