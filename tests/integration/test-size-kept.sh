@@ -35,6 +35,25 @@ vb_assert_eq "in-sync in-sync" \
 vb_assert_eq 0 "$(vb_json r1 "[.components[] | select(.source == \"$T/c.img\") | .errors] | add")" \
   "errors of the spare"
 cmp -n $((32 << 20)) "$T/expected" "$(vb_blockdev_of r1)" || vb_fail "data differs"
+
+vb_log "legs all larger than the device: a leg of the device's own size may replace one"
+# (found by the torture test, seed 2721284830: the check compared the new
+# legs with what the old legs could hold, not with the device's size)
+vbmgr remove r1 "$T/b.img"
+vb_mkimg "$T/d.img" 96M
+vbmgr reconfigure r1 --remove "$T/c.img" --add "$T/d.img"
+vbmgr wait r1 > /dev/null || vb_fail "rebuild onto d.img: $(vbmgr show r1)"
+vb_mkimg "$T/e.img" 64M
+vbmgr reconfigure r1 --remove "$T/d.img" --add "$T/e.img" ||
+  vb_fail "a leg of the device's size refused beside larger legs"
+vbmgr wait r1 > /dev/null || vb_fail "rebuild onto e.img: $(vbmgr show r1)"
+vb_assert_eq "$size" "$(vb_json r1 .size)" "size after the legs changed"
+cmp -n $((32 << 20)) "$T/expected" "$(vb_blockdev_of r1)" || vb_fail "data differs after the legs changed"
+vb_mkimg "$T/small.img" 32M
+vb_snapshot
+vb_expect_fail WouldLoseData vbmgr reconfigure r1 --remove "$T/e.img" --add "$T/small.img"
+vb_assert_contains "$VB_ERR" "would be cut off; nothing changed" "a leg smaller than the device"
+vb_assert_unchanged "a refused reconfigure"
 vbmgr stop r1
 vbmgr delete r1
 

@@ -577,7 +577,9 @@ class Torture:
         else:
             rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
             extra = ""
-        if rc != 0 and "replaced in its slot" in err and self.m.spares():
+        # (or a blank disk the policy passed over, a spare at a restart's
+        # look of every disk once the device has none)
+        if rc != 0 and "replaced in its slot" in err and (self.m.spares() or self.m.pending_policy):
             self.m.check_state()
             if c.kind == "replaced":
                 return "%s refused: a spare took its slot first" % c.img.name()

@@ -263,8 +263,10 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   return TRUE;
 }
 
+/* What configuration @d holds; with @node (the device runs), what the
+ * device holds: its node's size, which larger components never grew. */
 static guint64
-size_of (VbOp *op, const VbDeviceConfig *d, GError **error)
+size_of (VbOp *op, const VbDeviceConfig *d, const char *node, GError **error)
 {
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
   VbProbe probe;
@@ -273,6 +275,13 @@ size_of (VbOp *op, const VbDeviceConfig *d, GError **error)
 
   vb_probe_init (&probe, op->candidate, block_devices);
   ok = vb_probe_validate (&probe, d, FALSE, &size, &complete, error);
+  if (ok && node)
+    {
+      g_autoptr (GError) ignored = NULL;
+      const VbPathFacts *f = vb_probe_facts (&probe, node, VB_INSPECT_TYPE, &ignored);
+      if (f && f->is_block && f->size > 0)
+        size = f->size;
+    }
   vb_probe_clear (&probe);
   return ok ? size : 0;
 }
@@ -367,8 +376,11 @@ stopped_keeps_a_copy (const VbDeviceConfig *d, GError **error)
 static gboolean
 check (VbOp *op, Swap *swap, GError **error)
 {
-  swap->old_size = size_of (op, swap->old, NULL);
-  swap->new_size = size_of (op, swap->d, error);
+  /* the data is what the device holds now, not what its old
+   * components could hold (torture seed 2721284830: raid1 legs that were
+   * all larger disks, then a leg of the device's size refused) */
+  swap->old_size = size_of (op, swap->old, swap->r ? swap->r->block_device : NULL, NULL);
+  swap->new_size = size_of (op, swap->d, NULL, error);
   if (error && *error)
     return FALSE;
   if (swap->new_size < swap->old_size)
