@@ -18,6 +18,7 @@
 #include "loop-util.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
+#include "vb-report.h"
 
 #include <blockdev/blockdev.h>
 #include <blockdev/loop.h>
@@ -257,8 +258,7 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
   VbEngineRuntime *own = vb_engine_runtime_lookup (block_device);
   /* the tag of a node this process serves is its runtime's (never read
    * through the node itself) */
-  g_autofree char *tag
-      = own ? g_strdup (own->uuid) : loop_read_tag (block_device, instance, NULL);
+  g_autofree char *tag = own ? g_strdup (own->uuid) : loop_read_tag (block_device, instance, NULL);
   g_autoptr (GError) local = NULL;
 
   if (tag == NULL)
@@ -283,8 +283,9 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
        * it: the engine serves until the loop has let go of its file */
       if (!wait_detached (block_device, DETACH_WAIT_MS))
         {
-          g_warning ("%s: still attached %d ms after the detach; ending its FUSE connection",
-                     block_device, DETACH_WAIT_MS);
+          vb_report (block_device, VB_REPORT_WARNING,
+                     "still attached %d ms after the detach; ending its FUSE connection",
+                     DETACH_WAIT_MS);
           vb_fuse_server_abort (rt->transport);
         }
       vb_engine_runtime_free (rt);

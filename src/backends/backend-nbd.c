@@ -24,6 +24,7 @@
 #include "loop-util.h"
 #include "nbd-netlink.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +110,8 @@ write_run_file (const char *uuid, gint index, guint n)
 
   if (g_mkdir_with_parents (dir, 0700) < 0
       || !g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &local))
-    g_warning ("nbd: %s: %s", path, local ? local->message : g_strerror (errno));
+    vb_report ("nbd", VB_REPORT_WARNING, "%s: %s", path,
+               local ? local->message : g_strerror (errno));
 }
 
 /* The connections /dev/nbdINDEX was given, from its run file (0: unknown). */
@@ -254,8 +256,9 @@ take_over (const VbBackendRequest *request, gint index, GError **error)
     }
   close_all (fds, n); /* the kernel holds its own references */
   t->index = index;
-  g_message ("%s: took over %s (left by the vblkd that ended) with %u connection%s", request->name,
-             block_device, n, n == 1 ? "" : "s");
+  vb_report (request->name, VB_REPORT_INFO,
+             "took over %s (left by the vblkd that ended) with %u connection%s", block_device, n,
+             n == 1 ? "" : "s");
   vb_engine_runtime_register (rt, block_device);
   return g_steal_pointer (&block_device);
 }
@@ -367,7 +370,8 @@ nbd_stop (const char *block_device, const char *instance, const char *uuid, GErr
   /* the kernel lets go of the configuration once nobody has the node
    * open (udev's probe, say), and may read until then */
   if (!wait_disconnected (index, DISCONNECT_WAIT_MS))
-    g_warning ("%s: still configured %d ms after the disconnect", block_device, DISCONNECT_WAIT_MS);
+    vb_report (block_device, VB_REPORT_WARNING, "still configured %d ms after the disconnect",
+               DISCONNECT_WAIT_MS);
   vb_engine_runtime_free (rt);
   unlink (path);
   return TRUE;

@@ -29,6 +29,7 @@
 #include "ublk-control.h"
 #include "ublk-queues.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -156,12 +157,12 @@ remove_device (guint dev_id, VbUblkDevice *dev)
   int r = vb_ublk_control (UBLK_CMD_STOP_DEV, dev_id, NULL, 0, 0);
 
   if (r < 0)
-    g_warning ("ublk STOP_DEV (device %u): %s", dev_id, g_strerror (-r));
+    vb_report ("ublk", VB_REPORT_WARNING, "STOP_DEV (device %u): %s", dev_id, g_strerror (-r));
   /* the threads and /dev/ublkcN go before DEL_DEV, which waits for them */
   vb_ublk_device_free (dev);
   r = vb_ublk_control (UBLK_CMD_DEL_DEV, dev_id, NULL, 0, 0);
   if (r < 0)
-    g_warning ("ublk DEL_DEV (device %u): %s", dev_id, g_strerror (-r));
+    vb_report ("ublk", VB_REPORT_WARNING, "DEL_DEV (device %u): %s", dev_id, g_strerror (-r));
 }
 
 static void
@@ -299,8 +300,9 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
       vb_engine_runtime_free (rt);
       return NULL;
     }
-  g_message ("%s: took over %s (left by the vblkd that ended) with %u queue%s", request->name, node,
-             info.nr_hw_queues, info.nr_hw_queues == 1 ? "" : "s");
+  vb_report (request->name, VB_REPORT_INFO,
+             "took over %s (left by the vblkd that ended) with %u queue%s", node, info.nr_hw_queues,
+             info.nr_hw_queues == 1 ? "" : "s");
   vb_engine_runtime_register (rt, node);
   return g_steal_pointer (&node);
 }
@@ -342,7 +344,8 @@ ublk_start (const VbBackendRequest *request, GError **error)
       return NULL;
     }
   if (!(info.flags & UBLK_F_USER_RECOVERY_REISSUE))
-    g_warning ("%s: this ublk driver cannot reissue requests after a vblkd restart", request->name);
+    vb_report (request->name, VB_REPORT_WARNING,
+               "this ublk driver cannot reissue requests after a vblkd restart");
   t = transport_new (rt, info.dev_id);
 
   params.len = sizeof params;

@@ -6,6 +6,7 @@
 #include "engine.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <string.h>
@@ -245,7 +246,8 @@ vb_engine_runtime_slot_source (const char *block_device, guint slot)
 {
   VbEngineRuntime *rt;
   VbEngine *e = engine_get (block_device, &rt);
-  char *path = e && slot < vb_engine_n_components (e) ? vb_engine_component_path_dup (e, slot) : NULL;
+  char *path
+      = e && slot < vb_engine_n_components (e) ? vb_engine_component_path_dup (e, slot) : NULL;
 
   engine_put (rt);
   return path;
@@ -489,8 +491,9 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   vb_engine_switch_replace (rt->sw, engine);
   report->held_us = vb_engine_switch_resume (rt->sw);
   report->new_size = vb_engine_ops.size (engine);
-  g_message ("%s: reconfigured to %s with %u components; requests held %" G_GINT64_FORMAT " us",
-             request->name, request->driver->name, request->n_components, report->held_us);
+  vb_report (request->name, VB_REPORT_INFO,
+             "reconfigured to %s with %u components; requests held %" G_GINT64_FORMAT " us",
+             request->driver->name, request->n_components, report->held_us);
   /* the old engine's superblock writes are over: the new one's count */
   vb_engine_free_unclean (old);
   vb_engine_activate (engine);
@@ -499,7 +502,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
     {
       report->size_changed = rt->announce_size && rt->announce_size (rt, &local);
       if (!report->size_changed)
-        g_warning ("%s: announcing the new size: %s", request->name,
+        vb_report (request->name, VB_REPORT_WARNING, "announcing the new size: %s",
                    local ? local->message : "the backend cannot");
     }
   return TRUE;

@@ -7,6 +7,7 @@
 
 #include "ublk-queues.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,7 +145,7 @@ run_job (gpointer data, gpointer user_data)
   g_array_append_val (q->done, done);
   g_mutex_unlock (&q->lock);
   if (write (q->event_fd, &one, sizeof one) < 0)
-    g_warning ("ublk: waking queue %u: %s", q->q_id, g_strerror (errno));
+    vb_report ("ublk", VB_REPORT_WARNING, "waking queue %u: %s", q->q_id, g_strerror (errno));
 }
 
 static void
@@ -188,8 +189,8 @@ queue_thread (gpointer data)
       r = io_uring_submit_and_wait (&q->ring, 1);
       if (r < 0 && r != -EINTR)
         {
-          g_warning ("ublk device %u queue %u: io_uring: %s", q->dev->dev_id, q->q_id,
-                     g_strerror (-r));
+          vb_report ("ublk", VB_REPORT_WARNING, "device %u queue %u: io_uring: %s", q->dev->dev_id,
+                     q->q_id, g_strerror (-r));
           break;
         }
       io_uring_for_each_cqe (&q->ring, head, cqe)
@@ -221,7 +222,8 @@ queue_thread (gpointer data)
             /* UBLK_IO_RES_ABORT: the device is going; anything else is a
              * command the driver refused, which ends the tag as well */
             if (cqe->res != UBLK_IO_RES_ABORT)
-              g_warning ("ublk device %u queue %u tag %" G_GUINT64_FORMAT ": %s", q->dev->dev_id,
+              vb_report ("ublk", VB_REPORT_WARNING,
+                         "device %u queue %u tag %" G_GUINT64_FORMAT ": %s", q->dev->dev_id,
                          q->q_id, what, g_strerror (-cqe->res));
             aborted++;
           }

@@ -1,6 +1,7 @@
 /* See vb-testhook.h. */
 #include "config.h"
 
+#include "vb-report.h"
 #include "vb-testhook.h"
 
 #include <glib.h>
@@ -16,10 +17,10 @@ hold (const char *step)
 
   if (path == NULL)
     return;
-  g_warning ("test hook: holding at %s while %s exists", step, path);
+  vb_report ("test hook", VB_REPORT_WARNING, "holding at %s while %s exists", step, path);
   while (g_file_test (path, G_FILE_TEST_EXISTS))
     g_usleep (HOLD_POLL_US);
-  g_warning ("test hook: let go at %s", step);
+  vb_report ("test hook", VB_REPORT_WARNING, "let go at %s", step);
 }
 
 void
@@ -32,6 +33,6 @@ vb_test_hook (const char *step)
     hold (step);
   if (want == NULL || strcmp (want, step) != 0)
     return;
-  g_warning ("test hook: stopping at %s", step);
+  vb_report ("test hook", VB_REPORT_WARNING, "stopping at %s", step);
   raise (SIGSTOP);
 }

@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "vb-bus.h"
-#include "engine.h"
+#include "vb-report.h"
 #include "vb-engine-jobs.h"
 #include "vb-exports.h"
 #include "vb-jobs.h"
@@ -486,16 +486,15 @@ teardown (VbDaemon *daemon)
   g_free (daemon->instance);
 }
 
-/* The engine does not log: what it reports for an administrator is
- * logged here, in the words it gives, naming the device. */
+/* The libraries (engine, backends, metadata) do not log: what they report
+ * for an administrator is logged here, in their words, naming the subject. */
 static void
-log_engine_report (const char *device, VbEngineReportKind kind, const char *message,
-                   gpointer user_data)
+log_report (const char *subject, VbReportKind kind, const char *message, gpointer user_data)
 {
-  if (kind == VB_ENGINE_REPORT_WARNING)
-    g_warning ("%s: %s", device, message);
+  if (kind == VB_REPORT_WARNING)
+    g_warning ("%s: %s", subject, message);
   else
-    g_message ("%s: %s", device, message);
+    g_message ("%s: %s", subject, message);
 }
 
 int
@@ -535,7 +534,7 @@ main (int argc, char **argv)
   setup_state (&daemon);
 
   vb_policy_dbus_init (&daemon);
-  vb_engine_set_report_func (log_engine_report, NULL);
+  vb_report_set_func (log_report, NULL);
   if (!vb_backends_init (daemon.run_dir, vb_daemon_component_failed, vb_daemon_engine_job, &daemon,
                          &error))
     {

@@ -430,33 +430,33 @@ decide_slot_at_start (Assembly *a, guint i)
       c->uuid = g_strdup (m->sb.roles[i].uuid);
       if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
         m->sb.roles[i].state = VB_ROLE_MISSING;
-      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s) is missing; starting degraded", i,
+      engine_report (e, VB_REPORT_INFO, "component %u (%s) is missing; starting degraded", i,
                      c->path);
       return;
     case VB_SLOT_FAULTY:
       /* never read nor written, and not brought back by this start:
        * only an explicit re-add does (vb_engine_readd) */
-      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s): %s", i, c->path, why);
+      engine_report (e, VB_REPORT_INFO, "component %u (%s): %s", i, c->path, why);
       g_atomic_int_set (&c->faulty, 1);
       g_atomic_int_set (&c->recorded, 1);
       return;
     case VB_SLOT_RESYNC:
-      engine_report (e, VB_ENGINE_REPORT_INFO,
-                     "component %u (%s): %s; resyncing the chunks it records", i, c->path, why);
+      engine_report (e, VB_REPORT_INFO, "component %u (%s): %s; resyncing the chunks it records", i,
+                     c->path, why);
       break;
     case VB_SLOT_RESUME:
       /* it had every superblock write (and with it every write of the
        * device) since, so it holds the data below the recorded offset
        * but for the bitmap's dirty chunks */
-      engine_report (e, VB_ENGINE_REPORT_INFO,
+      engine_report (e, VB_REPORT_INFO,
                      "component %u (%s): resuming its rebuild at %" G_GUINT64_FORMAT " bytes", i,
                      c->path, m->sb.rebuild_offset);
       c->full_rebuild = TRUE;
       c->rebuild_from = m->sb.rebuild_offset;
       break;
     case VB_SLOT_REBUILD:
-      engine_report (e, VB_ENGINE_REPORT_INFO, "component %u (%s): %s; rebuilding it in full", i,
-                     c->path, why);
+      engine_report (e, VB_REPORT_INFO, "component %u (%s): %s; rebuilding it in full", i, c->path,
+                     why);
       c->full_rebuild = TRUE;
       break;
     }

@@ -24,7 +24,7 @@ on_component_failed (VbEngine *e, guint i, int err)
   if (e->redundant && !vb_engine_can_lose (e, G_MAXUINT))
     {
       g_atomic_int_set (&e->lost, 1);
-      engine_report (e, VB_ENGINE_REPORT_WARNING,
+      engine_report (e, VB_REPORT_WARNING,
                      "no complete copy of the data is left; the device refuses writes");
     }
   if (e->failure_func)

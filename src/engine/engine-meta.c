@@ -80,8 +80,8 @@ write_one (VbEngine *e, guint i, VbSuperblock *sb)
   if (r == 0)
     r = engine_component_flush (c);
   if (r < 0)
-    engine_report (e, VB_ENGINE_REPORT_WARNING, "writing the superblock of component %u (%s): %s",
-                   i, c->path, g_strerror (-r));
+    engine_report (e, VB_REPORT_WARNING, "writing the superblock of component %u (%s): %s", i,
+                   c->path, g_strerror (-r));
   return r;
 }
 
@@ -155,7 +155,7 @@ engine_meta_record_failure (VbEngine *e, guint i)
       engine_meta_write_all_locked (e);
       g_atomic_int_set (&e->components[i].recorded, 1);
       g_cond_broadcast (&m->recorded);
-      engine_report (e, VB_ENGINE_REPORT_INFO,
+      engine_report (e, VB_REPORT_INFO,
                      "component %u (%s) failed; recorded at events %" G_GUINT64_FORMAT, i,
                      e->components[i].path, m->sb.events);
     }
@@ -239,7 +239,7 @@ engine_meta_write_spares_locked (VbEngine *e)
           || pwrite (fd, m->io, m->handler->block_size, m->handler->block_offset)
                  != (gssize) m->handler->block_size
           || fdatasync (fd) < 0)
-        engine_report (e, VB_ENGINE_REPORT_WARNING, "writing the superblock of spare %s: %s", path,
+        engine_report (e, VB_REPORT_WARNING, "writing the superblock of spare %s: %s", path,
                        g_strerror (errno));
       if (fd >= 0)
         close (fd);

@@ -1,8 +1,9 @@
-/* The engine's reports to its owner (vb_engine_set_report_func): every
- * layer reports through engine_report, never through the log. */
+/* The engine's reports to its owner (vb-report.h), about the device the
+ * engine serves: every layer reports through engine_report, never through
+ * the log. */
 #pragma once
 
 #include "engine-state.h"
+#include "vb-report.h"
 
-void engine_report (VbEngine *e, VbEngineReportKind kind, const char *format, ...)
-    G_GNUC_PRINTF (3, 4);
+void engine_report (VbEngine *e, VbReportKind kind, const char *format, ...) G_GNUC_PRINTF (3, 4);

@@ -109,7 +109,7 @@ readd_without_metadata (VbEngine *e, guint slot, const VbEngineSource *source, G
 
   if ((r = open_readd_source (e, slot, source, &fd, error)) < 0)
     return r;
-  engine_report (e, VB_ENGINE_REPORT_INFO,
+  engine_report (e, VB_REPORT_INFO,
                  "re-adding %s to slot %u (every byte: no metadata says what it missed)",
                  source->path, slot);
   install (e, slot, fd, source->ops, source->handle, source->path, e->components[slot].uuid, TRUE);
@@ -210,7 +210,7 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
    * are at or above the bitmap's events_cleared gets just the dirty chunks */
   full = engine_meta_bitmap (e) == NULL
          || engine_meta_decide_readd (e, slot, blank ? NULL : &sb, &why) != VB_SLOT_RESYNC;
-  engine_report (e, VB_ENGINE_REPORT_INFO, "re-adding %s to slot %u (%s): %s", source->path, slot,
+  engine_report (e, VB_REPORT_INFO, "re-adding %s to slot %u (%s): %s", source->path, slot,
                  full ? "every byte" : "the bitmap's dirty chunks", why ? why : "no bitmap");
   /* a replacement (a blank one, given its own UUID) is a new member */
   install (e, slot, fd, source->ops, source->handle, source->path,
@@ -244,11 +244,10 @@ take_spare_thread (gpointer data)
   fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
   if (fd < 0)
     {
-      engine_report (e, VB_ENGINE_REPORT_WARNING, "spare %s: %s", path, g_strerror (errno));
+      engine_report (e, VB_REPORT_WARNING, "spare %s: %s", path, g_strerror (errno));
       return NULL;
     }
-  engine_report (e, VB_ENGINE_REPORT_INFO, "spare %s takes slot %u; rebuilding onto it", path,
-                 slot);
+  engine_report (e, VB_REPORT_INFO, "spare %s takes slot %u; rebuilding onto it", path, slot);
   install (e, slot, fd, NULL, NULL, path, uuid, TRUE);
   engine_sync_start (e, "rebuild", FALSE);
   return NULL;

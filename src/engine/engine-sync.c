@@ -340,7 +340,7 @@ run_full (EngineSync *s, int *err)
   gboolean ok = TRUE;
 
   if (s->resume > 0)
-    engine_report (e, VB_ENGINE_REPORT_INFO,
+    engine_report (e, VB_REPORT_INFO,
                    "rebuild resumes at %" G_GUINT64_FORMAT " bytes (below it, the bitmap's "
                    "dirty chunks)",
                    s->resume);
@@ -419,7 +419,7 @@ finish_job (EngineSync *s)
       }
   if (e->meta)
     engine_meta_sync_incomplete (e, FALSE);
-  engine_report (e, VB_ENGINE_REPORT_INFO,
+  engine_report (e, VB_REPORT_INFO,
                  "%s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
                  s->operation, s->progress, s->mismatches);
   report (s, VB_ENGINE_JOB_FINISHED, NULL);
@@ -437,13 +437,13 @@ stop_job (EngineSync *s, int err)
       g_autofree char *msg = g_strdup_printf ("no copy could be read: %s", g_strerror (-err));
       if (e->meta)
         engine_meta_sync_incomplete (e, TRUE);
-      engine_report (e, VB_ENGINE_REPORT_WARNING, "%s failed: %s", s->operation, msg);
+      engine_report (e, VB_REPORT_WARNING, "%s failed: %s", s->operation, msg);
       report (s, VB_ENGINE_JOB_FAILED, msg);
       return;
     }
   if (e->meta)
     engine_meta_sync_incomplete (e, s->op == OP_RESYNC || s->op == OP_REBUILD);
-  engine_report (e, VB_ENGINE_REPORT_INFO,
+  engine_report (e, VB_REPORT_INFO,
                  "%s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
                  s->operation, s->progress, s->bytes);
   report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
@@ -530,8 +530,8 @@ engine_sync_start (VbEngine *e, const char *operation, gboolean repair)
   e->sync = s;
   id = s->id;
   plan_job (s);
-  engine_report (e, VB_ENGINE_REPORT_INFO, "%s started: %" G_GUINT64_FORMAT " bytes%s",
-                 s->operation, s->bytes, s->full ? "" : " (the bitmap's dirty chunks)");
+  engine_report (e, VB_REPORT_INFO, "%s started: %" G_GUINT64_FORMAT " bytes%s", s->operation,
+                 s->bytes, s->full ? "" : " (the bitmap's dirty chunks)");
   /* reported before the caller goes on: the job exists by the time the
    * request that started it is answered */
   report (s, VB_ENGINE_JOB_RUNNING, NULL);

@@ -77,23 +77,10 @@ typedef void (*VbEngineJobFunc) (VbEngine *engine, const VbEngineJob *job, gpoin
 typedef void (*VbEngineFailureFunc) (VbEngine *engine, guint component, int error,
                                      gpointer user_data);
 
-/* What an administrator must see as it happens: a component failed and
+/* What an administrator must see as it happens (a component failed and
  * was recorded, a job started or ended, what assembly decided of a slot, a
- * spare taking a slot, a superblock that could not be written. The engine
- * does not log them (it is a library): its owner does. */
-typedef enum {
-  VB_ENGINE_REPORT_INFO,    /* an event or a decision */
-  VB_ENGINE_REPORT_WARNING, /* something failed that the engine goes on without */
-} VbEngineReportKind;
-
-/* @message does not name the device: @device is its name. Called on the
- * thread the report arises on (an I/O thread, a job's); must not block. */
-typedef void (*VbEngineReportFunc) (const char *device, VbEngineReportKind kind,
-                                    const char *message, gpointer user_data);
-
-/* For every engine of the process; set once by the engines' owner before
- * the first engine is made. Without one, reports go to the debug log. */
-void vb_engine_set_report_func (VbEngineReportFunc func, gpointer user_data);
+ * spare taking a slot, a superblock that could not be written) the engine
+ * does not log: it reports it (vb-report.h), the subject the device's name. */
 
 VbEngine *vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
                          guint n_components, const VbEngineSource *sources,

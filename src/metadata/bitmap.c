@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "bitmap.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <string.h>
@@ -421,7 +422,8 @@ vb_bitmap_sweep (VbBitmap *bm, gboolean may_clear)
        * writes the block as it is in memory at that time. */
       r = persist_until (bm, b, bm->blocks[b].gen);
       if (r < 0)
-        g_warning ("vblk: write-intent bitmap: persisting block %u failed: %s", b, g_strerror (-r));
+        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s",
+                   b, g_strerror (-r));
     }
   g_mutex_unlock (&bm->lock);
   return cleared;
@@ -516,7 +518,8 @@ vb_bitmap_mark_all (VbBitmap *bm)
 
       /* The bits stay set and pending: the next writer of a chunk persists. */
       if (r < 0)
-        g_warning ("vblk: write-intent bitmap: persisting block %u failed: %s", b, g_strerror (-r));
+        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s",
+                   b, g_strerror (-r));
     }
   g_mutex_unlock (&bm->lock);
 }

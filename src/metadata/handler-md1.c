@@ -14,6 +14,7 @@
 #include "vb-open.h"
 
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -346,8 +347,8 @@ put_le64 (guint8 *p, guint64 v)
 static int
 open_direct (const char *path, int flags)
 {
-  return vb_open_component (path, ((flags & O_ACCMODE) == O_RDONLY ? 0 : VB_OPEN_WRITE) | VB_OPEN_DIRECT,
-                            NULL);
+  return vb_open_component (
+      path, ((flags & O_ACCMODE) == O_RDONLY ? 0 : VB_OPEN_WRITE) | VB_OPEN_DIRECT, NULL);
 }
 
 gboolean
@@ -451,7 +452,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
           g_error ("out of memory");
         memset (ff, 0xff, len);
         if (pwrite (fd, ff, len, (off_t) (off + (gint64) bb_offset * 512)) != (ssize_t) len)
-          g_warning ("'%s': clearing its bad block log: %s", path, g_strerror (errno));
+          vb_report (path, VB_REPORT_WARNING, "clearing its bad block log: %s", g_strerror (errno));
         free (ff);
       }
   }

@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "superblock.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -323,14 +324,14 @@ test_failure_recorded_first (Fixture *f, gconstpointer data)
 static GMutex reports_lock;
 
 static void
-on_report (const char *device, VbEngineReportKind kind, const char *message, gpointer data)
+on_report (const char *device, VbReportKind kind, const char *message, gpointer data)
 {
   GPtrArray *reports = data;
 
   g_mutex_lock (&reports_lock);
-  g_ptr_array_add (reports, g_strdup_printf ("%s %s: %s",
-                                             kind == VB_ENGINE_REPORT_WARNING ? "warning" : "info",
-                                             device, message));
+  g_ptr_array_add (reports,
+                   g_strdup_printf ("%s %s: %s", kind == VB_REPORT_WARNING ? "warning" : "info",
+                                    device, message));
   g_mutex_unlock (&reports_lock);
 }
 
@@ -347,12 +348,12 @@ test_reports (Fixture *f, gconstpointer data)
   g_autofree char *all = NULL;
   VbEngine *e;
 
-  vb_engine_set_report_func (on_report, reports);
+  vb_report_set_func (on_report, reports);
   e = started (f);
   g_atomic_int_set (&f->leg1.fail_writes, 1);
   g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 0, FALSE), ==, 0);
   vb_engine_free (e);
-  vb_engine_set_report_func (NULL, NULL);
+  vb_report_set_func (NULL, NULL);
   g_ptr_array_add (reports, NULL);
   all = g_strjoinv ("\n", (char **) reports->pdata);
   g_assert_nonnull (strstr (all, "info m: resync started: "));
@@ -639,7 +640,8 @@ test_failed_stays_faulty (Fixture *f, gconstpointer data)
   g_autofree char *after = NULL;
   gsize lb, la;
   const guint64 errors[2] = { 0, 1 };
-  VbEngineIdentity reconfigure = { device_uuid, leg_uuids, 0, NULL, NULL, TRUE, NULL, NULL, errors };
+  VbEngineIdentity reconfigure
+      = { device_uuid, leg_uuids, 0, NULL, NULL, TRUE, NULL, NULL, errors };
   VbEngineSource leg1 = { f->paths[1], &flaky_ops, &f->leg1 };
   VbEngineJob job;
 
@@ -792,8 +794,13 @@ test_rule_taken_by_spare (void)
   VbSuperblock own = own_sb (&dev, 9);
   const char *spare = "3d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f6a";
   VbSlotFacts facts = {
-    .device = &dev, .slot = 1, .present = TRUE, .own = &own, .newest = leg_uuids[0],
-    .use_bitmap = TRUE, .can_resume = TRUE,
+    .device = &dev,
+    .slot = 1,
+    .present = TRUE,
+    .own = &own,
+    .newest = leg_uuids[0],
+    .use_bitmap = TRUE,
+    .can_resume = TRUE,
   };
   g_autofree char *why = NULL;
 

@@ -15,6 +15,7 @@
 #include "kernel-util.h"
 #include "superblock.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <string.h>
 
@@ -162,6 +163,7 @@ vb_kernel_dm_meta_stop (const char *device_name, const char *uuid, GPtrArray *no
       g_strlcpy (one.component_uuid, found[i].component_uuid, sizeof one.component_uuid);
       one.role = found[i].role;
       if (!vb_superblock_write (-1, nodes->pdata[i], &one, &local))
-        g_warning ("%s: marking the superblocks clean: %s", device_name, local->message);
+        vb_report (device_name, VB_REPORT_WARNING, "marking the superblocks clean: %s",
+                   local->message);
     }
 }

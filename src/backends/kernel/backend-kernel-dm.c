@@ -17,6 +17,7 @@
 #include "loop-util.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <libdevmapper.h>
@@ -428,7 +429,7 @@ reload (const char *block_device, const VbBackendRequest *request, VbReconfigure
     {
       g_autoptr (GError) local = NULL;
       if (!vb_kernel_dm_meta_write (request, nodes, &table, &local))
-        g_warning ("%s: %s", request->name, local->message);
+        vb_report (request->name, VB_REPORT_WARNING, "%s", local->message);
     }
   detach_unused (tag, request->instance, nodes);
   return TRUE;
@@ -471,10 +472,11 @@ dm_reconfigure (const char *block_device, const VbBackendRequest *request, guint
       g_prefix_error (error, "the device goes on as it was: ");
       return FALSE;
     }
-  g_message (
-      "%s: reconfigured to %s with %u components (device-mapper); requests held %" G_GINT64_FORMAT
+  vb_report (
+      request->name, VB_REPORT_INFO,
+      "reconfigured to %s with %u components (device-mapper); requests held %" G_GINT64_FORMAT
       " us",
-      request->name, request->driver->name, request->n_components, report->held_us);
+      request->driver->name, request->n_components, report->held_us);
   vb_test_hook ("reconfigure:swapped");
   return TRUE;
 }

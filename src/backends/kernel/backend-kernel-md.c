@@ -53,6 +53,7 @@
 #include "loop-util.h"
 #include "md-array.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -150,7 +151,8 @@ md_scan (const char *instance, GError **error)
           md_publish_status_locked (a); /* nobody else has it yet */
           md_register_array (a);
           md_monitor_start (a);
-          g_message ("%s: md array %s found running; watching it again", a->name, a->md);
+          vb_report (a->name, VB_REPORT_INFO, "md array %s found running; watching it again",
+                     a->md);
         }
       if (a == NULL)
         continue;
@@ -238,7 +240,8 @@ md_stop (const char *block_device, const char *instance, const char *uuid, GErro
   md_unregister_array (a);
   path = md_run_file (a->md);
   unlink (path);
-  g_message ("%s: md array %s stopped%s", a->name, a->md, a->meta && a->sb.clean ? " clean" : "");
+  vb_report (a->name, VB_REPORT_INFO, "md array %s stopped%s", a->md,
+             a->meta && a->sb.clean ? " clean" : "");
   loops = vb_kernel_tagged_loops (tag, instance);
   vb_kernel_detach_all (loops);
   return TRUE;

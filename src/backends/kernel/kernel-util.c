@@ -8,6 +8,7 @@
 #include "engine-runtime.h"
 #include "loop-util.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <blockdev/blockdev.h>
 #include <blockdev/loop.h>
@@ -73,7 +74,8 @@ vb_kernel_detach_all (GPtrArray *loops)
     {
       g_autoptr (GError) local = NULL;
       if (!bd_loop_teardown (loops->pdata[i], &local))
-        g_warning ("kernel: detaching %s: %s", (const char *) loops->pdata[i], local->message);
+        vb_report ("kernel", VB_REPORT_WARNING, "detaching %s: %s", (const char *) loops->pdata[i],
+                   local->message);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "md-array.h"
 #include "kernel-util.h"
 #include "loop-util.h"
+#include "vb-report.h"
 
 #include <blockdev/loop.h>
 #include <errno.h>
@@ -315,7 +316,8 @@ md_clear_array (MdArray *a)
   for (guint i = 0; i < CLEAR_TRIES && (r = md_set (a, "array_state", "clear")) == -EBUSY; i++)
     g_usleep (100000);
   if (r < 0)
-    g_warning ("%s: md array %s could not be stopped: %s", a->name, a->md, g_strerror (-r));
+    vb_report (a->name, VB_REPORT_WARNING, "md array %s could not be stopped: %s", a->md,
+               g_strerror (-r));
   return r;
 }
 
@@ -359,6 +361,6 @@ md_member_let_go_locked (MdArray *a, guint slot)
     {
       g_autoptr (GError) local = NULL;
       if (!bd_loop_teardown (m->node, &local))
-        g_warning ("%s: detaching %s: %s", a->name, m->node, local->message);
+        vb_report (a->name, VB_REPORT_WARNING, "detaching %s: %s", m->node, local->message);
     }
 }

@@ -12,6 +12,7 @@
 #include "superblock.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <string.h>
@@ -156,7 +157,8 @@ configure_native (MdArray *a, GError **error)
       if (st == NULL)
         {
           g_autofree char *dev = g_strdup_printf ("%u:%u", major (m->devnum), minor (m->devnum));
-          g_message ("%s: md left '%s' out (not fresh); adding it back", a->name, m->path);
+          vb_report (a->name, VB_REPORT_INFO, "md left '%s' out (not fresh); adding it back",
+                     m->path);
           if (md_set (a, "new_dev", dev) < 0)
             {
               m->failed = m->removed = TRUE;
@@ -183,7 +185,8 @@ write_run_file (MdArray *a)
 
   if (g_mkdir_with_parents (dir, 0700) != 0
       || !g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &local))
-    g_warning ("%s: %s: %s", a->name, path, local ? local->message : g_strerror (errno));
+    vb_report (a->name, VB_REPORT_WARNING, "%s: %s", path,
+               local ? local->message : g_strerror (errno));
 }
 
 char *
@@ -245,7 +248,7 @@ md_start_array (const VbBackendRequest *request, GError **error)
   md_publish_status_locked (a); /* nobody else has it yet */
   md_register_array (a);
   md_monitor_start (a);
-  g_message ("%s: md array %s (%s, %u components%s)", a->name, a->md, a->driver, a->n,
+  vb_report (a->name, VB_REPORT_INFO, "md array %s (%s, %u components%s)", a->md, a->driver, a->n,
              resync ? ", resyncing" : "");
   block_device = g_strdup (a->block_device);
   md_array_unref (a); /* the table keeps it */
@@ -297,7 +300,7 @@ attach_member (MdArray *a, const char *entry, gint64 *newest)
   m = md_member_new (node, "", node, a->meta, &local);
   if (m == NULL)
     {
-      g_warning ("%s: %s", a->md, local->message);
+      vb_report (a->md, VB_REPORT_WARNING, "%s", local->message);
       return;
     }
   /* a faulty member is recorded by the monitor (again, if the killed
@@ -336,7 +339,8 @@ attach_members (MdArray *a, const char *sysdir)
       attach_member (a, entry, &newest);
   if (a->meta && newest < 0)
     {
-      g_warning ("%s: no member holds a readable vblk superblock; not watching it", a->md);
+      vb_report (a->md, VB_REPORT_WARNING,
+                 "no member holds a readable vblk superblock; not watching it");
       return FALSE;
     }
   return TRUE;

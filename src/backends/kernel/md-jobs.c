@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "md-array.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +45,8 @@ end_job_locked (MdArray *a)
   if (!a->job_cancel)
     a->job_done = a->job_bytes;
   report_job_locked (a, a->job_cancel ? VB_ENGINE_JOB_CANCELLED : VB_ENGINE_JOB_FINISHED);
-  g_message ("%s: md's %s %s", a->name, a->job_op, a->job_cancel ? "cancelled" : "finished");
+  vb_report (a->name, VB_REPORT_INFO, "md's %s %s", a->job_op,
+             a->job_cancel ? "cancelled" : "finished");
   g_clear_pointer (&a->job_op, g_free);
   g_clear_pointer (&a->job_component, g_free);
   a->job_id = 0;
@@ -88,7 +90,7 @@ md_jobs_locked (MdArray *a, GArray *pfds)
               a->job_component = g_strdup (a->members[i]->uuid);
               break;
             }
-      g_message ("%s: md runs %s", a->name, op);
+      vb_report (a->name, VB_REPORT_INFO, "md runs %s", op);
     }
   completed = md_get (a, "sync_completed");
   if (completed

@@ -10,6 +10,7 @@
 #include "superblock.h"
 #include "vb-error.h"
 #include "vb-testhook.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <string.h>
@@ -30,9 +31,10 @@ md_record_failure_locked (MdArray *a, guint slot, const char *why, gboolean requ
       a->sb.roles[slot].state = VB_ROLE_FAULTY;
       if (!md_write_all_locked (a))
         {
-          g_warning ("%s: component %u (%s) %s, and no surviving superblock could record it; "
-                     "md keeps holding it",
-                     a->name, slot, m->path, why);
+          vb_report (
+              a->name, VB_REPORT_WARNING,
+              "component %u (%s) %s, and no surviving superblock could record it; md keeps holding it",
+              slot, m->path, why);
           a->sb.roles[slot].state = was;
           m->failed = FALSE;
           return FALSE;
@@ -40,10 +42,11 @@ md_record_failure_locked (MdArray *a, guint slot, const char *why, gboolean requ
     }
   m->rebuilding = FALSE;
   if (a->meta)
-    g_message ("%s: component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")",
-               a->name, slot, m->path, why, a->sb.events);
+    vb_report (a->name, VB_REPORT_INFO,
+               "component %u (%s) %s; recorded as faulty (events %" G_GUINT64_FORMAT ")", slot,
+               m->path, why, a->sb.events);
   else
-    g_message ("%s: component %u (%s) %s%s", a->name, slot, m->path, why,
+    vb_report (a->name, VB_REPORT_INFO, "component %u (%s) %s%s", slot, m->path, why,
                a->native ? "; md records it in its superblocks" : "");
   vb_test_hook ("md:failure-recorded");
   /* seen faulty by whoever hears of it */
@@ -76,8 +79,8 @@ native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
   if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, a->next_dev_number,
                            &a->next_dev_number, error))
     return FALSE;
-  g_message ("%s: '%s' got an md %s superblock as a spare of the array", a->name, m->path,
-             a->md_version);
+  vb_report (a->name, VB_REPORT_INFO, "'%s' got an md %s superblock as a spare of the array",
+             m->path, a->md_version);
   return TRUE;
 }
 
@@ -180,7 +183,8 @@ md_add_member_locked (MdArray *a, guint slot, const char *path, const char *uuid
       md_write_bitmap (a, m, TRUE);
     }
   md_set (a, "sync_action", "recover");
-  g_message ("%s: '%s' added to slot %u of %s; md recovers it", a->name, path, slot, a->md);
+  vb_report (a->name, VB_REPORT_INFO, "'%s' added to slot %u of %s; md recovers it", path, slot,
+             a->md);
   return TRUE;
 }
 
@@ -208,10 +212,10 @@ md_take_spare_locked (MdArray *a, guint slot)
     {
       /* it stays a spare: tried again at the next look */
       a->members[slot] = failed;
-      g_warning ("%s: spare '%s': %s", a->name, path, local->message);
+      vb_report (a->name, VB_REPORT_WARNING, "spare '%s': %s", path, local->message);
       return FALSE;
     }
-  g_message ("%s: spare '%s' takes slot %u", a->name, path, slot);
+  vb_report (a->name, VB_REPORT_INFO, "spare '%s' takes slot %u", path, slot);
   g_ptr_array_remove_index (a->spare_paths, 0);
   g_ptr_array_remove_index (a->spare_uuids, 0);
   md_member_free (failed);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "md-array.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -89,7 +90,7 @@ md_members_locked (MdArray *a, GArray *pfds)
               a->sb.roles[i].state = VB_ROLE_IN_SYNC;
               md_write_all_locked (a);
             }
-          g_message ("%s: component %u (%s) is in sync", a->name, i, m->path);
+          vb_report (a->name, VB_REPORT_INFO, "component %u (%s) is in sync", i, m->path);
           acted = TRUE;
         }
     }

@@ -8,6 +8,7 @@
 #include "assembly.h"
 #include "superblock.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ md_write_all_locked (MdArray *a)
       if (vb_superblock_write (m->fd, m->path, &one, &local))
         written++;
       else
-        g_warning ("%s: %s", a->name, local->message);
+        vb_report (a->name, VB_REPORT_WARNING, "%s", local->message);
     }
   return written > 0;
 }
@@ -56,7 +57,8 @@ md_write_bitmap (MdArray *a, Member *m, gboolean dirty)
     return;
   memset (buf, dirty ? 0xff : 0, len);
   if (pwrite (m->fd, buf, len, VB_BITMAP_OFFSET) != (ssize_t) len || fdatasync (m->fd) != 0)
-    g_warning ("%s: writing the bitmap of '%s': %s", a->name, m->path, g_strerror (errno));
+    vb_report (a->name, VB_REPORT_WARNING, "writing the bitmap of '%s': %s", m->path,
+               g_strerror (errno));
   free (buf);
 }
 
@@ -199,14 +201,14 @@ decide_slot (MdArray *a, guint i, const VbSuperblock *found, const gboolean *pre
     case VB_SLOT_MISSING:
       if (a->sb.roles[i].state == VB_ROLE_IN_SYNC)
         a->sb.roles[i].state = VB_ROLE_MISSING;
-      g_message ("%s: component %u is missing; starting degraded", a->name, i);
+      vb_report (a->name, VB_REPORT_INFO, "component %u is missing; starting degraded", i);
       return FALSE;
     case VB_SLOT_CURRENT:
       take_found_uuid (m, &found[i]);
       return TRUE;
     case VB_SLOT_FAULTY:
       /* kept out of md, shown faulty, until an explicit re-add */
-      g_message ("%s: component %u (%s): %s", a->name, i, m->path, why);
+      vb_report (a->name, VB_REPORT_INFO, "component %u (%s): %s", i, m->path, why);
       take_found_uuid (m, &found[i]);
       m->failed = TRUE;
       md_member_let_go_locked (a, i);
@@ -216,7 +218,8 @@ decide_slot (MdArray *a, guint i, const VbSuperblock *found, const gboolean *pre
     case VB_SLOT_REBUILD:
       break;
     }
-  g_message ("%s: component %u (%s): %s; md recovers it in full", a->name, i, m->path, why);
+  vb_report (a->name, VB_REPORT_INFO, "component %u (%s): %s; md recovers it in full", i, m->path,
+             why);
   if (present[i] && strcmp (found[i].component_uuid, a->sb.roles[i].uuid) == 0)
     take_found_uuid (m, &found[i]);
   m->rebuilding = TRUE;

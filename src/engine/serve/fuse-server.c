@@ -10,6 +10,7 @@
 #include "fuse-server.h"
 
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fuse3/fuse.h>
@@ -335,7 +336,7 @@ vb_fuse_server_abort (VbFuseServer *s)
   gboolean ok = abort_connection (s);
 
   if (ok)
-    g_warning ("%s: FUSE connection %u aborted (its file was still in use)", s->path,
+    vb_report (s->path, VB_REPORT_WARNING, "FUSE connection %u aborted (its file was still in use)",
                s->connection);
   return ok;
 }
