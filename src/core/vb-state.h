@@ -1,6 +1,8 @@
 /* The desired state: what the administrator asked for, as loaded from and
  * saved to state.json (schema in DESIGN.md). Pure data and JSON; no D-Bus,
- * no knowledge of drivers (the daemon validates semantics separately). */
+ * no knowledge of drivers (the daemon validates semantics separately).
+ * The model is in vb-state.c, the reader in vb-state-parse.c, the writer
+ * and the file in vb-state-file.c. */
 #pragma once
 
 #include <glib.h>
