@@ -219,15 +219,11 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
   return vb_driver_resolve_attributes (driver, base, given, error);
 }
 
-VbDeviceConfig *
-vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, GError **error)
+/* The driver asked for exists, and the device's shape is vblk's to change. */
+static const VbDriver *
+target_driver (const VbDeviceConfig *old, const char *to, GError **error)
 {
-  const char *to = request->driver && request->driver[0] ? request->driver : old->driver;
   const VbDriver *driver = vb_driver_lookup (to);
-  g_autoptr (VbDeviceConfig) d = NULL;
-  g_autoptr (GPtrArray) slots = g_ptr_array_new ();
-  g_autoptr (GPtrArray) others = g_ptr_array_new ();
-  guint n_add = 0, n_remove = 0;
 
   if (driver == NULL)
     {
@@ -244,34 +240,56 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                    old->name);
       return NULL;
     }
+  return driver;
+}
+
+/* Each added source parses, is not a component yet, and is named once. */
+static gboolean
+check_added (const VbDeviceConfig *old, const VbReconfigRequest *request, guint *n_add,
+             GError **error)
+{
+  guint n = 0;
+
   for (guint i = 0; request->add && request->add[i]; i++)
     {
       const char *src = request->add[i];
       VbSourceKind kind;
       if (!vb_source_parse (src, &kind, NULL, error))
-        return NULL;
+        return FALSE;
       for (guint j = 0; j < old->components->len; j++)
         if (strcmp (((VbComponentConfig *) old->components->pdata[j])->source, src) == 0)
           {
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                          "component '%s': already a component of '%s'", src, old->name);
-            return NULL;
+            return FALSE;
           }
       for (guint j = 0; j < i; j++)
         if (strcmp (request->add[j], src) == 0)
           {
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': added twice",
                          src);
-            return NULL;
+            return FALSE;
           }
       if (in_list (request->remove, src))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        "component '%s': both added and removed", src);
-          return NULL;
+          return FALSE;
         }
-      n_add++;
+      n++;
     }
+  *n_add = n;
+  return TRUE;
+}
+
+/* Each removed source is a slot of the device (a spare goes with Remove),
+ * named once. */
+static gboolean
+check_removed (const VbDeviceConfig *old, const VbReconfigRequest *request, guint *n_remove,
+               GError **error)
+{
+  guint n = 0;
+
   for (guint i = 0; request->remove && request->remove[i]; i++)
     {
       gboolean found = FALSE;
@@ -286,7 +304,7 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                                "component '%s' is a spare of '%s': remove it with Remove "
                                "(vbmgr remove)",
                                c->source, old->name);
-                  return NULL;
+                  return FALSE;
                 }
               found = TRUE;
             }
@@ -295,18 +313,26 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        "component '%s' is not a component of '%s'", request->remove[i], old->name);
-          return NULL;
+          return FALSE;
         }
       for (guint j = 0; j < i; j++)
         if (strcmp (request->remove[j], request->remove[i]) == 0)
           {
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                          "component '%s': removed twice", request->remove[i]);
-            return NULL;
+            return FALSE;
           }
-      n_remove++;
+      n++;
     }
+  *n_remove = n;
+  return TRUE;
+}
 
+/* The old components that stay: the slots, and the others (spares). */
+static void
+sort_kept (const VbDeviceConfig *old, const VbReconfigRequest *request, GPtrArray *slots,
+           GPtrArray *others)
+{
   for (guint i = 0; i < old->components->len; i++)
     {
       VbComponentConfig *c = old->components->pdata[i];
@@ -314,11 +340,18 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
         continue;
       g_ptr_array_add (vb_component_config_is_slot (c) ? slots : others, c);
     }
-  if (slots->len + n_add == 0)
+}
+
+/* The request leaves a device, and changes its driver or components. */
+static gboolean
+check_changes_something (const VbDeviceConfig *old, const char *to, guint n_slots, guint n_add,
+                         guint n_remove, GError **error)
+{
+  if (n_slots == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "device '%s': removing every component leaves nothing", old->name);
-      return NULL;
+      return FALSE;
     }
   if (n_add == 0 && n_remove == 0 && strcmp (to, old->driver) == 0)
     {
@@ -327,10 +360,15 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                    "device '%s': nothing to reconfigure (the same driver and components; "
                    "attributes change with SetAttributes)",
                    old->name);
-      return NULL;
+      return FALSE;
     }
-  if (!conversion_allowed (old, to, n_add, n_remove, slots->len + n_add, error))
-    return NULL;
+  return TRUE;
+}
+
+/* A file or a window becoming another driver: its data stays where it is. */
+static gboolean
+check_data_stays (const VbDeviceConfig *old, const char *to, GError **error)
+{
   if (single (old->driver) && strcmp (to, old->driver) != 0)
     {
       /* the new driver shows the whole component, writable */
@@ -344,7 +382,7 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        "device '%s': reconfiguring %s to %s: %s", old->name, old->driver, to, why);
-          return NULL;
+          return FALSE;
         }
     }
   if (strcmp (old->driver, "window") == 0 && vb_attr_get_u64 (old->attributes, "offset") != 0
@@ -354,8 +392,16 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                    "device '%s': its data starts at byte %" G_GUINT64_FORMAT
                    " of its component; %s puts it at byte 0, so it would move",
                    old->name, vb_attr_get_u64 (old->attributes, "offset"), to);
-      return NULL;
+      return FALSE;
     }
+  return TRUE;
+}
+
+/* A driver of one component keeps no others (spares) beside it. */
+static gboolean
+check_others_fit (const VbDeviceConfig *old, const VbDriver *driver, const char *to,
+                  GPtrArray *others, GError **error)
+{
   if (others->len > 0 && driver->max_components == 1)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -363,20 +409,17 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
                    "first (vbmgr remove)",
                    old->name, ((VbComponentConfig *) others->pdata[0])->source,
                    ((VbComponentConfig *) others->pdata[0])->role, to);
-      return NULL;
+      return FALSE;
     }
+  return TRUE;
+}
 
-  GHashTable *attributes = resolve_attributes (old, driver, request->attributes, error);
-  if (attributes == NULL)
-    return NULL;
-  d = vb_device_config_copy (old);
-  g_free (d->driver);
-  d->driver = g_strdup (to);
-  g_hash_table_unref (d->attributes);
-  d->attributes = attributes;
-
-  /* slots first, renumbered; added legs are behind until rebuilt where
-   * no superblock says so */
+/* Slots first, renumbered; added legs are behind until rebuilt where
+ * no superblock says so; then the others as they were. */
+static void
+set_components (VbDeviceConfig *d, const char *to, GPtrArray *slots, GPtrArray *others,
+                const char *const *add, guint n_add)
+{
   gboolean redundant_none = strcmp (to, "raid1") == 0 && vb_driver_data_offset (d->attributes) == 0;
   g_ptr_array_set_size (d->components, 0);
   for (guint i = 0; i < slots->len; i++)
@@ -391,18 +434,59 @@ vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, G
     {
       g_autofree char *role = g_strdup_printf ("%u", slots->len + i);
       g_autofree char *uuid = vb_uuid_new ();
-      VbComponentConfig *c = vb_component_config_new (request->add[i], role, uuid);
+      VbComponentConfig *c = vb_component_config_new (add[i], role, uuid);
       c->behind = redundant_none;
       g_ptr_array_add (d->components, c);
     }
   for (guint i = 0; i < others->len; i++)
     g_ptr_array_add (d->components, vb_component_config_copy (others->pdata[i]));
-  if (slots->len + n_add > driver->max_components || slots->len + n_add < driver->min_components)
+}
+
+/* The new driver takes this many slots. */
+static gboolean
+check_count (const VbDriver *driver, const char *to, guint n_slots, GError **error)
+{
+  if (n_slots > driver->max_components || n_slots < driver->min_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    "driver %s takes %u to %u components, not %u", to, driver->min_components,
-                   driver->max_components, slots->len + n_add);
-      return NULL;
+                   driver->max_components, n_slots);
+      return FALSE;
     }
+  return TRUE;
+}
+
+VbDeviceConfig *
+vb_reconfig_plan (const VbDeviceConfig *old, const VbReconfigRequest *request, GError **error)
+{
+  const char *to = request->driver && request->driver[0] ? request->driver : old->driver;
+  const VbDriver *driver;
+  g_autoptr (VbDeviceConfig) d = NULL;
+  g_autoptr (GPtrArray) slots = g_ptr_array_new ();
+  g_autoptr (GPtrArray) others = g_ptr_array_new ();
+  guint n_add = 0, n_remove = 0;
+  GHashTable *attributes;
+
+  driver = target_driver (old, to, error);
+  if (driver == NULL || !check_added (old, request, &n_add, error)
+      || !check_removed (old, request, &n_remove, error))
+    return NULL;
+  sort_kept (old, request, slots, others);
+  if (!check_changes_something (old, to, slots->len + n_add, n_add, n_remove, error)
+      || !conversion_allowed (old, to, n_add, n_remove, slots->len + n_add, error)
+      || !check_data_stays (old, to, error) || !check_others_fit (old, driver, to, others, error))
+    return NULL;
+
+  attributes = resolve_attributes (old, driver, request->attributes, error);
+  if (attributes == NULL)
+    return NULL;
+  d = vb_device_config_copy (old);
+  g_free (d->driver);
+  d->driver = g_strdup (to);
+  g_hash_table_unref (d->attributes);
+  d->attributes = attributes;
+  set_components (d, to, slots, others, request->add, n_add);
+  if (!check_count (driver, to, slots->len + n_add, error))
+    return NULL;
   return g_steal_pointer (&d);
 }

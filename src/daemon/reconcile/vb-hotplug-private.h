@@ -1,11 +1,46 @@
-/* What vb-hotplug.c (the decisions) takes from vb-hotplug-spares.c (the
- * disks that join devices, and the slot and spare facts both go by).
- * Main thread. */
+/* What hotplug's three files take from each other: vb-hotplug-events.c
+ * (udev events, the probed facts of a device node), vb-hotplug.c (the
+ * decisions) and vb-hotplug-spares.c (the disks that join devices, and the
+ * slot and spare facts both go by). Main thread, but for the probing. */
 #pragma once
 
+#include "metadata.h"
 #include "vb-reconcile.h"
 
 G_BEGIN_DECLS
+
+/* A device node's latest event; the worker fills in what it found. */
+typedef struct {
+  char *devnode;
+  char *action; /* add, change, remove */
+  GHashTable *properties;
+  dev_t devnum;
+  /* filled by the worker */
+  gboolean gone;
+  gboolean skip; /* could not be probed: no decision */
+  char *vblk_node; /* a node vblk made, or built on one: never a disk to take */
+  guint64 size;
+  const char *metadata; /* vblk, none, unknown */
+  gboolean has_sb;
+  VbSuperblock sb;
+} VbHotplugItem;
+
+/* What the events hand on (vb-hotplug.c's, given at init: the events do
+ * not know who decides). */
+typedef struct {
+  /* a probed batch of items, each the latest event of its node */
+  void (*decide) (GPtrArray *items);
+  /* @item's node went away (a loop device found detached by the poll) */
+  void (*gone) (VbHotplugItem *item);
+} VbHotplugDecider;
+
+/* vb-hotplug-events.c */
+void vb_hotplug_events_init (VbDaemon *daemon, const VbHotplugDecider *decider);
+/* Events wait to be probed, or are being probed (one may be a missing
+ * component, late on a busy host). */
+gboolean vb_hotplug_events_undecided (void);
+
+/* vb-hotplug-spares.c */
 
 /* Lends hotplug's daemon and its table of components seen (component UUID
  * -> path) since start. */

@@ -1,8 +1,7 @@
-/* Hotplug: block devices that come and go, decided by the policy rules
- * (DESIGN.md data flow 3). udev events (and, once at start, every block
- * device already there) are coalesced per device node and probed in
- * batches on a worker thread, read-only; the main thread then asks the
- * policy what to do and acts through the same path as a D-Bus request.
+/* Hotplug's decisions: block devices that come and go, decided by the
+ * policy rules (DESIGN.md data flow 3). vb-hotplug-events.c reads the udev
+ * events and probes the device nodes; here the main thread asks the policy
+ * what to do with each and acts through the same path as a D-Bus request.
  *
  *   assemble  a component of a known device: its path is recorded (disks
  *             come back in another order), and the device starts once all
@@ -23,44 +22,16 @@
 
 #include "vb-hotplug.h"
 #include "vb-hotplug-private.h"
-#include "vb-inspect.h"
 
-#include "metadata.h"
 #include "vb-policy.h"
-#include "vb-probe.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <linux/fs.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
-
-#define FLUSH_DELAY_MS 100
-
-typedef struct {
-  char *devnode;
-  char *action; /* add, change, remove */
-  GHashTable *properties;
-  dev_t devnum;
-  /* filled by the worker */
-  gboolean gone;
-  gboolean skip; /* could not be probed: no decision */
-  char *vblk_node; /* a node vblk made, or built on one: never a disk to take */
-  guint64 size;
-  const char *metadata; /* vblk, none, unknown */
-  gboolean has_sb;
-  VbSuperblock sb;
-} Item;
 
 typedef struct {
   VbDaemon *daemon;
-  GHashTable *pending; /* devnode -> Item* (the latest event) */
   GHashTable *degraded_waits; /* device name -> rounds a degraded start waited */
-  guint flush_source;
-  gboolean probing;
   GHashTable *present; /* component UUID -> devnode, as last seen */
   GHashTable *timers;  /* device name -> source id (start degraded) */
   /* component UUIDs of slots that failed because their disk went away:
@@ -71,84 +42,6 @@ typedef struct {
 } Hotplug;
 
 static Hotplug hp;
-
-static void
-item_free (Item *item)
-{
-  g_free (item->devnode);
-  g_free (item->action);
-  g_free (item->vblk_node);
-  g_clear_pointer (&item->properties, g_hash_table_unref);
-  g_free (item);
-}
-
-/* probing (worker thread) */
-
-static gboolean
-loop_detaching (dev_t devnum)
-{
-  g_autofree char *path
-      = g_strdup_printf ("/sys/dev/block/%u:%u/loop/autoclear", major (devnum), minor (devnum));
-  g_autofree char *text = NULL;
-
-  /* losetup -d of a loop device still open only sets autoclear: it goes
-   * when the last user closes it. For its users it is gone now. */
-  return g_file_get_contents (path, &text, NULL, NULL) && text[0] == '1';
-}
-
-static void
-probe_item (Item *item)
-{
-  g_autoptr (GError) error = NULL;
-  int fd;
-
-  item->metadata = "none";
-  if (strcmp (item->action, "remove") == 0)
-    {
-      item->gone = TRUE;
-      return;
-    }
-  /* vblk's own nodes look blank; they are never disks to take (a device
-   * rebuilt onto its own node deadlocks), whichever vblkd made them */
-  if (vb_inspect_is_vblk_node (item->devnum, &item->vblk_node))
-    return;
-  /* read-only: a close after writing would be a new change event */
-  fd = open (item->devnode, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    {
-      /* only a node that is no longer there is gone; any other refusal
-       * (permissions, a device busy elsewhere) says nothing about it */
-      if (errno == ENOENT || errno == ENXIO || errno == ENODEV || errno == ENOMEDIUM)
-        item->gone = TRUE;
-      else
-        item->skip = TRUE;
-      return;
-    }
-  if (ioctl (fd, BLKGETSIZE64, &item->size) < 0 || item->size == 0 || loop_detaching (item->devnum))
-    {
-      item->gone = TRUE;
-      close (fd);
-      return;
-    }
-  item->has_sb = vb_metadata_vblk.probe (fd, item->devnode)
-                 && vb_metadata_vblk.read (fd, item->devnode, &item->sb, &error);
-  close (fd);
-  if (item->has_sb)
-    item->metadata = "vblk";
-  else if (error != NULL || g_hash_table_contains (item->properties, "ID_FS_TYPE")
-           || g_hash_table_contains (item->properties, "ID_PART_TABLE_TYPE"))
-    item->metadata = "unknown"; /* another signature, or a damaged vblk one: never touched */
-}
-
-static void
-probe_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
-{
-  GPtrArray *items = data;
-
-  for (guint i = 0; i < items->len; i++)
-    probe_item (items->pdata[i]);
-  g_task_return_boolean (task, TRUE);
-}
 
 /* helpers on the desired state */
 
@@ -223,8 +116,8 @@ complete (const VbDeviceConfig *d, guint *present)
 }
 
 static void
-decision_event (const char *device, const Item *item, const VbPolicyRule *rule, const char *what,
-                const char *why)
+decision_event (const char *device, const VbHotplugItem *item, const VbPolicyRule *rule,
+                const char *what, const char *why)
 {
   GVariantBuilder b;
 
@@ -360,12 +253,6 @@ mutate_start_device (VbDaemon *daemon, VbState *candidate, gpointer user_data, V
 static gboolean start_degraded (gpointer data);
 
 static gboolean
-events_undecided (void)
-{
-  return hp.probing || hp.flush_source != 0 || g_hash_table_size (hp.pending) > 0;
-}
-
-static gboolean
 start_degraded (gpointer data)
 {
   char *name = data;
@@ -373,7 +260,7 @@ start_degraded (gpointer data)
   guint rounds = GPOINTER_TO_UINT (g_hash_table_lookup (hp.degraded_waits, name));
 
   g_hash_table_remove (hp.timers, name);
-  if (d && events_undecided () && rounds < DEGRADED_WAIT_ROUNDS)
+  if (d && vb_hotplug_events_undecided () && rounds < DEGRADED_WAIT_ROUNDS)
     {
       g_hash_table_insert (hp.degraded_waits, g_strdup (name), GUINT_TO_POINTER (rounds + 1));
       g_hash_table_insert (hp.timers, g_strdup (name),
@@ -434,8 +321,8 @@ arm_degraded (const char *name, guint64 after_ms)
 /* Assemble, re-add: a component of a device vblk knows, back where it
  * was or on another path. */
 static void
-decide_assemble (Item *item, const VbPolicyRule *rule, const VbDeviceConfig *d, const char *why,
-                 GPtrArray *assemblies)
+decide_assemble (VbHotplugItem *item, const VbPolicyRule *rule, const VbDeviceConfig *d,
+                 const char *why, GPtrArray *assemblies)
 {
   VbDaemon *daemon = hp.daemon;
   Assembly *a;
@@ -498,7 +385,7 @@ decide_assemble (Item *item, const VbPolicyRule *rule, const VbDeviceConfig *d, 
 /* Spare, replace: a blank disk joins the first listed device that wants
  * it. */
 static void
-decide_blank (Item *item, const VbPolicyRule *rule, const char *why)
+decide_blank (VbHotplugItem *item, const VbPolicyRule *rule, const char *why)
 {
   VbDaemon *daemon = hp.daemon;
   const VbDeviceConfig *target = NULL;
@@ -545,7 +432,7 @@ decide_blank (Item *item, const VbPolicyRule *rule, const char *why)
 }
 
 static void
-decide (Item *item, GPtrArray *assemblies)
+decide (VbHotplugItem *item, GPtrArray *assemblies)
 {
   VbDaemon *daemon = hp.daemon;
   VbPolicy *policy = daemon->policy;
@@ -624,7 +511,7 @@ mutate_gone (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInten
 
 /* A device node went away: a slot it held in a started device fails. */
 static void
-gone (Item *item)
+gone (VbHotplugItem *item)
 {
   VbDaemon *daemon = hp.daemon;
   GHashTableIter iter;
@@ -659,18 +546,15 @@ gone (Item *item)
     }
 }
 
-static void flush_pending (void);
-
+/* Main thread, a batch that the worker probed. */
 static void
-probed (GObject *source, GAsyncResult *result, gpointer data)
+decide_batch (GPtrArray *items)
 {
-  GPtrArray *items = data;
   g_autoptr (GPtrArray) assemblies = g_ptr_array_new_with_free_func (assembly_free);
 
-  hp.probing = FALSE;
   for (guint i = 0; i < items->len; i++)
     {
-      Item *item = items->pdata[i];
+      VbHotplugItem *item = items->pdata[i];
       if (item->skip)
         continue;
       if (item->gone)
@@ -681,156 +565,23 @@ probed (GObject *source, GAsyncResult *result, gpointer data)
   if (assemblies->len > 0)
     vb_daemon_submit (hp.daemon, NULL, mutate_assemble, VB_OP_POLICY, NULL, assembled,
                       g_steal_pointer (&assemblies), (GDestroyNotify) g_ptr_array_unref);
-  g_ptr_array_unref (items);
-  /* what came in meanwhile */
-  if (g_hash_table_size (hp.pending) > 0 && hp.flush_source == 0)
-    flush_pending ();
 }
 
-static void
-flush_pending (void)
-{
-  g_autoptr (GTask) task = NULL;
-  GPtrArray *items;
-  GHashTableIter iter;
-  gpointer key, value;
-
-  if (hp.probing || hp.daemon->desired == NULL || hp.daemon->shutting_down)
-    return;
-  items = g_ptr_array_new_with_free_func ((GDestroyNotify) item_free);
-  g_hash_table_iter_init (&iter, hp.pending);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    {
-      g_ptr_array_add (items, value);
-      g_hash_table_iter_steal (&iter);
-    }
-  hp.probing = TRUE;
-  task = g_task_new (NULL, NULL, probed, items);
-  g_task_set_task_data (task, items, NULL);
-  g_task_run_in_thread (task, probe_thread);
-}
-
-static gboolean
-flush_timeout (gpointer data)
-{
-  hp.flush_source = 0;
-  flush_pending ();
-  return G_SOURCE_REMOVE;
-}
-
-static void
-queue (const char *devnode, const char *action, dev_t devnum, GHashTable *properties)
-{
-  Item *item = g_new0 (Item, 1);
-
-  item->devnode = g_strdup (devnode);
-  item->action = g_strdup (action);
-  item->devnum = devnum;
-  item->properties = properties;
-  /* the latest event of a node stands for all of a burst */
-  g_hash_table_replace (hp.pending, item->devnode, item);
-  if (hp.flush_source == 0)
-    hp.flush_source = g_timeout_add (FLUSH_DELAY_MS, flush_timeout, NULL);
-}
-
-static GHashTable *
-properties_of (struct udev_device *dev)
-{
-  GHashTable *props = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  struct udev_list_entry *e;
-
-  udev_list_entry_foreach (e, udev_device_get_properties_list_entry (dev)) g_hash_table_insert (
-      props, g_strdup (udev_list_entry_get_name (e)), g_strdup (udev_list_entry_get_value (e)));
-  return props;
-}
-
-void
-vb_hotplug_event (struct udev_device *dev)
-{
-  const char *node = udev_device_get_devnode (dev);
-  const char *action = udev_device_get_action (dev);
-
-  if (node == NULL || hp.pending == NULL)
-    return;
-  queue (node, action ? action : "add", udev_device_get_devnum (dev), properties_of (dev));
-}
-
-void
-vb_hotplug_coldplug (struct udev *udev)
-{
-  struct udev_enumerate *en = udev_enumerate_new (udev);
-  struct udev_list_entry *e;
-
-  if (en == NULL)
-    return;
-  udev_enumerate_add_match_subsystem (en, "block");
-  udev_enumerate_scan_devices (en);
-  udev_list_entry_foreach (e, udev_enumerate_get_list_entry (en))
-  {
-    struct udev_device *dev = udev_device_new_from_syspath (udev, udev_list_entry_get_name (e));
-    if (dev && udev_device_get_devnode (dev) && !vb_hotplug_is_ours (udev_device_get_devnode (dev)))
-      queue (udev_device_get_devnode (dev), "add", udev_device_get_devnum (dev),
-             properties_of (dev));
-    if (dev)
-      udev_device_unref (dev);
-  }
-  udev_enumerate_unref (en);
-}
-
-gboolean
-vb_hotplug_is_ours (const char *devnode)
-{
-  GHashTableIter iter;
-  gpointer uuid, running;
-
-  g_hash_table_iter_init (&iter, hp.daemon->running);
-  while (g_hash_table_iter_next (&iter, &uuid, &running))
-    if (g_strcmp0 (((VbRunning *) running)->block_device, devnode) == 0)
-      return TRUE;
-  return FALSE;
-}
-
-/* losetup -d of a loop device that vblk holds open only marks it for
- * detach (autoclear) and sends no event: the slot components of started
- * devices that are loop devices are looked at every second. */
-static gboolean
-poll_loops (gpointer data)
-{
-  VbDaemon *daemon = hp.daemon;
-
-  if (daemon->desired == NULL || daemon->shutting_down)
-    return G_SOURCE_CONTINUE;
-  for (guint i = 0; i < daemon->desired->devices->len; i++)
-    {
-      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
-      if (!g_hash_table_contains (daemon->running, d->uuid))
-        continue;
-      for (guint j = 0; j < d->components->len; j++)
-        {
-          const VbComponentConfig *c = d->components->pdata[j];
-          struct stat st;
-          if (!vb_component_config_is_slot (c) || !g_str_has_prefix (c->source, "/dev/loop")
-              || stat (c->source, &st) < 0 || !S_ISBLK (st.st_mode)
-              || vb_hotplug_slot_failed (daemon, d, j) || !loop_detaching (st.st_rdev))
-            continue;
-          Item item = { .devnode = c->source, .action = (char *) "detach" };
-          gone (&item);
-        }
-    }
-  return G_SOURCE_CONTINUE;
-}
+static const VbHotplugDecider decider = {
+  .decide = decide_batch,
+  .gone = gone,
+};
 
 void
 vb_hotplug_init (VbDaemon *daemon)
 {
   hp.daemon = daemon;
-  hp.pending = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) item_free);
   hp.present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   hp.timers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   hp.degraded_waits = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   hp.went_away = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   vb_hotplug_spares_init (daemon, hp.present);
-  g_timeout_add_seconds (1, poll_loops, NULL);
+  vb_hotplug_events_init (daemon, &decider);
 }
 
 guint64

@@ -1,4 +1,5 @@
-/* Hotplug: udev block events through the policy rules (vb-hotplug.c). */
+/* Hotplug: udev block events (vb-hotplug-events.c) through the policy rules
+ * (vb-hotplug.c). */
 #pragma once
 
 #include <libudev.h>
