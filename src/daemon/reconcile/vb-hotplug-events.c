@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -27,7 +28,8 @@ static struct {
   GHashTable *pending; /* devnode -> VbHotplugItem* (the latest event) */
   guint flush_source;
   gboolean probing;
-} ev;
+  int monitor_fd; /* the udev monitor's socket: events not yet read */
+} ev = { .monitor_fd = -1 };
 
 static void
 item_free (VbHotplugItem *item)
@@ -255,11 +257,22 @@ poll_loops (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* Events not yet decided: waiting to be probed, or being probed. */
+void
+vb_hotplug_events_watch_fd (int fd)
+{
+  ev.monitor_fd = fd;
+}
+
+/* Events not yet decided: not yet read from the monitor (udev has sent
+ * them; the main loop reads them next), waiting to be probed, or being
+ * probed. */
 gboolean
 vb_hotplug_events_undecided (void)
 {
-  return ev.probing || ev.flush_source != 0 || g_hash_table_size (ev.pending) > 0;
+  struct pollfd unread = { .fd = ev.monitor_fd, .events = POLLIN };
+
+  return ev.probing || ev.flush_source != 0 || g_hash_table_size (ev.pending) > 0
+         || (ev.monitor_fd >= 0 && poll (&unread, 1, 0) > 0);
 }
 
 void

@@ -36,8 +36,9 @@ typedef struct {
 
 /* vb-hotplug-events.c */
 void vb_hotplug_events_init (VbDaemon *daemon, const VbHotplugDecider *decider);
-/* Events wait to be probed, or are being probed (one may be a missing
- * component, late on a busy host). */
+void vb_hotplug_events_watch_fd (int fd);
+/* Events wait to be read, probed, or are being probed (one may be a
+ * missing component, late on a busy host). */
 gboolean vb_hotplug_events_undecided (void);
 
 /* vb-hotplug-spares.c */

@@ -584,6 +584,50 @@ vb_hotplug_init (VbDaemon *daemon)
   vb_hotplug_events_init (daemon, &decider);
 }
 
+void
+vb_hotplug_watch_fd (int fd)
+{
+  vb_hotplug_events_watch_fd (fd);
+}
+
+/* How long a start waits for events to be decided, in rounds of this long. */
+#define SETTLE_ROUNDS 100
+#define SETTLE_ROUND_MS 50
+
+typedef struct {
+  GFunc func;
+  gpointer data;
+  guint rounds;
+} Settling;
+
+static gboolean
+settle_round (gpointer user_data)
+{
+  Settling *s = user_data;
+
+  if (vb_hotplug_events_undecided () && ++s->rounds < SETTLE_ROUNDS)
+    return G_SOURCE_CONTINUE;
+  s->func (s->data, NULL);
+  g_free (s);
+  return G_SOURCE_REMOVE;
+}
+
+void
+vb_hotplug_when_settled (GFunc func, gpointer data)
+{
+  Settling *s;
+
+  if (!vb_hotplug_events_undecided ())
+    {
+      func (data, NULL);
+      return;
+    }
+  s = g_new0 (Settling, 1);
+  s->func = func;
+  s->data = data;
+  g_timeout_add (SETTLE_ROUND_MS, settle_round, s);
+}
+
 guint64
 vb_hotplug_decisions (void)
 {

@@ -9,6 +9,13 @@
 G_BEGIN_DECLS
 
 void vb_hotplug_init (VbDaemon *daemon);
+/* The udev monitor's socket, whose unread events count as undecided. */
+void vb_hotplug_watch_fd (int fd);
+/* Calls @func (main thread) once every block event that reached vblkd is
+ * decided, or after a few seconds: a start waits for the disks the system
+ * is still announcing (a component back at another path), as mdadm's
+ * assembly waits for udev to settle. */
+void vb_hotplug_when_settled (GFunc func, gpointer data);
 /* A block event about a node vblk does not run (main thread). */
 void vb_hotplug_event (struct udev_device *dev);
 /* Every block device there now, as if it had just appeared (after start-up). */

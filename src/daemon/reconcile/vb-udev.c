@@ -92,4 +92,5 @@ vb_udev_watch (VbDaemon *daemon)
     }
   fd = udev_monitor_get_fd (watch.monitor);
   g_unix_fd_add (fd, G_IO_IN, on_udev_event, NULL);
+  vb_hotplug_watch_fd (fd);
 }
