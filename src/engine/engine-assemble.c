@@ -16,9 +16,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
   gboolean present; /* a vblk superblock of this device */
+  gboolean added;   /* a reconfiguration's slot new to the device */
   VbSuperblock sb;
 } Found;
 
@@ -140,6 +142,7 @@ remap_roles (VbEngine *e, const VbEngineIdentity *id, Found *found)
       gint j = role_of (&old, id->component_uuids[i]);
       g_strlcpy (m->sb.roles[i].uuid, id->component_uuids[i], sizeof m->sb.roles[i].uuid);
       m->sb.roles[i].state = j >= 0 ? old.roles[j].state : VB_ROLE_REBUILDING;
+      found[i].added = j < 0;
       if (found[i].present && j >= 0 && found[i].sb.role == j
           && strcmp (found[i].sb.component_uuid, id->component_uuids[i]) == 0)
         found[i].sb.role = (gint32) i;
@@ -163,6 +166,8 @@ decide_slot (VbEngine *e, guint i, const Found *found, gint newest, gboolean rea
     .use_bitmap = TRUE,
     .can_resume = e->layout.size <= m->sb.data_size,
     .readd = readd,
+    .named = !found[i].added && e->components[i].uuid != NULL
+             && strcmp (e->components[i].uuid, m->sb.roles[i].uuid) == 0,
   };
 
   for (guint j = 0; m->spare_uuids && j < m->spare_uuids->len; j++)
@@ -192,8 +197,17 @@ engine_meta_decide_readd (VbEngine *e, guint slot, const VbSuperblock *own, char
   return d;
 }
 
+/* A blank disk at the path of the component the table names for slot @i
+ * and the desired state too (assembly rule 1c). */
+static gboolean
+stranger_at (const char *uuid, const Found *found, const VbSuperblock *t, guint i)
+{
+  return !found[i].present && t->roles[i].state != VB_ROLE_EMPTY && *t->roles[i].uuid != '\0'
+         && uuid != NULL && strcmp (uuid, t->roles[i].uuid) == 0;
+}
+
 /* Another disk at the path of a slot whose component failed or went away
- * (assembly rule 1b): the slot stays out, so the disk's size does not
+ * (assembly rules 1b and 1c): the slot stays out, so the disk's size does not
  * count. The layout is made again with such slots at the size the data
  * needs; FALSE when a component the device uses is too small all the same. */
 static gboolean
@@ -213,7 +227,8 @@ relayout_without_strangers (VbEngine *e, const VbEngineIdentity *id, const Found
       gboolean out = id->reconfigure ? id->failed && id->failed[i]
                                      : i < t->n_roles
                                            && (t->roles[i].state == VB_ROLE_FAULTY
-                                               || t->roles[i].state == VB_ROLE_MISSING);
+                                               || t->roles[i].state == VB_ROLE_MISSING
+                                               || stranger_at (id->component_uuids[i], found, t, i));
       gboolean member = !id->reconfigure && found[i].present && found[i].sb.role == (gint32) i
                         && strcmp (found[i].sb.component_uuid, t->roles[i].uuid) == 0;
       infos[i].source = c->path;
@@ -432,6 +447,23 @@ decide_slot_at_start (Assembly *a, guint i)
         m->sb.roles[i].state = VB_ROLE_MISSING;
       engine_report (e, VB_REPORT_INFO, "component %u (%s) is missing; starting degraded", i,
                      c->path);
+      return;
+    case VB_SLOT_STRANGER:
+      /* as if its component were missing (it went away): the disk at its
+       * path is let go, never read nor written, and the component is
+       * re-added when it comes back */
+      engine_report (e, VB_REPORT_INFO, "component %u (%s): %s", i, c->path, why);
+      if (c->ops == NULL && c->fd >= 0)
+        {
+          close (c->fd);
+          c->fd = -1;
+        }
+      c->missing = TRUE;
+      g_free (c->uuid);
+      c->uuid = g_strdup (m->sb.roles[i].uuid);
+      m->sb.roles[i].state = VB_ROLE_MISSING;
+      g_atomic_int_set (&c->faulty, 1);
+      g_atomic_int_set (&c->recorded, 1);
       return;
     case VB_SLOT_FAULTY:
       /* never read nor written, and not brought back by this start:

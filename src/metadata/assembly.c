@@ -2,6 +2,9 @@
  *  1. not there: missing;
  *  1b. the slot's member failed or went missing and another disk (blank,
  *     or not that member) is at its path: faulty, unless re-added there;
+ *  1c. a blank disk at the path of the component the device's table and
+ *     the desired state name (its superblock was written there, so this is
+ *     another disk): a stranger, whatever the slot's state, unless re-added;
  *  2. not this slot's member (blank, another slot's or another component's
  *     superblock): rebuilt in full;
  *  3. faulty in the device's table: stays faulty unless re-added;
@@ -53,6 +56,8 @@ vb_slot_decision_to_string (VbSlotDecision d)
       return "faulty";
     case VB_SLOT_MISSING:
       return "missing";
+    case VB_SLOT_STRANGER:
+      return "stranger";
     }
   return "unknown";
 }
@@ -118,6 +123,18 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
   if (f->taken_by_spare && !f->readd)
     return because (VB_SLOT_FAULTY, why,
                     "a spare took this slot over (%s); it stays out until it is re-added",
+                    dev->roles[f->slot].uuid);
+  /* the slot's component had its superblock written at this path, and the
+   * disk there now is blank: another disk (one that took the number of an
+   * unplugged one while the device was stopped, say) is never written
+   * behind anyone's back (torture seed 2, 120-s run, step 138: a leg being
+   * rebuilt was unplugged, a blank disk took its number, the next start
+   * rebuilt onto that disk) */
+  if (own == NULL && f->named && *dev->roles[f->slot].uuid != '\0'
+      && dev->roles[f->slot].state != VB_ROLE_EMPTY && !f->readd)
+    return because (VB_SLOT_STRANGER, why,
+                    "the disk at its path is blank, not its component %s; the slot stays out "
+                    "until a component is added to it",
                     dev->roles[f->slot].uuid);
   if (own == NULL)
     return because (VB_SLOT_REBUILD, why, "it is new to the device");

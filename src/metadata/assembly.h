@@ -21,6 +21,10 @@ typedef enum {
   VB_SLOT_REBUILD, /* every byte is copied to it before it is read */
   VB_SLOT_FAULTY,  /* failed: not read, not written, until an explicit re-add */
   VB_SLOT_MISSING, /* not there */
+  /* another disk (a blank one) is at the path of the component the
+   * device's table names: not read, not written; the table records its
+   * component as gone (missing) */
+  VB_SLOT_STRANGER,
 } VbSlotDecision;
 
 typedef struct {
@@ -49,13 +53,17 @@ typedef struct {
    * device's spares: a spare took the slot (its failure's takeover), and
    * the desired state had not recorded it yet when vblkd stopped */
   gboolean taken_by_spare;
+  /* the desired state's component for the slot is the one the device's
+   * table names (not one the administrator put there since, nor a
+   * reconfiguration's new slot): a blank disk at its path is another disk */
+  gboolean named;
 } VbSlotFacts;
 
 /* What slot @facts->slot is, and why in a few words for the log (*@why,
  * may be NULL; "" for a current slot). */
 VbSlotDecision vb_assembly_decide (const VbSlotFacts *facts, char **why);
 
-/* "current", "resync", "resume", "rebuild", "faulty", "missing" */
+/* "current", "resync", "resume", "rebuild", "faulty", "missing", "stranger" */
 const char *vb_slot_decision_to_string (VbSlotDecision d);
 
 /* The superblock's events_cleared as the rule reads it: a superblock

@@ -842,6 +842,60 @@ test_rule_membership (void)
     }
 }
 
+/* Rule 1c: a blank disk at the path of the component that both the
+ * device's table and the desired state name for the slot is another disk
+ * (the component's superblock was written there): a stranger, never
+ * written, whatever the slot's state (torture seed 2, 120-s run, step 138:
+ * a leg being rebuilt, unplugged while the device was stopped, and a blank
+ * disk at its number rebuilt onto). A blank disk the desired state puts in
+ * a slot of another component (added while stopped) is new: rebuilt. */
+static void
+test_rule_stranger (void)
+{
+  VbSuperblock dev = device_sb ();
+  VbSlotFacts facts = {
+    .device = &dev,
+    .slot = 1,
+    .present = TRUE,
+    .own = NULL,
+    .newest = leg_uuids[0],
+    .use_bitmap = TRUE,
+    .can_resume = TRUE,
+    .named = TRUE,
+  };
+  const VbRoleState states[] = { VB_ROLE_IN_SYNC, VB_ROLE_REBUILDING };
+  g_autofree char *why = NULL;
+
+  for (guint k = 0; k < G_N_ELEMENTS (states); k++)
+    {
+      dev.roles[1].state = states[k];
+      facts.readd = FALSE;
+      facts.named = TRUE;
+      g_clear_pointer (&why, g_free);
+      g_assert_cmpint (vb_assembly_decide (&facts, &why), ==, VB_SLOT_STRANGER);
+      g_assert_nonnull (strstr (why, "is blank, not its component"));
+      g_assert_nonnull (strstr (why, dev.roles[1].uuid));
+      /* an administrator's re-add of the path makes the disk the member */
+      facts.readd = TRUE;
+      g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_REBUILD);
+      /* the desired state names another component there (or a
+       * reconfiguration's new slot): new to the device */
+      facts.readd = FALSE;
+      facts.named = FALSE;
+      g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_REBUILD);
+    }
+  /* failed or gone: rule 1b comes first */
+  dev.roles[1].state = VB_ROLE_FAULTY;
+  facts.named = TRUE;
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_FAULTY);
+  /* the slot's component there with its superblock: current */
+  VbSuperblock own = own_sb (&dev, 10);
+  dev.roles[1].state = VB_ROLE_IN_SYNC;
+  facts.own = &own;
+  g_assert_cmpint (vb_assembly_decide (&facts, NULL), ==, VB_SLOT_CURRENT);
+  g_assert_cmpstr (vb_slot_decision_to_string (VB_SLOT_STRANGER), ==, "stranger");
+}
+
 /* A failed component stays faulty until an explicit re-add; a missing one
  * comes back through the bitmap when the bitmap kept what it missed. */
 static void
@@ -1204,6 +1258,7 @@ main (int argc, char **argv)
   ADD ("/engine-meta/failed-stays-faulty", test_failed_stays_faulty);
   g_test_add_func ("/assembly-rule/in-sync-and-stale", test_rule_in_sync_and_stale);
   g_test_add_func ("/assembly-rule/membership", test_rule_membership);
+  g_test_add_func ("/assembly-rule/stranger", test_rule_stranger);
   g_test_add_func ("/assembly-rule/taken-by-spare", test_rule_taken_by_spare);
   g_test_add_func ("/assembly-rule/faulty-and-missing", test_rule_faulty_and_missing);
   g_test_add_func ("/assembly-rule/split-brain", test_rule_split_brain);

@@ -194,6 +194,7 @@ decide_slot (MdArray *a, guint i, const VbSuperblock *found, const gboolean *pre
     .own = present[i] ? &found[i] : NULL,
     .newest = newest_uuid,
     .use_bitmap = FALSE,
+    .named = m != NULL && m->uuid != NULL && strcmp (m->uuid, a->sb.roles[i].uuid) == 0,
   };
 
   switch (vb_assembly_decide (&facts, &why))
@@ -206,6 +207,14 @@ decide_slot (MdArray *a, guint i, const VbSuperblock *found, const gboolean *pre
     case VB_SLOT_CURRENT:
       take_found_uuid (m, &found[i]);
       return TRUE;
+    case VB_SLOT_STRANGER:
+      /* its component went away (re-added when it comes back); the disk
+       * at its path is let go, never written */
+      a->sb.roles[i].state = VB_ROLE_MISSING;
+      vb_report (a->name, VB_REPORT_INFO, "component %u (%s): %s", i, m->path, why);
+      m->failed = TRUE;
+      md_member_let_go_locked (a, i);
+      return FALSE;
     case VB_SLOT_FAULTY:
       /* kept out of md, shown faulty, until an explicit re-add */
       vb_report (a->name, VB_REPORT_INFO, "component %u (%s): %s", i, m->path, why);
