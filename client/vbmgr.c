@@ -40,7 +40,7 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "jobs", "[--json]", N_ ("List the jobs (resync, rebuild, check, repair)"), vb_cmd_jobs },
   { "wait", "NAME|JOB [--timeout SECONDS] [--json]",
     N_ ("Wait until a job has ended, or until no job of a device runs"), vb_cmd_wait },
-  { "examine", "PATH [--json]", N_ ("Print the vblk superblock of a component (no daemon)"),
+  { "examine", "PATH [--json|--udev]", N_ ("Print the vblk superblock of a component (no daemon)"),
     vb_cmd_examine },
   { "scan", "[--adopt [--start]] [--json] [PATH...]",
     N_ ("Find devices from their components' superblocks; --adopt adds the unknown ones"),
