@@ -45,6 +45,8 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "scan", "[--adopt [--start]] [--json] [PATH...]",
     N_ ("Find devices from their components' superblocks; --adopt adds the unknown ones"),
     vb_cmd_scan },
+  { "wipe", "PATH [--force] [--md]", N_ ("Erase vblk's superblock and bitmap from a disk"),
+    vb_cmd_wipe },
   { "monitor", "[--json]", N_ ("Print the events of vblkd as they happen, until interrupted"),
     vb_cmd_monitor },
   { "policy", "list [--json] | test DEVICE|--prop K=V… [--json] | reload",
