@@ -49,6 +49,8 @@ int vb_cmd_wait (int argc, char **argv);
 int vb_cmd_examine (int argc, char **argv);
 /* cmd-scan.c */
 int vb_cmd_scan (int argc, char **argv);
+/* cmd-wipe.c */
+int vb_cmd_wipe (int argc, char **argv);
 /* cmd-monitor.c */
 int vb_cmd_monitor (int argc, char **argv);
 /* cmd-policy.c */

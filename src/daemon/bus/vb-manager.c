@@ -6,6 +6,7 @@
 #include "vb-manager.h"
 #include "vb-request.h"
 #include "vb-scan.h"
+#include "vb-wipe.h"
 
 #include <glib/gi18n.h>
 #include <string.h>
@@ -414,6 +415,109 @@ handle_scan (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *
   return TRUE;
 }
 
+/* Wipe: authorized, then checked and done on a worker thread against a
+ * copy of the desired state and the started devices of the moment. */
+typedef struct {
+  GDBusMethodInvocation *invocation;
+  char *path;
+  gboolean force, md;
+  VbState *state;
+  GHashTable *started; /* device UUIDs */
+} WipeRequest;
+
+static void
+wipe_request_free (WipeRequest *req)
+{
+  g_object_unref (req->invocation);
+  g_free (req->path);
+  if (req->state)
+    vb_state_free (req->state);
+  if (req->started)
+    g_hash_table_unref (req->started);
+  g_free (req);
+}
+
+static void
+wipe_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  WipeRequest *req = task_data;
+  GError *error = NULL;
+  char **erased = NULL;
+
+  if (vb_wipe (req->path, req->state, req->started, req->force, req->md, &erased, &error))
+    g_task_return_pointer (task, erased, (GDestroyNotify) g_strfreev);
+  else
+    g_task_return_error (task, error);
+}
+
+static void
+wipe_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  WipeRequest *req = user_data;
+  g_autoptr (GError) error = NULL;
+  g_auto (GStrv) erased = g_task_propagate_pointer (G_TASK (result), &error);
+
+  if (erased == NULL)
+    vb_invocation_return_gerror (req->invocation, error);
+  else
+    {
+      g_autofree char *what = g_strjoinv (", ", erased);
+      g_message ("vblk: wiped %s from %s", what, req->path);
+      g_dbus_method_invocation_return_value (req->invocation,
+                                             g_variant_new ("(^as)", erased));
+    }
+  wipe_request_free (req);
+}
+
+static void
+wipe_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_data)
+{
+  WipeRequest *req = user_data;
+  g_autoptr (GTask) task = NULL;
+
+  req->state = vb_state_copy (daemon->desired);
+  req->started = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (g_hash_table_contains (daemon->running, d->uuid))
+        g_hash_table_add (req->started, g_strdup (d->uuid));
+    }
+  task = g_task_new (NULL, NULL, wipe_done, req);
+  g_task_set_task_data (task, req, NULL);
+  g_task_run_in_thread (task, wipe_thread);
+}
+
+static const char *const wipe_options[] = { "force:b", "md:b", NULL };
+
+static gboolean
+handle_wipe (VbDBusManager *iface, GDBusMethodInvocation *invocation, const char *path,
+             GVariant *options, VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  WipeRequest *req;
+
+  if (!vb_options_check (options, wipe_options, &error))
+    {
+      vb_invocation_return_gerror (invocation, error);
+      return TRUE;
+    }
+  if (!g_path_is_absolute (path))
+    {
+      g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                                             "path '%s': not an absolute path", path);
+      return TRUE;
+    }
+  req = g_new0 (WipeRequest, 1);
+  req->invocation = g_object_ref (invocation);
+  req->path = g_strdup (path);
+  req->force = vb_options_get_bool (options, "force", FALSE);
+  req->md = vb_options_get_bool (options, "md", FALSE);
+  vb_auth_check (daemon, invocation, "org.vblk.delete", NULL, wipe_authorized, req,
+                 (GDestroyNotify) wipe_request_free);
+  return TRUE;
+}
+
 static GVariant *
 drivers_variant (void)
 {
@@ -461,6 +565,7 @@ vb_manager_export (VbDaemon *daemon)
                     daemon);
   g_signal_connect (daemon->bus->manager, "handle-apply", G_CALLBACK (handle_apply), daemon);
   g_signal_connect (daemon->bus->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
+  g_signal_connect (daemon->bus->manager, "handle-wipe", G_CALLBACK (handle_wipe), daemon);
   vb_dbus_object_skeleton_set_manager (object, daemon->bus->manager);
   g_dbus_object_manager_server_export (daemon->bus->object_manager,
                                        G_DBUS_OBJECT_SKELETON (object));

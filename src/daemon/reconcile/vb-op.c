@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "vb-devlinks.h"
+#include "vb-node-records.h"
 #include "vb-op.h"
 
 #include <string.h>
@@ -231,6 +232,8 @@ vb_op_sync_links (VbOp *op)
   vb_op_world_lock (op);
   vb_op_world_take (op);
   vb_devlinks_sync (op->daemon->dev_dir, op->daemon->world_desired, op->daemon->world_running);
+  vb_node_records_sync (op->daemon->run_dir, op->daemon->instance, op->daemon->world_desired,
+                        op->daemon->world_running);
   vb_op_world_unlock (op);
 }
 

@@ -1,0 +1,132 @@
+/* See vb-node-records.h. A record is a list of udev properties
+ * (KEY=VALUE lines, udev's IMPORT{file} format) named after the node's
+ * device number, the way udev names its own database files. */
+#include "config.h"
+
+#include "vb-node-records.h"
+
+#include "backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static char *
+record_name (dev_t devnum)
+{
+  return g_strdup_printf ("b%u:%u", major (devnum), minor (devnum));
+}
+
+/* The started devices' nodes: record name -> text. */
+static void
+add_devices (GHashTable *want, const VbState *state, GHashTable *running)
+{
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
+      struct stat st;
+
+      if (r == NULL || stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
+        continue;
+      g_hash_table_insert (want, record_name (st.st_rdev),
+                           g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n",
+                                            d->name, d->uuid));
+    }
+}
+
+/* The nodes this vblkd made that are no device's own: loops under a dm
+ * table or an md array, tagged so by the backend that made them. */
+static void
+add_internal (GHashTable *want, const char *instance)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/sys/class/block", 0, NULL);
+  const char *entry;
+
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *dev_file = g_build_filename ("/sys/class/block", entry, "dev", NULL);
+      g_autofree char *partition = g_build_filename ("/sys/class/block", entry, "partition", NULL);
+      g_autofree char *text = NULL;
+      g_auto (VbNodeOwner) owner = { 0 };
+      guint maj, min;
+      g_autofree char *name = NULL;
+
+      if (g_file_test (partition, G_FILE_TEST_EXISTS)
+          || !g_file_get_contents (dev_file, &text, NULL, NULL)
+          || sscanf (text, "%u:%u", &maj, &min) != 2)
+        continue;
+      name = record_name (makedev (maj, min));
+      if (g_hash_table_contains (want, name) || !vb_backends_node_owner (makedev (maj, min), &owner)
+          || !owner.internal || g_strcmp0 (owner.instance, instance) != 0)
+        continue;
+      g_hash_table_insert (want, g_steal_pointer (&name),
+                           g_strdup_printf ("VBLK_NODE=internal\nVBLK_UUID=%s\n", owner.uuid));
+    }
+}
+
+/* udev looks at the node again: its rule imports the record as it is now. */
+static void
+announce (const char *record)
+{
+  g_autofree char *path = g_strdup_printf ("/sys/dev/block/%s/uevent", record + 1);
+  int fd = open (path, O_WRONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return; /* the node went with its device */
+  if (write (fd, "change", 6) < 0)
+    g_debug ("vblk: %s: %s", path, g_strerror (errno));
+  close (fd);
+}
+
+static void
+write_record (const char *dir, const char *name, const char *text)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *old = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (g_file_get_contents (path, &old, NULL, NULL) && strcmp (old, text) == 0)
+    return;
+  if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &local))
+    {
+      g_warning ("vblk: udev record %s: %s", path, local->message);
+      return;
+    }
+  announce (name);
+}
+
+void
+vb_node_records_sync (const char *run_dir, const char *instance, const VbState *state,
+                      GHashTable *running)
+{
+  g_autofree char *dir = g_build_filename (run_dir, "udev", NULL);
+  g_autoptr (GHashTable) want = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr (GDir) listing = NULL;
+  GHashTableIter iter;
+  gpointer name, text;
+  const char *entry;
+
+  if (g_mkdir_with_parents (dir, 0755) < 0)
+    {
+      g_warning ("vblk: cannot create %s: %s", dir, g_strerror (errno));
+      return;
+    }
+  add_devices (want, state, running);
+  add_internal (want, instance);
+  g_hash_table_iter_init (&iter, want);
+  while (g_hash_table_iter_next (&iter, &name, &text))
+    write_record (dir, name, text);
+  listing = g_dir_open (dir, 0, NULL);
+  while (listing && (entry = g_dir_read_name (listing)))
+    if (entry[0] == 'b' && !g_hash_table_contains (want, entry))
+      {
+        g_autofree char *path = g_build_filename (dir, entry, NULL);
+        if (g_unlink (path) == 0)
+          announce (entry);
+      }
+}
