@@ -35,7 +35,10 @@ vbmgr create "$name" --driver raid1 --start "$la" "$lb"
 vbmgr wait "$name" > /dev/null || vb_fail "initial resync"
 uuid=$(vb_json "$name" .uuid)
 node=$(vb_blockdev_of "$name")
-ua=$(vb_json "$name" ".components[] | select(.source == \"$la\") | .uuid")
+# the component's UUID: the desired state's
+ua=$(jq -r --arg n "$name" --arg s "$la" \
+  '.devices[] | select(.name == $n) | .components[] | select(.source == $s) | .uuid' \
+  "$VB_STATE_DIR/state.json")
 
 vb_log "the device's node: links and hints made by udev"
 udevadm settle
@@ -88,4 +91,10 @@ vb_assert_contains "$VB_ERR" "checksum mismatch" "examine --udev of a damaged su
 vb_log "members of a stopped device keep their names"
 vb_assert_eq vblk_member "$(prop "$la" ID_FS_TYPE)" "ID_FS_TYPE of $la, stopped"
 vbmgr delete "$name"
+
+vb_log "a wiped member is no member any more"
+vbmgr wipe "$la" > /dev/null
+changed "$la"
+vb_assert_eq "" "$(prop "$la" ID_FS_TYPE)" "ID_FS_TYPE of $la after vbmgr wipe"
+vb_assert_eq "" "$(lsblk --noheadings --nodeps --output FSTYPE "$la" | xargs)" "lsblk of $la after the wipe"
 vb_stop_daemon
