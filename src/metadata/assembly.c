@@ -89,10 +89,62 @@ state_in (const VbSuperblock *own, const char *uuid)
   return VB_ROLE_EMPTY;
 }
 
+/* Rules 1b and 1c, and a spare's takeover: another disk at the slot's
+ * path, or the slot another component's now. TRUE (*@d set) when the disk
+ * at the path stays out. */
+static gboolean
+kept_out (const VbSlotFacts *f, VbSlotDecision *d, char **why)
+{
+  const VbSuperblock *dev = f->device, *own = f->own;
+  VbRoleState state = dev->roles[f->slot].state;
+
+  /* the slot's own component failed or went away, and another disk is at
+   * its path now (a blank one that took the number of an unplugged one,
+   * say): that disk is not taken behind anyone's back */
+  if ((state == VB_ROLE_FAULTY || state == VB_ROLE_MISSING) && !f->readd
+      && (own == NULL || own->role != (gint32) f->slot
+          || strcmp (own->component_uuid, dev->roles[f->slot].uuid) != 0))
+    {
+      *d = because (VB_SLOT_FAULTY, why,
+                    "its component %s and the disk at its path now is %s; the slot stays out "
+                    "until a component is added to it",
+                    state == VB_ROLE_FAULTY ? "failed" : "went away",
+                    own == NULL ? "blank" : "not that component");
+      return TRUE;
+    }
+  /* its component failed and a spare took the slot over: it stays out
+   * (a failed component comes back only through a re-add), and the spare
+   * goes on with the slot */
+  if (f->taken_by_spare && !f->readd)
+    {
+      *d = because (VB_SLOT_FAULTY, why,
+                    "a spare took this slot over (%s); it stays out until it is re-added",
+                    dev->roles[f->slot].uuid);
+      return TRUE;
+    }
+  /* the slot's component had its superblock written at this path, and the
+   * disk there now is blank: another disk (one that took the number of an
+   * unplugged one while the device was stopped, say) is never written
+   * behind anyone's back (torture seed 2, 120-s run, step 138: a leg being
+   * rebuilt was unplugged, a blank disk took its number, the next start
+   * rebuilt onto that disk) */
+  if (own == NULL && f->named && *dev->roles[f->slot].uuid != '\0'
+      && dev->roles[f->slot].state != VB_ROLE_EMPTY && !f->readd)
+    {
+      *d = because (VB_SLOT_STRANGER, why,
+                    "the disk at its path is blank, not its component %s; the slot stays out "
+                    "until a component is added to it",
+                    dev->roles[f->slot].uuid);
+      return TRUE;
+    }
+  return FALSE;
+}
+
 VbSlotDecision
 vb_assembly_decide (const VbSlotFacts *f, char **why)
 {
   const VbSuperblock *dev, *own;
+  VbSlotDecision decision;
   VbRoleState state;
 
   g_return_val_if_fail (f != NULL && f->device != NULL, VB_SLOT_REBUILD);
@@ -106,36 +158,8 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
 
   if (!f->present)
     return because (VB_SLOT_MISSING, why, "it is not there");
-  /* the slot's own component failed or went away, and another disk is at
-   * its path now (a blank one that took the number of an unplugged one,
-   * say): that disk is not taken behind anyone's back */
-  if ((state == VB_ROLE_FAULTY || state == VB_ROLE_MISSING) && !f->readd
-      && (own == NULL || own->role != (gint32) f->slot
-          || strcmp (own->component_uuid, dev->roles[f->slot].uuid) != 0))
-    return because (VB_SLOT_FAULTY, why,
-                    "its component %s and the disk at its path now is %s; the slot stays out "
-                    "until a component is added to it",
-                    state == VB_ROLE_FAULTY ? "failed" : "went away",
-                    own == NULL ? "blank" : "not that component");
-  /* its component failed and a spare took the slot over: it stays out
-   * (a failed component comes back only through a re-add), and the spare
-   * goes on with the slot */
-  if (f->taken_by_spare && !f->readd)
-    return because (VB_SLOT_FAULTY, why,
-                    "a spare took this slot over (%s); it stays out until it is re-added",
-                    dev->roles[f->slot].uuid);
-  /* the slot's component had its superblock written at this path, and the
-   * disk there now is blank: another disk (one that took the number of an
-   * unplugged one while the device was stopped, say) is never written
-   * behind anyone's back (torture seed 2, 120-s run, step 138: a leg being
-   * rebuilt was unplugged, a blank disk took its number, the next start
-   * rebuilt onto that disk) */
-  if (own == NULL && f->named && *dev->roles[f->slot].uuid != '\0'
-      && dev->roles[f->slot].state != VB_ROLE_EMPTY && !f->readd)
-    return because (VB_SLOT_STRANGER, why,
-                    "the disk at its path is blank, not its component %s; the slot stays out "
-                    "until a component is added to it",
-                    dev->roles[f->slot].uuid);
+  if (kept_out (f, &decision, why))
+    return decision;
   if (own == NULL)
     return because (VB_SLOT_REBUILD, why, "it is new to the device");
   if (own->role != (gint32) f->slot || *dev->roles[f->slot].uuid == '\0'
