@@ -19,9 +19,14 @@
 #include <glib/gi18n.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <string.h>
 #include <unistd.h>
+
+static void notify_systemd (const char *state);
 
 static char *opt_state_dir = NULL;
 static char *opt_run_dir = NULL;
@@ -58,6 +63,7 @@ on_signal (gpointer data)
   if (daemon->shutting_down)
     return G_SOURCE_CONTINUE;
   daemon->shutting_down = TRUE;
+  notify_systemd ("STOPPING=1");
   g_message ("vblk: signal received, leaving kernel-run devices running");
   if (daemon->bus->object_manager == NULL)
     vb_daemon_quit (daemon); /* nothing started yet */
@@ -74,12 +80,42 @@ on_sighup (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* systemd's readiness protocol (sd_notify(3)): one datagram to
+ * $NOTIFY_SOCKET ("@" for the abstract namespace), when there is one. */
+static void
+notify_systemd (const char *state)
+{
+  const char *path = g_getenv ("NOTIFY_SOCKET");
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  size_t len = path ? strlen (path) : 0;
+  int fd;
+
+  if (len == 0 || len >= sizeof sa.sun_path || (path[0] != '/' && path[0] != '@'))
+    return;
+  memcpy (sa.sun_path, path, len);
+  if (sa.sun_path[0] == '@')
+    sa.sun_path[0] = '\0';
+  fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return;
+  if (sendto (fd, state, strlen (state), MSG_NOSIGNAL, (struct sockaddr *) &sa,
+              offsetof (struct sockaddr_un, sun_path) + len)
+      < 0)
+    g_debug ("vblk: telling systemd '%s': %s", state, g_strerror (errno));
+  close (fd);
+}
+
 static void
 startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
   guint n = g_hash_table_size (daemon->running);
+  g_autofree char *ready = g_strdup_printf ("READY=1\nSTATUS=%u device(s), %u running",
+                                            daemon->desired->devices->len, n);
 
   g_message ("vblk: ready: %u device(s), %u running", daemon->desired->devices->len, n);
+  /* ready once the devices marked autostart are up: a unit ordered after
+   * vblkd (local file systems) finds them */
+  notify_systemd (ready);
   /* the disks already there go through the policy, as if just plugged */
   vb_udev_coldplug ();
 }
