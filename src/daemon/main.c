@@ -19,9 +19,14 @@
 #include <glib/gi18n.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <string.h>
 #include <unistd.h>
+
+static void notify_systemd (const char *state);
 
 static char *opt_state_dir = NULL;
 static char *opt_run_dir = NULL;
@@ -58,6 +63,7 @@ on_signal (gpointer data)
   if (daemon->shutting_down)
     return G_SOURCE_CONTINUE;
   daemon->shutting_down = TRUE;
+  notify_systemd ("STOPPING=1");
   g_message ("vblk: signal received, leaving kernel-run devices running");
   if (daemon->bus->object_manager == NULL)
     vb_daemon_quit (daemon); /* nothing started yet */
@@ -74,12 +80,42 @@ on_sighup (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* systemd's readiness protocol (sd_notify(3)): one datagram to
+ * $NOTIFY_SOCKET ("@" for the abstract namespace), when there is one. */
+static void
+notify_systemd (const char *state)
+{
+  const char *path = g_getenv ("NOTIFY_SOCKET");
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  size_t len = path ? strlen (path) : 0;
+  int fd;
+
+  if (len == 0 || len >= sizeof sa.sun_path || (path[0] != '/' && path[0] != '@'))
+    return;
+  memcpy (sa.sun_path, path, len);
+  if (sa.sun_path[0] == '@')
+    sa.sun_path[0] = '\0';
+  fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return;
+  if (sendto (fd, state, strlen (state), MSG_NOSIGNAL, (struct sockaddr *) &sa,
+              offsetof (struct sockaddr_un, sun_path) + len)
+      < 0)
+    g_debug ("vblk: telling systemd '%s': %s", state, g_strerror (errno));
+  close (fd);
+}
+
 static void
 startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
   guint n = g_hash_table_size (daemon->running);
+  g_autofree char *ready = g_strdup_printf ("READY=1\nSTATUS=%u device(s), %u running",
+                                            daemon->desired->devices->len, n);
 
   g_message ("vblk: ready: %u device(s), %u running", daemon->desired->devices->len, n);
+  /* ready once the devices marked autostart are up: a unit ordered after
+   * vblkd (local file systems) finds them */
+  notify_systemd (ready);
   /* the disks already there go through the policy, as if just plugged */
   vb_udev_coldplug ();
 }
@@ -136,7 +172,7 @@ reconnect (gpointer data)
 
   if (connection == NULL || g_dbus_connection_is_closed (connection))
     return G_SOURCE_CONTINUE;
-  g_message ("vblk: the system bus is back; owning %s again", VB_BUS_NAME);
+  g_message ("vblk: the system bus is there; owning %s", VB_BUS_NAME);
   daemon->bus->reconnect_source = 0;
   own_name (daemon, connection);
   return G_SOURCE_REMOVE;
@@ -147,9 +183,8 @@ reconnect (gpointer data)
  * that connection: every change is refused until the bus is back), and
  * the bus is tried again every second. */
 static void
-bus_lost (VbDaemon *daemon)
+bus_lost_quietly (VbDaemon *daemon)
 {
-  g_message ("vblk: the system bus went away; every device keeps running; reconnecting");
   if (daemon->bus->owner_id)
     g_bus_unown_name (daemon->bus->owner_id);
   daemon->bus->owner_id = 0;
@@ -158,6 +193,13 @@ bus_lost (VbDaemon *daemon)
   g_clear_object (&daemon->bus->authority);
   if (daemon->bus->reconnect_source == 0)
     daemon->bus->reconnect_source = g_timeout_add_seconds (RECONNECT_INTERVAL_S, reconnect, daemon);
+}
+
+static void
+bus_lost (VbDaemon *daemon)
+{
+  g_message ("vblk: the system bus went away; every device keeps running; reconnecting");
+  bus_lost_quietly (daemon);
 }
 
 static void
@@ -178,6 +220,30 @@ got_authority (GObject *source, GAsyncResult *result, gpointer data)
     }
 }
 
+/* The state loaded, the objects made (exported once a bus connection is
+ * set), the devices brought up: with the name owned, or with no system
+ * bus yet (early boot). FALSE: vblkd leaves. */
+static gboolean
+boot (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+
+  /* with --replace the old vblkd lets go of the state only now */
+  if (daemon->desired == NULL && !prepare_state (daemon, TRUE, &error))
+    {
+      print_startup_error (error);
+      daemon->exit_status = 1;
+      vb_daemon_quit (daemon);
+      return FALSE;
+    }
+  daemon->bus->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
+  vb_manager_export (daemon);
+  vb_policy_dbus_export (daemon);
+  vb_objects_sync (daemon);
+  vb_daemon_submit (daemon, NULL, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
+  return TRUE;
+}
+
 static void
 on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
 {
@@ -194,21 +260,10 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
       g_message ("vblk: owns %s again", name);
       return;
     }
-  /* with --replace the old vblkd lets go of the state only now */
-  if (daemon->desired == NULL && !prepare_state (daemon, TRUE, &error))
-    {
-      print_startup_error (error);
-      daemon->exit_status = 1;
-      vb_daemon_quit (daemon);
-      return;
-    }
-  daemon->bus->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
-  vb_manager_export (daemon);
-  vb_policy_dbus_export (daemon);
-  vb_objects_sync (daemon);
+  if (!boot (daemon))
+    return;
   g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
   g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path, daemon->instance);
-  vb_daemon_submit (daemon, NULL, mutate_boot, VB_OP_STARTUP, NULL, startup_done, NULL, NULL);
 }
 
 static void
@@ -230,9 +285,17 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
       return;
     }
   if (connection == NULL)
-    g_printerr ("vblkd: cannot connect to the system bus\n");
-  else
-    g_printerr ("vblkd: could not own the name %s (another vblkd? --replace takes over)\n", name);
+    {
+      /* no system bus yet (early boot, before dbus.service): the devices
+       * come up now, changes wait for the bus (polkit is on it), and the
+       * name is owned when the bus comes */
+      g_message ("vblk: no system bus yet; starting the devices now and owning %s when it comes",
+                 name);
+      if (boot (daemon))
+        bus_lost_quietly (daemon);
+      return;
+    }
+  g_printerr ("vblkd: could not own the name %s (another vblkd? --replace takes over)\n", name);
   daemon->exit_status = 1;
   vb_daemon_quit (daemon);
 }
