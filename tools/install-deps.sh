@@ -15,6 +15,8 @@ packages=(
   util-linux mount fdisk e2fsprogs xfsprogs kmod jq diffutils coreutils fuse3
   # tests: real clients nobody here wrote
   fio qemu-utils libnbd-bin python3
+  # tests: D-Bus clients standing in for desktop tools (/usr/bin/python3), UDisks itself
+  python3-gi udisks2
   # tests: meson test --setup valgrind (tests/valgrind.sh)
   valgrind
   # tests: the VM harness (tests/vm) and the kernel parts used inside it

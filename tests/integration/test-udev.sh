@@ -56,6 +56,9 @@ vb_assert_eq "$uuid" "$(prop "$la" ID_FS_UUID)" "ID_FS_UUID of $la (the device's
 vb_assert_eq "$ua" "$(prop "$la" ID_FS_UUID_SUB)" "ID_FS_UUID_SUB of $la (the component's)"
 vb_assert_eq "$name" "$(prop "$la" ID_FS_LABEL)" "ID_FS_LABEL of $la"
 vb_assert_eq 0 "$(prop "$la" VBLK_MEMBER_ROLE)" "VBLK_MEMBER_ROLE of $la"
+# systemd starts vblkd for a member that appears while it is not running
+vb_assert_contains "$(prop "$la" SYSTEMD_WANTS)" vblkd.service "SYSTEMD_WANTS of $la"
+vb_assert_contains " $(prop "$la" TAGS | tr : ' ') " " systemd " "udev tags of $la"
 vb_assert_eq "$uuid" "$(prop "$lb" ID_FS_UUID)" "ID_FS_UUID of $lb"
 # lsblk reads the udev database
 vb_assert_eq "vblk_member $name" "$(lsblk --noheadings --nodeps --output FSTYPE,LABEL "$la" | xargs)" \
