@@ -185,6 +185,26 @@ vb_start_udevd () {
   udevadm settle --timeout=30
 }
 
+# vb_install_udev_rules — data/udev's rules in the running udevd, as
+# installed but at this build's vbmgr and this test's run directory; runtime
+# rules, gone with the test.
+vb_install_udev_rules () {
+  local rules=/run/udev/rules.d/64-vblk-test-$$.rules
+  mkdir -p /run/udev/rules.d
+  sed -e "s|@bindir@/vbmgr|$VBMGR|" -e "s|@rundir@|$VB_RUN_DIR|" \
+    "$VB_SRCDIR/data/udev/64-vblk.rules.in" > "$rules"
+  vb_on_cleanup "rm -f '$rules'; udevadm control --reload"
+  udevadm control --reload
+}
+
+# vb_policy_assemble — vblkd (started next) with one policy rule: components
+# of known devices are assembled (re-added, started) as they appear.
+vb_policy_assemble () {
+  mkdir -p "$T/policy"
+  printf '[rule components]\nmatch.metadata=vblk\naction=assemble\n' > "$T/policy/50-test.rules"
+  export VB_DAEMON_ARGS="--policy-dir $T/policy"
+}
+
 # --- vblkd -------------------------------------------------------------------
 
 # vb_start_daemon [VAR=VALUE...] — start vblkd with the extra environment and

@@ -10,13 +10,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 
-mkdir -p "$T/policy"
-cat > "$T/policy/50-test.rules" <<'EOF2'
-[rule components]
-match.metadata=vblk
-action=assemble
-EOF2
-export VB_DAEMON_ARGS="--policy-dir $T/policy"
+vb_policy_assemble
 vb_start_daemon
 
 for f in a b stranger; do vb_mkimg "$T/$f.img" 37M; done

@@ -11,13 +11,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 
-# the rules as installed, at the build's vbmgr; runtime rules go with the test
-rules=/run/udev/rules.d/64-vblk-test-$$.rules
-mkdir -p /run/udev/rules.d
-sed -e "s|@bindir@/vbmgr|$VBMGR|" -e "s|@rundir@|$VB_RUN_DIR|" \
-  "$VB_SRCDIR/data/udev/64-vblk.rules.in" > "$rules"
-vb_on_cleanup "rm -f '$rules'; udevadm control --reload"
-udevadm control --reload
+vb_install_udev_rules
 vb_start_daemon
 
 props () { udevadm info --query=property --name="$1"; }

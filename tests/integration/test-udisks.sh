@@ -14,12 +14,7 @@ UDISKSD=/usr/libexec/udisks2/udisksd
   { echo "SKIP: /usr/bin/python3 lacks python3-gi" >&2; exit 77; }
 vb_setup
 
-rules=/run/udev/rules.d/64-vblk-test-$$.rules
-mkdir -p /run/udev/rules.d
-sed -e "s|@bindir@/vbmgr|$VBMGR|" -e "s|@rundir@|$VB_RUN_DIR|" \
-  "$VB_SRCDIR/data/udev/64-vblk.rules.in" > "$rules"
-vb_on_cleanup "rm -f '$rules'; udevadm control --reload"
-udevadm control --reload
+vb_install_udev_rules
 vb_start_daemon
 
 "$UDISKSD" --no-debug > "$T/udisksd.log" 2>&1 &
