@@ -270,7 +270,8 @@ start_degraded (gpointer data)
       return G_SOURCE_REMOVE;
     }
   g_hash_table_remove (hp.degraded_waits, name);
-  if (d && !g_hash_table_contains (hp.daemon->running, d->uuid))
+  /* only what the desired state wants running (stopped meanwhile: not) */
+  if (d && d->started && !g_hash_table_contains (hp.daemon->running, d->uuid))
     {
       g_message ("vblk: policy: %s: starting degraded (start-degraded-after passed)", name);
       vb_daemon_submit (hp.daemon, name, mutate_start_device, VB_OP_CHANGE, NULL, op_logged,
@@ -376,8 +377,8 @@ decide_assemble (VbHotplugItem *item, const VbPolicyRule *rule, const VbDeviceCo
   /* raid0 and linear have no degraded start: they wait for every
    * component */
   const VbDriver *driver = vb_driver_lookup (d->driver);
-  if (!g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL) && driver
-      && driver->redundant)
+  if (d->started && !g_hash_table_contains (daemon->running, d->uuid) && !complete (d, NULL)
+      && driver && driver->redundant)
     arm_degraded (d->name, rule->start_degraded_after_ms);
   return;
 }
