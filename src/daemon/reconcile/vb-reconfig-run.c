@@ -263,8 +263,10 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   return TRUE;
 }
 
-/* What configuration @d holds; with @node (the device runs), what the
- * device holds: its node's size, which larger components never grew. */
+/* What configuration @d holds; with @node (the device runs) no more than
+ * the device holds: its node's size, which larger components never grew.
+ * (A smaller disk at a failed slot's path makes both the old and the new
+ * configuration seem small alike: the engine keeps such a slot out.) */
 static guint64
 size_of (VbOp *op, const VbDeviceConfig *d, const char *node, GError **error)
 {
@@ -280,7 +282,7 @@ size_of (VbOp *op, const VbDeviceConfig *d, const char *node, GError **error)
       g_autoptr (GError) ignored = NULL;
       const VbPathFacts *f = vb_probe_facts (&probe, node, VB_INSPECT_TYPE, &ignored);
       if (f && f->is_block && f->size > 0)
-        size = f->size;
+        size = MIN (size, f->size);
     }
   vb_probe_clear (&probe);
   return ok ? size : 0;
