@@ -185,6 +185,18 @@ vb_start_udevd () {
   udevadm settle --timeout=30
 }
 
+# vb_manager_call METHOD ARGS... — Manager.METHOD through gdbus, a D-Bus
+# caller that is not vbmgr; on error, "gdbus: CODE: message" on stderr (the
+# form vb_expect_fail looks for) and status 1.
+vb_manager_call () {
+  local method=$1 out rc=0
+  shift
+  out=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/Manager \
+          --method "org.vblk.VBlk1.Manager.$method" "$@" 2>&1) || rc=$?
+  [ "$rc" -eq 0 ] || { sed -E 's/.*org\.vblk\.VBlk1\.Error\.([A-Za-z]+): /gdbus: \1: /' <<< "$out" >&2; return 1; }
+  echo "$out"
+}
+
 # vb_install_udev_rules — data/udev's rules in the running udevd, as
 # installed but at this build's vbmgr and this test's run directory; runtime
 # rules, gone with the test.

@@ -131,13 +131,7 @@ vb_assert_eq 4096 "$(blockdev --getss "$a_bd")" "logical sector size of a"
 vb_log "bad options from a D-Bus caller that is not vbmgr"
 vb_snapshot
 # gdbus prints "GDBus.Error:org.vblk.VBlk1.Error.X: msg"; vb_expect_fail wants ": X:"
-mgr() {
-  local out rc=0
-  out=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/Manager \
-          --method org.vblk.VBlk1.Manager.CreateDevice "$@" 2>&1) || rc=$?
-  [ "$rc" -eq 0 ] || { sed -E 's/.*org\.vblk\.VBlk1\.Error\.([A-Za-z]+): /gdbus: \1: /' <<< "$out" >&2; return 1; }
-  echo "$out"
-}
+mgr () { vb_manager_call CreateDevice "$@"; }
 refuse InvalidArgument mgr b file "{}" "['$T/b.img']" "{'start': <'yes'>}"
 vb_assert_contains "$VB_ERR" "option 'start': expected type 'b', got 's'" "option type message"
 refuse InvalidArgument mgr b file "{}" "['$T/b.img']" "{'colour': <true>}"

@@ -72,13 +72,7 @@ vb_expect_fail NotFound vbmgr examine "$loop"
 losetup -d "$loop"
 
 vb_log "bad input from a D-Bus caller that is not vbmgr"
-wipe () {
-  local out rc=0
-  out=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/Manager \
-          --method org.vblk.VBlk1.Manager.Wipe "$@" 2>&1) || rc=$?
-  [ "$rc" -eq 0 ] || { sed -E 's/.*org\.vblk\.VBlk1\.Error\.([A-Za-z]+): /gdbus: \1: /' <<< "$out" >&2; return 1; }
-  echo "$out"
-}
+wipe () { vb_manager_call Wipe "$@"; }
 vb_snapshot
 vb_expect_fail InvalidArgument wipe relative.img "{}"
 vb_assert_contains "$VB_ERR" "path 'relative.img': not an absolute path" "a relative path"

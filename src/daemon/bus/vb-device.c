@@ -27,10 +27,11 @@ typedef struct {
   VbMutateFunc mutate;
   const char *what; /* the request's name, for the reconciler */
   VbOpMode mode;
+  gboolean after_events; /* submitted once vblkd's pending block events are decided */
 } Method;
 
 static const Method method_start
-    = { "org.vblk.start-stop", recursive_only, vb_mutate_start, "start" };
+    = { "org.vblk.start-stop", recursive_only, vb_mutate_start, "start", VB_OP_CHANGE, TRUE };
 static const Method method_stop = { "org.vblk.start-stop", recursive_only, vb_mutate_stop, "stop" };
 static const Method method_delete
     = { "org.vblk.delete", recursive_only, vb_mutate_delete, "delete" };
@@ -114,7 +115,7 @@ dispatch (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *name,
     p->req->attributes = vb_attributes_from_variant (attributes);
   p->req->source = g_strdup (source);
   vb_auth_check (daemon, invocation, method->action, name,
-                 method == &method_start ? authorized_start : authorized, p,
+                 method->after_events ? authorized_start : authorized, p,
                  (GDestroyNotify) pending_free);
 }
 
