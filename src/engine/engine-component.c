@@ -288,13 +288,6 @@ vb_engine_component_in_sync (VbEngine *e, guint i)
 }
 
 gboolean
-vb_engine_component_missing (VbEngine *e, guint i)
-{
-  g_return_val_if_fail (i < e->n, FALSE);
-  return e->components[i].missing && engine_is_faulty (&e->components[i]);
-}
-
-gboolean
 vb_engine_component_rebuilding (VbEngine *e, guint i)
 {
   g_return_val_if_fail (i < e->n, FALSE);
@@ -318,21 +311,23 @@ vb_engine_component_errors (VbEngine *e, guint i)
 /* Lets go of faulty component @i: its fd is pointed at /dev/null (the
  * number stays, so no request can reach a file opened later under it), so
  * a disk or loop device being removed is no longer held open. Waits for
- * the writes in flight (the barrier): not on an I/O thread. */
-void
-vb_engine_release_component (VbEngine *e, guint i)
+ * the writes in flight (the barrier): not on an I/O thread. TRUE when it
+ * let go now. */
+gboolean
+engine_component_release (VbEngine *e, guint i)
 {
-  Component *c;
+  Component *c = &e->components[i];
+  gboolean now = FALSE;
 
-  g_return_if_fail (i < e->n);
-  c = &e->components[i];
   if (!engine_is_faulty (c) || c->fd < 0 || c->released)
-    return;
+    return FALSE;
   g_rw_lock_writer_lock (&e->barrier);
   if (engine_is_faulty (c) && !c->released && engine_component_let_go (c))
     {
       c->released = TRUE;
       c->direct = FALSE;
+      now = TRUE;
     }
   g_rw_lock_writer_unlock (&e->barrier);
+  return now;
 }

@@ -25,6 +25,9 @@ int engine_component_trim (Component *c, guint64 length, guint64 offset, gboolea
 /* Points its fd at /dev/null: the number stays taken, the file is let go
  * (FALSE: /dev/null could not be opened, nothing changed). */
 gboolean engine_component_let_go (Component *c);
+/* Faulty component @i let go under the barrier (a disk going away): not
+ * on an I/O thread. TRUE when it was let go by this call. */
+gboolean engine_component_release (VbEngine *e, guint i);
 
 /* An I/O on component @i failed with @err: counted, and a component of a
  * redundant device turns faulty (once; then VbEngine.component_failed). */

@@ -283,3 +283,28 @@ vb_engine_set_faulty (VbEngine *e, guint i)
   engine_component_failed (e, i, -ECANCELED);
   return 0;
 }
+
+void
+vb_engine_release_component (VbEngine *e, guint i)
+{
+  g_return_if_fail (i < e->n);
+  if (engine_component_release (e, i) && e->meta)
+    engine_meta_record_gone (e, i);
+}
+
+/* A slot whose component went away, or was not there at the start: the
+ * table says missing (engine_meta_record_gone, the assembly). A failed
+ * one the table says faulty is not missing, wherever its disk is. */
+gboolean
+vb_engine_component_missing (VbEngine *e, guint i)
+{
+  Component *c;
+
+  g_return_val_if_fail (i < e->n, FALSE);
+  c = &e->components[i];
+  if (!engine_is_faulty (c))
+    return FALSE;
+  if (e->meta == NULL)
+    return c->missing;
+  return engine_meta_role_state (e, i) == VB_ROLE_MISSING;
+}

@@ -163,6 +163,36 @@ engine_meta_record_failure (VbEngine *e, guint i)
 }
 
 void
+engine_meta_record_gone (VbEngine *e, guint i)
+{
+  VbEngineMeta *m = e->meta;
+
+  engine_meta_wait_recorded (e, i);
+  g_mutex_lock (&m->lock);
+  if (m->sb.roles[i].state == VB_ROLE_FAULTY && !e->read_only)
+    {
+      m->sb.roles[i].state = VB_ROLE_MISSING;
+      engine_meta_write_all_locked (e);
+      engine_report (e, VB_REPORT_INFO,
+                     "component %u (%s) went away; recorded as missing at events %" G_GUINT64_FORMAT,
+                     i, e->components[i].path, m->sb.events);
+    }
+  g_mutex_unlock (&m->lock);
+}
+
+VbRoleState
+engine_meta_role_state (VbEngine *e, guint i)
+{
+  VbEngineMeta *m = e->meta;
+  VbRoleState state;
+
+  g_mutex_lock (&m->lock);
+  state = m->sb.roles[i].state;
+  g_mutex_unlock (&m->lock);
+  return state;
+}
+
+void
 engine_meta_wait_recorded (VbEngine *e, guint i)
 {
   VbEngineMeta *m = e->meta;

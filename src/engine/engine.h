@@ -118,7 +118,8 @@ gint64 vb_engine_check (VbEngine *engine, gboolean repair);
 /* -ESRCH when job @id is not running. */
 int vb_engine_cancel_job (VbEngine *engine, guint64 id);
 gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);
-/* Not there when the device started, and not put back since. */
+/* Faulty because its component went away (at runtime, or not there at
+ * the start): re-added when it comes back. A failed one is not. */
 gboolean vb_engine_component_missing (VbEngine *engine, guint component);
 /* Puts @source back into faulty slot @slot (mdadm --re-add): a component
  * of this device that was in that slot gets only the bitmap's dirty
@@ -126,8 +127,8 @@ gboolean vb_engine_component_missing (VbEngine *engine, guint component);
  * NULL); the rebuild runs as a job. */
 int vb_engine_readd (VbEngine *engine, guint slot, const VbEngineSource *source, const char *uuid,
                      GError **error);
-/* A faulty component's file is let go (a disk being removed); blocks on
- * the writes in flight. */
+/* A faulty component's file is let go (a disk being removed; its slot is
+ * missing from now on); blocks on the writes in flight. */
 void vb_engine_release_component (VbEngine *engine, guint component);
 /* Replaces the spares (metadata=vblk only; ignored otherwise). */
 void vb_engine_set_spares (VbEngine *engine, guint n, const char *const *paths,

@@ -469,13 +469,9 @@ class Torture:
         else:
             self.harness.term()
         self.failed_may_return()
-        # a leg that went away is remembered by the vblkd that saw it go;
-        # a new one finds another disk at its path (assembly rule 1b: the
-        # slot stays out) and cannot tell it from a failed one: the leg
-        # comes back only through a re-add now
-        for c in m.slots():
-            if c.st == "failed" and c.why == "hotplug" and getattr(c, "path_taken", False):
-                c.why, c.may_return = "forgotten", False
+        # a leg that went away stays re-addable: its slot's table says
+        # missing (or still faulty, when vblkd was killed before it recorded
+        # that), and a new vblkd re-adds it when it comes back
         self.harness.start()
         m.after_restart = True
         for c in m.slots():
@@ -565,8 +561,13 @@ class Torture:
         c.img.comp = None
 
     def readdable(self):
+        # (a leg back at another number is named by its new path: vblkd
+        # finds it by the superblock the policy saw there)
         return [c for c in self.m.slots() if c.st == "failed"
-                and (self.cfg.legs == "file" or (c.img.loop and c.img.loop == c.source))]
+                and (self.cfg.legs == "file" or c.img.loop)]
+
+    def readd_path(self, c):
+        return self.source(c) if self.cfg.legs == "file" else c.img.loop
 
     def can_re_add(self):
         return self.m.started and bool(self.readdable())
@@ -580,11 +581,11 @@ class Torture:
         expect = None
         if self.under_writes():
             with Writers(self.m, self.step, self.rng) as w:
-                rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
+                rc, _, err = self.run.vb("add", self.m.name, self.readd_path(c), expect=expect)
                 w.stop()
             extra = " under %d writes" % w.count
         else:
-            rc, _, err = self.run.vb("add", self.m.name, self.source(c), expect=expect)
+            rc, _, err = self.run.vb("add", self.m.name, self.readd_path(c), expect=expect)
             extra = ""
         # (or a blank disk the policy passed over, a spare at a restart's
         # look of every disk once the device has none)
@@ -689,9 +690,10 @@ class Torture:
             deadline = time.monotonic() + 10
             while os.path.exists(loop) and time.monotonic() < deadline:
                 time.sleep(0.05)
-        c.path_taken = then is not None
         if c.st == "failed":
-            c.may_return = True  # it went away and comes back: the policy may re-add it
+            # it went away and comes back: the policy may re-add it, unless
+            # the administrator failed it (that lasts until a re-add)
+            c.may_return = c.why != "admin"
         elif m.started:
             c.st, c.why, c.may_return = "failed", "hotplug", True
             self.await_takeover()

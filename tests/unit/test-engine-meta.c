@@ -630,6 +630,45 @@ test_old_superblocks (Fixture *f, gconstpointer data)
 /* Issue 15, defect E: a leg the administrator failed is not brought back
  * by a reconfiguration's assembly (nor by a start); it keeps its errors
  * and is neither read nor written until it is re-added. */
+/* A failed leg and one whose disk went away differ in the table, so that
+ * a later start tells them apart (torture seed 407037325, 120 s, step 263:
+ * an administrator's failure, then an unplug, then a restart, and the leg
+ * was re-added when it came back). */
+static void
+test_gone_recorded_missing (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  VbEngine *e = started (f);
+  guint64 events;
+
+  g_assert_cmpint (vb_engine_set_faulty (e, 0), ==, 0);
+  g_assert_cmpuint (superblock_of (f->paths[1]).roles[0].state, ==, VB_ROLE_FAULTY);
+  g_assert_false (vb_engine_component_missing (e, 0));
+  events = superblock_of (f->paths[1]).events;
+  /* its disk goes away: let go, and the survivor's table says missing */
+  vb_engine_release_component (e, 0);
+  g_assert_true (vb_engine_component_faulty (e, 0));
+  g_assert_true (vb_engine_component_missing (e, 0));
+  g_assert_cmpuint (superblock_of (f->paths[1]).roles[0].state, ==, VB_ROLE_MISSING);
+  g_assert_cmpuint (superblock_of (f->paths[1]).events, >, events);
+  /* a second release writes nothing more */
+  events = superblock_of (f->paths[1]).events;
+  vb_engine_release_component (e, 0);
+  g_assert_cmpuint (superblock_of (f->paths[1]).events, ==, events);
+  vb_engine_free (e);
+
+  /* the next start finds it back: went away, so it is caught up (the
+   * bitmap), not kept out as a failed one is */
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  g_assert_false (vb_engine_component_faulty (e, 0));
+  g_assert_true (vb_engine_component_rebuilding (e, 0));
+  vb_engine_activate (e);
+  wait_job (f);
+  g_assert_true (vb_engine_component_in_sync (e, 0));
+  vb_engine_free (e);
+}
+
 static void
 test_failed_stays_faulty (Fixture *f, gconstpointer data)
 {
@@ -1256,6 +1295,7 @@ main (int argc, char **argv)
   ADD ("/engine-meta/stale-copy-rebuilt", test_stale_copy_rebuilt);
   ADD ("/engine-meta/old-superblocks", test_old_superblocks);
   ADD ("/engine-meta/failed-stays-faulty", test_failed_stays_faulty);
+  ADD ("/engine-meta/gone-recorded-missing", test_gone_recorded_missing);
   g_test_add_func ("/assembly-rule/in-sync-and-stale", test_rule_in_sync_and_stale);
   g_test_add_func ("/assembly-rule/membership", test_rule_membership);
   g_test_add_func ("/assembly-rule/stranger", test_rule_stranger);

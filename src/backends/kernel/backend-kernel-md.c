@@ -305,7 +305,7 @@ md_component_missing (const char *block_device, guint component)
   if (a == NULL || component >= a->n)
     return FALSE;
   g_mutex_lock (&a->status_lock);
-  missing = !a->status[component].present;
+  missing = a->status[component].missing;
   g_mutex_unlock (&a->status_lock);
   return missing;
 }
@@ -395,6 +395,17 @@ md_release (const char *block_device, guint component)
       md_set (a, attr, "-blocked");
       if (md_set (a, attr, "remove") == 0)
         md_member_gone_locked (a, component, FALSE);
+    }
+  /* it went away: the table says missing, so that it is re-added when it
+   * comes back, also by a later vblkd (a failure stays faulty) */
+  if (m && m->failed && a->meta && a->sb.roles[component].state == VB_ROLE_FAULTY
+      && strcmp (a->sb.roles[component].uuid, m->uuid ? m->uuid : "") == 0)
+    {
+      a->sb.roles[component].state = VB_ROLE_MISSING;
+      if (md_write_all_locked (a))
+        vb_report (a->name, VB_REPORT_INFO,
+                   "component %u (%s) went away; recorded as missing (events %" G_GUINT64_FORMAT ")",
+                   component, m->path, a->sb.events);
     }
   md_publish_status_locked (a);
   g_mutex_unlock (&a->lock);

@@ -255,7 +255,12 @@ md_publish_status_locked (MdArray *a)
     {
       const Member *m = a->members[i];
       SlotStatus *st = &a->status[i];
-      st->present = m != NULL;
+      /* with vblk superblocks the table tells a failed slot (faulty)
+       * from one whose disk went away (missing) */
+      if (m == NULL)
+        st->missing = !a->meta || a->sb.roles[i].state != VB_ROLE_FAULTY;
+      else
+        st->missing = m->removed && a->meta && a->sb.roles[i].state == VB_ROLE_MISSING;
       st->healthy = md_member_healthy (m);
       st->faulty = m && m->failed;
       st->rebuilding = m && m->rebuilding;

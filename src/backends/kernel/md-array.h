@@ -35,7 +35,9 @@ typedef struct {
 
 /* A slot as status calls see it. */
 typedef struct {
-  gboolean present;    /* a member is there (not missing at start) */
+  /* its component went away (or was not there at the start), not failed
+   * by md or an administrator: a re-add takes it when it comes back */
+  gboolean missing;
   gboolean healthy;    /* in md, in sync */
   gboolean faulty;     /* failed, recorded */
   gboolean rebuilding; /* md recovers it */

@@ -6,6 +6,7 @@
 #include "vb-device-mutate.h"
 #include "vb-engine-jobs.h"
 #include "vb-exports.h"
+#include "vb-hotplug.h"
 #include "vb-reconfig.h"
 #include "vb-request.h"
 
@@ -163,6 +164,39 @@ is_slot_source (const VbDeviceConfig *d, const char *source)
   return FALSE;
 }
 
+/* A failed slot's own component named at another path than the desired
+ * state's (it came back at another number, the old one taken since;
+ * mdadm --re-add finds it by its superblock too): the slot's source
+ * becomes that path, when the policy saw this component's superblock
+ * there. The engine's re-add reads it again and applies the assembly
+ * rule. */
+static void
+follow_moved_component (VbDaemon *daemon, VbDeviceConfig *d, const char *source)
+{
+  const char *uuid = vb_hotplug_component_at (source);
+  const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);
+
+  if (uuid == NULL || r == NULL)
+    return;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      if (strcmp (c->source, source) == 0)
+        return;
+    }
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      if (vb_component_config_is_slot (c) && g_strcmp0 (c->uuid, uuid) == 0
+          && vb_hotplug_slot_failed (daemon, d, i))
+        {
+          g_free (c->source);
+          c->source = g_strdup (source);
+          return;
+        }
+    }
+}
+
 /* What Add refuses before looking for the component: a component a spare
  * replaced, a new slot of a started device, a spare where none can be. */
 static gboolean
@@ -220,6 +254,8 @@ vb_mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_dat
     return FALSE;
   if (req->options)
     g_variant_lookup (req->options, "role", "s", &role);
+  if (role == NULL)
+    follow_moved_component (daemon, d, req->source);
   if (!check_addable (daemon, d, req->source, role, error))
     return FALSE;
   for (guint i = 0; i < d->components->len; i++)

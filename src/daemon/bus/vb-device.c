@@ -43,7 +43,8 @@ static const Method method_export
     = { "org.vblk.manage", export_options, vb_mutate_export, "export" };
 static const Method method_export_tcp
     = { "org.vblk.export", export_options, vb_mutate_export, "export" };
-static const Method method_add = { "org.vblk.manage", add_options, vb_mutate_add_component, "add" };
+static const Method method_add
+    = { "org.vblk.manage", add_options, vb_mutate_add_component, "add", VB_OP_CHANGE, TRUE };
 static const char *const reconfigure_options[]
     = { "add:as", "remove:as", "backend:s", "timeout:u", NULL };
 static const Method method_reconfigure
@@ -53,7 +54,7 @@ static const Method method_reconfigure
 typedef struct {
   const Method *method;
   VbRequest *req;
-  VbDaemon *daemon; /* a start waiting for events to settle */
+  VbDaemon *daemon; /* a start or an add waiting for events to settle */
 } Pending;
 
 static void
@@ -82,10 +83,11 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
   g_free (p);
 }
 
-/* A start goes after the block events vblkd has been told of: one may say
- * where a component is now (torture seed 3, 120-s run, step 242: a leg
- * plugged back at a new number just before the start; the start found the
- * old number empty and a spare took the slot). */
+/* A start and an add go after the block events vblkd has been told of:
+ * one may say where a component is now (torture seed 3, 120-s run, step
+ * 242: a leg plugged back at a new number just before the start; the
+ * start found the old number empty and a spare took the slot). An add
+ * names a component back at a new number by that number. */
 static void
 authorized_when_settled (gpointer user_data, gpointer unused)
 {
@@ -95,7 +97,7 @@ authorized_when_settled (gpointer user_data, gpointer unused)
 }
 
 static void
-authorized_start (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_data)
+authorized_after_events (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_data)
 {
   Pending *p = user_data;
 
@@ -115,7 +117,7 @@ dispatch (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *name,
     p->req->attributes = vb_attributes_from_variant (attributes);
   p->req->source = g_strdup (source);
   vb_auth_check (daemon, invocation, method->action, name,
-                 method->after_events ? authorized_start : authorized, p,
+                 method->after_events ? authorized_after_events : authorized, p,
                  (GDestroyNotify) pending_free);
 }
 

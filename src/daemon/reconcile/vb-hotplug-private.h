@@ -46,8 +46,6 @@ gboolean vb_hotplug_events_undecided (void);
 /* Lends hotplug's daemon and its table of components seen (component UUID
  * -> path) since start. */
 void vb_hotplug_spares_init (VbDaemon *daemon, GHashTable *present);
-/* Slot @slot of a started device is faulty in its engine. */
-gboolean vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot);
 /* A blank disk at @devnode is already in use by some device. */
 gboolean vb_hotplug_blank_taken (VbDaemon *daemon, const VbState *state, const char *devnode);
 guint vb_hotplug_n_spares (const VbDeviceConfig *d);

@@ -57,6 +57,21 @@ device_by_uuid (const VbState *state, const char *uuid)
   return NULL;
 }
 
+const char *
+vb_hotplug_component_at (const char *devnode)
+{
+  GHashTableIter iter;
+  gpointer uuid, node;
+
+  if (hp.present == NULL)
+    return NULL;
+  g_hash_table_iter_init (&iter, hp.present);
+  while (g_hash_table_iter_next (&iter, &uuid, &node))
+    if (strcmp (node, devnode) == 0)
+      return uuid;
+  return NULL;
+}
+
 /* Slot @slot of a started device had no disk when it started. */
 static gboolean
 slot_missing (VbDaemon *daemon, const VbDeviceConfig *d, guint slot)
@@ -354,15 +369,29 @@ decide_assemble (VbHotplugItem *item, const VbPolicyRule *rule, const VbDeviceCo
   /* a disk that went away (or was not there at start) and is back —
    * an add event, or a change one (a loop device attached again): a
    * change event of a failed disk that stayed is no return */
-  gboolean moved = FALSE,
-           readd = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot)
+  gboolean failed = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot);
+  gboolean moved = FALSE, elsewhere = FALSE,
+           readd = failed
                    && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
                        || slot_missing (daemon, d, slot));
   for (guint j = 0; j < d->components->len; j++)
     {
       const VbComponentConfig *c = d->components->pdata[j];
       if (g_strcmp0 (c->uuid, item->sb.component_uuid) == 0)
-        moved = strcmp (c->source, item->devnode) != 0 && source_gone (c->source);
+        {
+          elsewhere = strcmp (c->source, item->devnode) != 0;
+          moved = elsewhere && source_gone (c->source);
+        }
+    }
+  /* a failed component back (the administrator's failure, or I/O errors):
+   * said, not taken */
+  if (failed && !readd && !moved && (elsewhere || strcmp (item->action, "add") == 0))
+    {
+      decision_event (d->name, item, rule,
+                      "nothing: its slot failed; it comes back only through an explicit re-add "
+                      "(vbmgr add DEVICE PATH)",
+                      why);
+      return;
     }
   /* a started device's healthy component, where it was: nothing new */
   if (running && !moved && !readd)

@@ -21,6 +21,11 @@ void vb_hotplug_event (struct udev_device *dev);
 /* Every block device there now, as if it had just appeared (after start-up). */
 void vb_hotplug_coldplug (struct udev *udev);
 gboolean vb_hotplug_is_ours (const char *devnode);
+/* The component UUID whose vblk superblock the last event of @devnode
+ * showed (a component back at another path), or NULL (main thread). */
+const char *vb_hotplug_component_at (const char *devnode);
+/* Slot @slot of a started device is faulty in its engine. */
+gboolean vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot);
 /* A started device lost a component: a spare of its domain may move to it. */
 void vb_hotplug_component_failed (const char *device);
 /* Decisions taken since start (benchmark). */
