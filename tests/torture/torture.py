@@ -714,7 +714,12 @@ class Torture:
             while self.source(c) != loop and time.monotonic() < deadline:
                 time.sleep(0.1)
         if c.kind == "slot" and c.st == "failed" and m.started and c.why in ("hotplug", "missing"):
-            c.st, c.why, c.may_return = "syncing", None, False  # the rule re-adds it
+            # the rule re-adds it — unless a spare took its slot first (a
+            # start with two legs missing and two spares: the second
+            # takeover may come after the model's last look; seed
+            # 2087922013's variant, step 52)
+            c.st, c.why, c.may_return = "syncing", None, False
+            c.came_back = True
         return "%s as %s" % (c.img.name(), loop)
 
     def can_policy_spare(self):
