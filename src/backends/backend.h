@@ -110,6 +110,10 @@ typedef struct {
   /* The spares a failed slot is rebuilt onto, replacing the list. */
   void (*set_spares) (const char *block_device, guint n, const char *const *paths,
                       const char *const *uuids);
+  /* A stop must not leave the node while it is in use: md holds a write
+   * to a clean array with vblk's metadata until vblkd marks the
+   * superblocks dirty, so a vblkd gone would leave its writes hanging. */
+  gboolean (*needs_server) (const char *block_device);
 } VbEngineDeviceOps;
 
 /* What a backend declares it can do; the daemon asks these, never which

@@ -84,6 +84,7 @@ vb_backend_check (const VbBackend *backend, GError **error)
   REQUIRE (ops, cancel_job, "engine device ops are all required");
   REQUIRE (ops, readd, "engine device ops are all required");
   REQUIRE (ops, set_spares, "engine device ops are all required");
+  REQUIRE (ops, needs_server, "engine device ops are all required");
   return TRUE;
 }
 

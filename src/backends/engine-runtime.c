@@ -508,6 +508,16 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   return TRUE;
 }
 
+/* An engine device's I/O is this process, but a stop does not stay for it
+ * (yet): one not in use is taken down, one in use goes on under the kernel
+ * (ublk, nbd hold its requests for the next vblkd) or ends with vblkd
+ * (loop's FUSE server), as before. */
+static gboolean
+engine_runtime_needs_server (const char *block_device)
+{
+  return FALSE;
+}
+
 const VbEngineDeviceOps vb_engine_runtime_ops = {
   .component_status = vb_engine_runtime_component_status,
   .slot_source = vb_engine_runtime_slot_source,
@@ -520,4 +530,5 @@ const VbEngineDeviceOps vb_engine_runtime_ops = {
   .cancel_job = vb_engine_runtime_cancel_job,
   .readd = vb_engine_runtime_readd,
   .set_spares = vb_engine_runtime_set_spares,
+  .needs_server = engine_runtime_needs_server,
 };

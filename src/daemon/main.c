@@ -2,6 +2,7 @@
  * every vblk device, and reconciles it with what runs in the kernel. */
 #include "config.h"
 
+#include "vb-boot.h"
 #include "vb-bus.h"
 #include "vb-report.h"
 #include "vb-engine-jobs.h"
@@ -34,6 +35,8 @@ static char *opt_dev_dir = NULL;
 static char *opt_policy_dir = NULL;
 static gboolean opt_debug = FALSE;
 static gboolean opt_replace = FALSE;
+static char *opt_initramfs = NULL;
+static gboolean opt_takeover = FALSE;
 
 static const GOptionEntry entries[] = {
   { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_state_dir,
@@ -46,13 +49,52 @@ static const GOptionEntry entries[] = {
     N_ ("Directory of the policy rules, *.rules (default " VB_DEFAULT_POLICY_DIR ")"), "DIR" },
   { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_ ("Log debug messages"), NULL },
   { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_ ("Replace a running vblkd"), NULL },
+  { "initramfs", 0, 0, G_OPTION_ARG_STRING, &opt_initramfs,
+    N_ ("In the initramfs: start only these devices (and those they are built on)"),
+    N_ ("NAME,...") },
+  { "takeover", 0, 0, G_OPTION_ARG_NONE, &opt_takeover,
+    N_ ("Take over from the vblkd of the same run dir (the initramfs's), without the bus"),
+    NULL },
   { NULL },
 };
 
+static char **main_argv;
+
+#define LINGER_LOOK_S 1
+
+static void shutdown_done (VbDaemon *daemon, const GError *error, gpointer user_data);
+
+static gboolean
+look_again (gpointer data)
+{
+  vb_daemon_submit (data, NULL, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* A stop leaves no write hanging: while a device whose writes wait for
+ * this vblkd is in use (the root's md array with vblk's metadata), it
+ * stays and serves it — argv[0] marked '@' so that systemd's last
+ * killing spree spares it, as it spares mdmon — and looks again every
+ * second; a takeover (SIGUSR1) ends it at once. */
 static void
 shutdown_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
-  vb_daemon_quit (daemon);
+  static gboolean said;
+  g_autofree char *names = NULL;
+
+  if (daemon->handover || daemon->lingering == NULL || daemon->lingering[0] == NULL)
+    {
+      vb_daemon_quit (daemon);
+      return;
+    }
+  names = g_strjoinv (", ", daemon->lingering);
+  if (!said)
+    g_message ("vblk: staying for %s: in use, and its writes need vblkd; leaving once it is "
+               "not (or at a takeover)",
+               names);
+  said = TRUE;
+  vb_boot_mark_root_storage (main_argv);
+  g_timeout_add_seconds (LINGER_LOOK_S, look_again, daemon);
 }
 
 static gboolean
@@ -69,6 +111,21 @@ on_signal (gpointer data)
     vb_daemon_quit (daemon); /* nothing started yet */
   else
     vb_daemon_submit (daemon, NULL, NULL, VB_OP_SHUTDOWN, NULL, shutdown_done, NULL, NULL);
+  return G_SOURCE_CONTINUE;
+}
+
+/* SIGUSR1: another vblkd takes over (vblkd --takeover): leave now, also
+ * while staying for a device in use. */
+static gboolean
+on_handover (gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  daemon->handover = TRUE;
+  if (!daemon->shutting_down)
+    return on_signal (daemon);
+  g_message ("vblk: another vblkd takes over");
+  vb_daemon_quit (daemon);
   return G_SOURCE_CONTINUE;
 }
 
@@ -356,6 +413,11 @@ lock_state_dir (const char *dir, gboolean wait, GError **error)
   gint64 deadline = g_get_monotonic_time () + LOCK_WAIT_MS * 1000;
   int e;
 
+  /* a read-only state dir (the root file system before it is remounted
+   * read-write, early in a boot from a vblk root): the directory itself
+   * is locked; a change to the desired state fails until then */
+  if (fd < 0 && errno == EROFS)
+    fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     goto fail;
   while (flock (fd, LOCK_EX | LOCK_NB) < 0)
@@ -415,6 +477,8 @@ prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
   daemon->desired = vb_state_load (daemon->state_path, error);
   if (daemon->desired == NULL)
     goto refuse;
+  if (opt_initramfs && !vb_boot_keep_only (daemon->desired, opt_initramfs, error))
+    goto refuse;
   if (!check_loaded_state (daemon->desired, error))
     {
       g_prefix_error (error, "%s: ", daemon->state_path);
@@ -444,6 +508,8 @@ record_exit (VbDaemon *daemon)
   g_message ("vblk: exiting; %u device(s) left running", g_hash_table_size (daemon->running));
 }
 
+#define TAKEOVER_WAIT_MS 30000
+
 /* The directories from the options; the state dir locked and loaded.
  * Returns the exit status on failure, 0 otherwise. */
 static int
@@ -462,6 +528,12 @@ setup_dirs (VbDaemon *daemon)
   daemon->policy_dir
       = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
 
+  /* before anything of the run dir is read: the old vblkd records its exit */
+  if (opt_takeover && !vb_boot_takeover (daemon->run_dir, TAKEOVER_WAIT_MS, &error))
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 1;
+    }
   if (g_mkdir_with_parents (daemon->state_dir, 0700) < 0)
     {
       g_printerr ("vblkd: cannot create %s: %s\n", daemon->state_dir, g_strerror (errno));
@@ -482,6 +554,8 @@ setup_dirs (VbDaemon *daemon)
                   error ? error->message : g_strerror (errno));
       return 1;
     }
+  if (!vb_boot_write_pid (daemon->run_dir, &error))
+    g_warning ("vblk: %s (a later vblkd --takeover will not find this one)", error->message);
   last = g_build_filename (daemon->run_dir, "last-exit", NULL);
   if (!daemon->fresh_run_dir)
     g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
@@ -525,6 +599,7 @@ teardown (VbDaemon *daemon)
     g_source_remove (bus->reconnect_source);
   if (daemon->exit_status == 0)
     record_exit (daemon);
+  vb_boot_remove_pid (daemon->run_dir);
   g_clear_pointer (&bus->jobs, vb_jobs_free); /* unexports them: before the object manager */
   vb_policy_dbus_shutdown (daemon);
   g_clear_object (&bus->object_manager);
@@ -538,6 +613,7 @@ teardown (VbDaemon *daemon)
   g_hash_table_unref (daemon->reconfigured);
   g_clear_pointer (&daemon->desired, vb_state_free);
   g_clear_pointer (&daemon->policy, vb_policy_unref);
+  g_strfreev (daemon->lingering);
   g_free (daemon->policy_dir);
   g_free (daemon->state_dir);
   g_free (daemon->state_path);
@@ -585,6 +661,9 @@ main (int argc, char **argv)
     }
   if (opt_debug)
     g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+  main_argv = argv;
+  if (opt_initramfs)
+    vb_boot_mark_root_storage (argv);
   if ((status = setup_dirs (&daemon)) != 0)
     return status;
 
@@ -608,6 +687,7 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   g_unix_signal_add (SIGHUP, on_sighup, &daemon);
+  g_unix_signal_add (SIGUSR1, on_handover, &daemon);
   bus.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
                                  G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
                                      | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),

@@ -87,4 +87,36 @@ vbmgr stop lin
 vbmgr stop m
 vbmgr delete lin
 vbmgr delete m
+
+vb_log "a failed slot whose number a smaller disk took is kept by a reconfiguration"
+# (found by the torture test, seed 2950652206 at 120 s, step 59: the
+# device's old size was taken from what its configuration held, the smaller
+# disk at the failed slot's path included, and the new leg refused)
+for f in a b c; do vb_mkimg "$T/$f.img" 64M; done
+vb_mkimg "$T/little.img" 32M
+la=$(losetup --show -f "$T/a.img")
+lb=$(losetup --show -f "$T/b.img")
+lc=$(losetup --show -f "$T/c.img")
+vbmgr create k --driver raid1 --start "$la" "$lb"
+vbmgr wait k > /dev/null || vb_fail "initial resync of k"
+ksize=$(vb_json k .size)
+head -c $((32 << 20)) /dev/urandom > "$T/k-expected"
+dd if="$T/k-expected" of="$(vb_blockdev_of k)" bs=1M oflag=direct status=none
+losetup -d "$lb"
+vb_wait_until 10 eval '[ "$(vb_json k ".components[1].state")" = missing ]' ||
+  vb_fail "b is not shown gone: $(vbmgr show k)"
+vb_wait_until 10 bash -c "! losetup '$lb' > /dev/null 2>&1"
+losetup "$lb" "$T/little.img"
+udevadm settle
+vbmgr reconfigure k --add "$lc" ||
+  vb_fail "a reconfiguration keeping the failed slot (a smaller disk at its path) refused"
+vbmgr wait k > /dev/null || vb_fail "rebuild onto c: $(vbmgr show k)"
+vb_assert_eq "$ksize" "$(vb_json k .size)" "k's size after the reconfiguration"
+kstates=$(vb_json k '[.components[].state] | join(" ")')
+[[ $kstates =~ ^in-sync\ (missing|faulty)\ in-sync$ ]] ||
+  vb_fail "k's legs after the reconfiguration: $kstates"
+cmp -n $((32 << 20)) "$T/k-expected" "$(vb_blockdev_of k)" || vb_fail "k's data differs"
+cmp -n $((2 << 20)) "$T/little.img" /dev/zero || vb_fail "the smaller disk at b's path was written"
+vbmgr stop k
+vbmgr delete k
 vb_stop_daemon

@@ -491,6 +491,17 @@ md_slot_source (const char *block_device, guint component)
   return NULL;
 }
 
+/* With vblk's metadata md holds a write to a clean array until the monitor
+ * marks the superblocks dirty (write-pending); md's own metadata and a
+ * raid0 need nobody. */
+static gboolean
+md_needs_server (const char *block_device)
+{
+  g_autoptr (MdArray) a = md_lookup_array (block_device);
+
+  return a != NULL && a->meta && !a->native && a->copies > 1;
+}
+
 const VbEngineDeviceOps vb_kernel_md_ops = {
   .component_status = md_component_status,
   .slot_source = md_slot_source,
@@ -503,6 +514,7 @@ const VbEngineDeviceOps vb_kernel_md_ops = {
   .cancel_job = md_cancel_job,
   .readd = md_readd,
   .set_spares = md_set_spares,
+  .needs_server = md_needs_server,
 };
 
 /* Not registered by itself: backend "kernel" (backend-kernel.c) sends md

@@ -145,6 +145,36 @@ vb_op_stop_self_served (VbOp *op)
     }
 }
 
+/* After vb_op_stop_self_served: the devices still in use whose writes
+ * wait for this process (an engine device it serves, an md array with
+ * vblk's metadata), NULL-terminated, for daemon->lingering. */
+char **
+vb_op_lingering (VbOp *op)
+{
+  GPtrArray *names = g_ptr_array_new ();
+
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      g_autoptr (GError) local = NULL;
+      VbProbe probe;
+      gboolean unused;
+
+      if (backend == NULL || backend->engine == NULL
+          || !backend->engine->needs_server (r->block_device))
+        continue;
+      vb_probe_init (&probe, op->candidate, NULL);
+      unused = vb_claim_node_unused (&probe, d->name, r->block_device, &local);
+      vb_probe_clear (&probe);
+      if (!unused)
+        g_ptr_array_add (names, g_strdup (d->name));
+    }
+  g_ptr_array_add (names, NULL);
+  return (char **) g_ptr_array_free (names, FALSE);
+}
+
 /* Devices that ran before the scan and do not now: something outside
  * vblk took their block node away. */
 void

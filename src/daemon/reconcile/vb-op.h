@@ -103,6 +103,8 @@ void vb_op_scan_running (VbOp *op, GHashTable *before_scan);
 void vb_op_note_vanished (VbOp *op, GHashTable *before_scan);
 /* at exit: the nodes vblkd serves itself are taken down */
 void vb_op_stop_self_served (VbOp *op);
+/* Then: the devices in use whose writes wait for this vblkd. */
+char **vb_op_lingering (VbOp *op);
 
 /* vb-reconciler-steps.c: the worker steps beyond the plan */
 void vb_op_format_new (VbOp *op);

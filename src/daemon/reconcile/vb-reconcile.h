@@ -81,6 +81,11 @@ struct _VbDaemon {
   GHashTable *exports;       /* uuid -> NBD export runtime (vb-exports.c) */
   int exit_status;
   gboolean shutting_down;
+  gboolean handover; /* leaving for another vblkd (a takeover): no staying */
+  /* At a stop: devices still in use whose writes wait for this vblkd
+   * (VbEngineDeviceOps.needs_server); it stays for them. The shutdown op
+   * sets it; the main thread reads it once that op is done. */
+  char **lingering;
   GMainLoop *loop;
 };
 

@@ -182,7 +182,11 @@ op_run_reconfigure (VbOp *op, GHashTable *before_scan)
 static void
 op_run_shutdown (VbOp *op, GHashTable *before_scan)
 {
+  char **lingering;
+
   vb_op_stop_self_served (op);
+  lingering = vb_op_lingering (op);
+  g_strfreev (g_atomic_pointer_exchange (&op->daemon->lingering, lingering));
   op->applied = TRUE;
   vb_op_sync_links (op);
 }
