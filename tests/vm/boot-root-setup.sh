@@ -21,7 +21,7 @@ node=$(vb_blockdev_of root)
 mkfs.ext4 -q -L vblkroot "$node"
 mkdir -p "$T/root"
 mount "$node" "$T/root"
-vb_on_cleanup_early umount "$T/root"
+vb_on_cleanup_early "mountpoint -q $T/root && umount $T/root"
 mkdir -p "$T/root"/{bin,sbin,dev,proc,sys,run,tmp,host,results,var/lib/vblk}
 cp "$(cat "$share/busybox-path")" "$T/root/bin/busybox"
 cp "$VB_SRCDIR/tests/vm/boot-root-init" "$T/root/sbin/init"

@@ -23,6 +23,9 @@ wait_until () {
   return 1
 }
 examine () { "$VBMGR" examine --json /dev/vda | jq -r "$1"; }
+# exited: gone, or a zombie (its parent, the initramfs's init now the
+# real root's, need not reap it)
+exited () { ! kill -0 "$1" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null)" = Z ]; }
 
 src=$(findmnt -n -o SOURCE /media) || fail "no root at /media"
 md=$(basename "$(readlink -f "$src")")
@@ -40,7 +43,7 @@ takeover () {
   wait_until 60 grep -q "ready: 1 device(s), 1 running" /tmp/vblkd.log ||
     fail "no takeover: $(cat /tmp/vblkd.log)"
   grep -q "taking over from vblkd $old" /tmp/vblkd.log || fail "$(cat /tmp/vblkd.log)"
-  ! kill -0 "$old" 2> /dev/null || fail "the initramfs's vblkd $old is still there"
+  exited "$old" || fail "the initramfs's vblkd $old is still there"
   [ "$(readlink -f /dev/vblk/root)" = "/dev/$md" ] || fail "/dev/vblk/root changed"
   [ "$(cat /run/vblk/vblkd.pid)" = "$new" ] || fail "vblkd.pid is not $new's"
 }
@@ -83,12 +86,11 @@ case $phase in
     [ "$(cat /media/after-term)" = more ] || fail "the write after vblkd's SIGTERM is not there"
     log "no resync after the clean shutdown; the file intact"
     mount -o remount,rw /media || fail "remount rw"
-    head -c $((4 << 20)) /dev/urandom > /media/more
-    sync
+    dd if=/dev/urandom of=/media/more bs=1M count=48 oflag=direct status=none &
+    sleep 2
     [ "$(examine .clean)" = false ] || fail "superblocks clean while the array is written"
-    log "reset without a shutdown"
+    log "reset in the middle of writes"
     echo 0 > /srv/rc
-    sync
     echo b > /proc/sysrq-trigger
     sleep 30
     ;;

@@ -32,7 +32,7 @@ boot=(--boot "$work/initrd.img" --append "root=/dev/vblk/root ro rootfstype=ext4
 
 echo "# guest 1: the array, its root file system, the initramfs"
 "$here/run" --timeout 900 "${disks[@]}" --share "$work" \
-  "modprobe raid1 && env $env bash $(printf '%q' "$here/boot-root-setup.sh")"
+  "for m in loop fuse dm-mod raid0 raid1 raid10 nbd; do modprobe \$m; done && env $env bash $(printf '%q' "$here/boot-root-setup.sh")"
 for phase in takeover clean unclean; do
   echo "# guest: boot from the vblk root ($phase)"
   "$here/run" --timeout 600 "${disks[@]}" "${boot[@]}" \

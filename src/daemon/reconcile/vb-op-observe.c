@@ -46,6 +46,10 @@ slot_states_of_stopped (VbOp *op, VbProbe *probe, const VbDeviceConfig *d, VbDev
         continue;
       if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_FAULTY)
         st->faulty |= G_GUINT64_CONSTANT (1) << c;
+      /* went away (engine_meta_record_gone, md_release): not in sync,
+       * whatever is at its path now (torture seed 3, step 47) */
+      else if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_MISSING)
+        st->missing |= G_GUINT64_CONSTANT (1) << c;
       else if (slot < best->n_roles && best->roles[slot].state == VB_ROLE_REBUILDING)
         st->rebuilding |= G_GUINT64_CONSTANT (1) << c;
       slot++;
