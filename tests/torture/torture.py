@@ -221,6 +221,8 @@ class Torture:
             self.setup()
             while time.monotonic() < deadline:
                 self.step += 1
+                for c in self.m.comps:
+                    c.fresh = False
                 kind = self.kind = self.choose()
                 self.m.after_restart = self.m.after_restart and kind not in ("settle",)
                 text = getattr(self, "do_" + kind.replace("-", "_"))()
@@ -532,7 +534,9 @@ class Torture:
             return "%s (used before) refused: %s" % (img.name(), err.strip()[:120])
         if rc != 0:
             raise Failure("vbmgr add --spare %s: exit status %d: %s" % (img.name(), rc, err.strip()))
-        m.comps.append(Comp(img, "spare", st="spare"))
+        nc = Comp(img, "spare", st="spare")
+        nc.fresh = True  # the policy may have taken a blank disk just before
+        m.comps.append(nc)
         return "%s%s" % (img.name(), " (used before)" if was_used else "")
 
     def removable(self):

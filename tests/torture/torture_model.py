@@ -51,6 +51,7 @@ class Comp:
         # a hotplug-failed or missing leg that came back: vblkd may re-add it
         self.may_return = False
         self.came_back = False
+        self.fresh = False  # added by this step (a spare-add)
         img.comp = self
         img.used = True
 
@@ -244,7 +245,11 @@ class Model:
                 # a spare the policy added may have taken a failed slot
                 # before this look (as any spare does at once)
                 took = slot_role and o["state"] in ("rebuilding", "in-sync")
-                if img is not None and (o["role"] == "spare" or took) and not self.spares():
+                # (one spare at most: the policy takes none while the device
+                # has one, but a spare-add of this very step may have come
+                # after the policy's; seed 2950652206 at 120 s, step 243)
+                older = [v for v in self.spares() if not v.fresh]
+                if img is not None and (o["role"] == "spare" or took) and not older:
                     nc = Comp(img, "spare", st="spare")
                     nc.uuid = o["uuid"]
                     self.comps.append(nc)
