@@ -22,19 +22,22 @@ mkfs.ext4 -q -L vblkroot "$node"
 mkdir -p "$T/root"
 mount "$node" "$T/root"
 vb_on_cleanup_early "mountpoint -q $T/root && umount $T/root"
-mkdir -p "$T/root"/{bin,sbin,dev,proc,sys,run,tmp,host,results,var/lib/vblk}
+mkdir -p "$T/root"/{bin,sbin,dev,proc,sys,run,tmp,host,results,share,var/lib/vblk}
 cp "$(cat "$share/busybox-path")" "$T/root/bin/busybox"
 cp "$VB_SRCDIR/tests/vm/boot-root-init" "$T/root/sbin/init"
-vbmgr stop root
-# the real root's desired state: this one, with root wanted running
+# the real root's desired state: this one, root wanted running
 cp "$VB_STATE_DIR/instance-id" "$T/root/var/lib/vblk/"
 jq '(.devices[] | select(.name == "root") | .started) = true' "$VB_STATE_FILE" \
   > "$T/root/var/lib/vblk/state.json"
 umount "$T/root"
+vbmgr stop root
 vb_stop_daemon
 
 vb_log "the initramfs, made by mkinitramfs with vblk's hook and local-top script"
 conf=$T/initramfs-tools
+# (mkinitramfs reads the kernel's config for its compressors; the overlay's
+# /boot takes it)
+cp "$(cat "$share/cache-path")/kernel/boot/config-$kver" /boot/
 cp -a /etc/initramfs-tools "$conf"
 mkdir -p "$conf/hooks" "$conf/scripts/local-top"
 cp "$build/data/initramfs-hook-vblk" "$conf/hooks/vblk"

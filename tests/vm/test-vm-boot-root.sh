@@ -24,6 +24,7 @@ work=$(mktemp -d /tmp/vblk-boot-root.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 truncate -s 96M "$work/vda.img" "$work/vdb.img"
 echo "$cache/busybox/bin/busybox" > "$work/busybox-path"
+echo "$cache" > "$work/cache-path"
 disks=(--disk "$work/vda.img" --disk "$work/vdb.img")
 env=()
 for v in VBLKD VBMGR VB_SRCDIR; do env+=("$v=${!v}"); done
@@ -32,10 +33,10 @@ boot=(--boot "$work/initrd.img" --append "root=/dev/vblk/root ro rootfstype=ext4
 
 echo "# guest 1: the array, its root file system, the initramfs"
 "$here/run" --timeout 900 "${disks[@]}" --share "$work" \
-  "for m in loop fuse dm-mod raid0 raid1 raid10 nbd; do modprobe \$m; done && env $env bash $(printf '%q' "$here/boot-root-setup.sh")"
+  "for m in virtio_blk loop fuse dm-mod raid0 raid1 raid10 nbd; do modprobe \$m; done && env $env bash $(printf '%q' "$here/boot-root-setup.sh")"
 for phase in takeover clean unclean; do
   echo "# guest: boot from the vblk root ($phase)"
-  "$here/run" --timeout 600 "${disks[@]}" "${boot[@]}" \
+  "$here/run" --timeout 600 "${disks[@]}" --share "$work" "${boot[@]}" \
     "env $env bash $(printf '%q' "$here/boot-root-stage.sh") $phase"
 done
 echo "# booted from a vblk root three times: takeover, clean shutdown, unclean reset"
