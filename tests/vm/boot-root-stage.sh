@@ -11,19 +11,12 @@
 #              middle of it
 #   unclean    the unclean stop resyncs; after the takeover a leg failed
 #              by md is recorded faulty in the superblocks
-set -uo pipefail
 phase=${1:?usage: boot-root-stage.sh takeover|clean|unclean}
-fail () { echo "FAIL: $phase: $*" >&2; exit 1; }
-log () { echo "# $phase: $*"; }
-wait_until () {
-  local timeout=$1 i
-  shift
-  for ((i = 0; i < timeout * 10; i++)); do
-    "$@" && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# its helpers (vb_wait_until, vb_log, vb_fail); no vb_setup: nothing of
+# its own bus, polkitd or udevd here
+source "$VB_SRCDIR/tests/integration/lib.sh"
+fail () { vb_fail "$phase: $*"; }
+log () { vb_log "$phase: $*"; }
 examine () { "$VBMGR" examine --json /dev/vda | jq -r "$1"; }
 # exited: gone, or a zombie (its parent, the initramfs's init now the
 # real root's, need not reap it)
@@ -42,7 +35,7 @@ takeover () {
   log "the real root's vblkd takes over from vblkd $old"
   "$VBLKD" --takeover --state-dir=/media/var/lib/vblk > /tmp/vblkd.log 2>&1 &
   new=$!
-  wait_until 60 grep -q "ready: 1 device(s), 1 running" /tmp/vblkd.log ||
+  vb_wait_until 60 grep -q "ready: 1 device(s), 1 running" /tmp/vblkd.log ||
     fail "no takeover: $(cat /tmp/vblkd.log)"
   grep -q "taking over from vblkd $old" /tmp/vblkd.log || fail "$(cat /tmp/vblkd.log)"
   exited "$old" || fail "the initramfs's vblkd $old is still there"
@@ -56,7 +49,7 @@ takeover () {
 # vblkd marks the superblocks clean; then the power goes.
 clean_shutdown () {
   kill -TERM "$new"
-  wait_until 20 grep -q "staying for root" /tmp/vblkd.log ||
+  vb_wait_until 20 grep -q "staying for root" /tmp/vblkd.log ||
     fail "vblkd did not stay for the root: $(tail /tmp/vblkd.log)"
   kill -0 "$new" 2> /dev/null || fail "vblkd $new left the root's array"
   [ "$(head -c 1 /proc/$new/cmdline)" = @ ] || fail "vblkd $new staying is not marked '@'"
@@ -64,7 +57,7 @@ clean_shutdown () {
   sync
   mount -o remount,ro /media || fail "remount ro"
   # md goes idle, vblkd marks the array and its superblocks clean
-  wait_until 30 eval '[ "$(examine .clean)" = true ]' ||
+  vb_wait_until 30 eval '[ "$(examine .clean)" = true ]' ||
     fail "superblocks not clean: $(cat /sys/block/$md/md/array_state) $(examine .)"
   kill -0 "$new" 2> /dev/null || fail "vblkd $new is gone"
 }
@@ -92,7 +85,7 @@ case $phase in
     log "no resync after the clean shutdown; the file intact"
     mount -o remount,rw /media || fail "remount rw"
     dd if=/dev/zero of=/media/more bs=1M count=64 oflag=direct status=none &
-    wait_until 10 eval '[ "$(examine .clean)" = false ]' ||
+    vb_wait_until 10 eval '[ "$(examine .clean)" = false ]' ||
       fail "superblocks clean while the array is written"
     log "reset in the middle of writes"
     echo 0 > /srv/rc
@@ -104,10 +97,10 @@ case $phase in
       fail "no resync after the reset: $(cat /run/vblk/initramfs.log)"
     log "after the reset: $(grep -m1 ", resyncing)" /run/vblk/initramfs.log)"
     takeover
-    wait_until 120 eval '[ "$(cat /sys/block/$md/md/sync_action)" = idle ]' || fail "resync did not end"
+    vb_wait_until 120 eval '[ "$(cat /sys/block/$md/md/sync_action)" = idle ]' || fail "resync did not end"
     log "the leg vdb fails (md marks it faulty)"
     echo faulty > "/sys/block/$md/md/dev-vdb/state" || fail "cannot fail vdb"
-    wait_until 30 eval '[ "$(examine ".roles[1].state")" = faulty ]' ||
+    vb_wait_until 30 eval '[ "$(examine ".roles[1].state")" = faulty ]' ||
       fail "vda's superblock does not record vdb faulty: $(examine .)"
     grep -q "component 1 .* recorded as faulty" /tmp/vblkd.log || fail "$(tail /tmp/vblkd.log)"
     [ "$(sha256sum < /media/data)" = "$(cat /mnt/data.sha)" ] || fail "the file differs"

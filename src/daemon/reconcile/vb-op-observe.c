@@ -109,6 +109,20 @@ vb_op_compute_status (VbOp *op)
  * (engine devices over FUSE) are taken down cleanly while nothing uses
  * them, rather than left to fail; the desired state keeps them started,
  * so the next vblkd starts them again. Kernel-run nodes stay. */
+/* Nothing holds running device @d's node (the claim's look: mounts,
+ * holders, an exclusive open); @error says what does. */
+static gboolean
+node_unused (VbOp *op, const VbDeviceConfig *d, const char *block_device, GError **error)
+{
+  VbProbe probe;
+  gboolean unused;
+
+  vb_probe_init (&probe, op->candidate, NULL);
+  unused = vb_claim_node_unused (&probe, d->name, block_device, error);
+  vb_probe_clear (&probe);
+  return unused;
+}
+
 void
 vb_op_stop_self_served (VbOp *op)
 {
@@ -127,13 +141,8 @@ vb_op_stop_self_served (VbOp *op)
       if (backend == NULL || backend->engine == NULL
           || !backend->engine->block_ops (r->block_device, &ops, &handle))
         continue;
-      VbProbe probe;
-      gboolean unused;
-
-      vb_probe_init (&probe, op->candidate, NULL);
-      unused = vb_claim_node_unused (&probe, d->name, r->block_device, &local);
-      vb_probe_clear (&probe);
-      if (!unused || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
+      if (!node_unused (op, d, r->block_device, &local)
+          || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
         {
           /* loop's FUSE file dies with vblkd; nbd and ublk hold the
            * requests for the next vblkd, which takes the node over */
@@ -150,7 +159,7 @@ vb_op_stop_self_served (VbOp *op)
 }
 
 /* After vb_op_stop_self_served: the devices still in use whose writes
- * wait for this process (an engine device it serves, an md array with
+ * wait for this process (VbEngineDeviceOps.needs_server: an md array with
  * vblk's metadata), NULL-terminated, for daemon->lingering. */
 char **
 vb_op_lingering (VbOp *op)
@@ -163,16 +172,9 @@ vb_op_lingering (VbOp *op)
       const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
       g_autoptr (GError) local = NULL;
-      VbProbe probe;
-      gboolean unused;
 
-      if (backend == NULL || backend->engine == NULL
-          || !backend->engine->needs_server (r->block_device))
-        continue;
-      vb_probe_init (&probe, op->candidate, NULL);
-      unused = vb_claim_node_unused (&probe, d->name, r->block_device, &local);
-      vb_probe_clear (&probe);
-      if (!unused)
+      if (backend && backend->engine && backend->engine->needs_server (r->block_device)
+          && !node_unused (op, d, r->block_device, &local))
         g_ptr_array_add (names, g_strdup (d->name));
     }
   g_ptr_array_add (names, NULL);

@@ -184,7 +184,10 @@ op_run_shutdown (VbOp *op, GHashTable *before_scan)
 {
   char **lingering;
 
-  vb_op_stop_self_served (op);
+  /* once: a look again while staying for a device in use only asks
+   * whether it still is (the engine devices were dealt with) */
+  if (g_atomic_pointer_get (&op->daemon->lingering) == NULL)
+    vb_op_stop_self_served (op);
   lingering = vb_op_lingering (op);
   g_strfreev (g_atomic_pointer_exchange (&op->daemon->lingering, lingering));
   op->applied = TRUE;
