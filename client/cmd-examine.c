@@ -57,6 +57,7 @@ vb_cmd_examine (int argc, char **argv)
           G_OPTION_ENTRY_NULL };
   g_autoptr (GError) error = NULL;
   VbSuperblock sb;
+  guint64 dirty = 0;
 
   if (!vb_mgr_parse_options (
           "examine", "PATH [--json|--udev]",
@@ -96,10 +97,17 @@ vb_cmd_examine (int argc, char **argv)
         return vb_mgr_fail ("examine", NULL, error);
     }
 
+  /* the bitmap's dirty chunks (mdadm -X's "dirty"): what a start would
+   * resync */
+  if ((sb.features & VB_SB_FEATURE_BITMAP)
+      && !vb_superblock_count_dirty (-1, argv[1], &sb, &dirty, &error))
+    return vb_mgr_fail ("examine", NULL, error);
   if (json)
     {
       g_autoptr (JsonNode) root = vb_superblock_to_json (&sb);
 
+      if (sb.features & VB_SB_FEATURE_BITMAP)
+        json_object_set_int_member (json_node_get_object (root), "bitmap_dirty", (gint64) dirty);
       vb_mgr_print_json (root);
     }
   else
@@ -107,6 +115,8 @@ vb_cmd_examine (int argc, char **argv)
       g_autofree char *text = vb_superblock_to_text (&sb);
 
       g_print ("%s:\n%s", argv[1], text);
+      if (sb.features & VB_SB_FEATURE_BITMAP)
+        g_print ("%16s : %" G_GUINT64_FORMAT " chunk(s)\n", "Bitmap Dirty", dirty);
     }
   return VB_EXIT_OK;
 }

@@ -112,8 +112,14 @@ typedef struct {
                       const char *const *uuids);
   /* A stop must not leave the node while it is in use: md holds a write
    * to a clean array with vblk's metadata until vblkd marks the
-   * superblocks dirty, so a vblkd gone would leave its writes hanging. */
+   * superblocks dirty, and an engine device's I/O is vblkd itself, so a
+   * vblkd gone would leave their writes hanging. */
   gboolean (*needs_server) (const char *block_device);
+  /* The device goes on serving, left as a clean stop would leave it (the
+   * shutdown's last step, its file system read-only): the engine's bitmap
+   * cleared, md's superblocks clean. Blocks a few seconds at most; FALSE
+   * and @error say what is left to resync. */
+  gboolean (*settle) (const char *block_device, GError **error);
 } VbEngineDeviceOps;
 
 /* What a backend declares it can do; the daemon asks these, never which

@@ -85,6 +85,7 @@ vb_backend_check (const VbBackend *backend, GError **error)
   REQUIRE (ops, readd, "engine device ops are all required");
   REQUIRE (ops, set_spares, "engine device ops are all required");
   REQUIRE (ops, needs_server, "engine device ops are all required");
+  REQUIRE (ops, settle, "engine device ops are all required");
   return TRUE;
 }
 
@@ -321,7 +322,8 @@ whole_disk_of (dev_t devnum)
   if (resolved == NULL)
     return devnum;
   parent_dev = g_build_filename (resolved, "..", "dev", NULL);
-  if (!g_file_get_contents (parent_dev, &text, NULL, NULL) || sscanf (text, "%u:%u", &maj, &min) != 2)
+  if (!g_file_get_contents (parent_dev, &text, NULL, NULL)
+      || sscanf (text, "%u:%u", &maj, &min) != 2)
     return devnum;
   return makedev (maj, min);
 }

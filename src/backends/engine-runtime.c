@@ -508,13 +508,31 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   return TRUE;
 }
 
-/* An engine device's I/O is this process, but a stop does not stay for it
- * (yet): one not in use is taken down, one in use goes on under the kernel
- * (ublk, nbd hold its requests for the next vblkd) or ends with vblkd
- * (loop's FUSE server), as before. */
+/* An engine device's I/O is this process: a stop stays while the node is
+ * in use (a root on ublk or nbd would otherwise hold its last writes until
+ * a vblkd that never comes; loop's FUSE file would fail them). A takeover
+ * still leaves at once: ublk and nbd hold the requests for the next vblkd. */
 static gboolean
 engine_runtime_needs_server (const char *block_device)
 {
+  return TRUE;
+}
+
+static gboolean
+engine_runtime_settle (const char *block_device, GError **error)
+{
+  VbEngineRuntime *rt;
+  VbEngine *e = engine_get (block_device, &rt);
+  int r = e ? vb_engine_settle (e) : -ESRCH;
+
+  engine_put (rt);
+  if (r == 0)
+    return TRUE;
+  g_set_error (error, VB_ERROR, r == -ENOTSUP ? VB_ERROR_NOT_SUPPORTED : VB_ERROR_BUSY, "%s",
+               r == -ENOTSUP ? "no bitmap: the next start resyncs every byte"
+               : r == -EBUSY ? "a leg is not in sync or a job runs: its bitmap keeps what it misses"
+               : r == -EAGAIN ? "writes in flight: their chunks stay dirty"
+                              : g_strerror (-r));
   return FALSE;
 }
 
@@ -531,4 +549,5 @@ const VbEngineDeviceOps vb_engine_runtime_ops = {
   .readd = vb_engine_runtime_readd,
   .set_spares = vb_engine_runtime_set_spares,
   .needs_server = engine_runtime_needs_server,
+  .settle = engine_runtime_settle,
 };

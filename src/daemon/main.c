@@ -11,6 +11,7 @@
 #include "vb-manager.h"
 #include "vb-objects.h"
 #include "vb-policy-dbus.h"
+#include "vb-state-dir.h"
 #include "vb-udev.h"
 
 #include <blockdev/blockdev.h>
@@ -22,6 +23,8 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <string.h>
@@ -53,8 +56,7 @@ static const GOptionEntry entries[] = {
     N_ ("In the initramfs: start only these devices (and those they are built on)"),
     N_ ("NAME,...") },
   { "takeover", 0, 0, G_OPTION_ARG_NONE, &opt_takeover,
-    N_ ("Take over from the vblkd of the same run dir (the initramfs's), without the bus"),
-    NULL },
+    N_ ("Take over from the vblkd of the same run dir (the initramfs's), without the bus"), NULL },
   { NULL },
 };
 
@@ -129,6 +131,21 @@ on_handover (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* SIGUSR2: the system's last step before the power goes (vblk.shutdown,
+ * the root read-only): every device left as a clean stop would, and
+ * RUN_DIR/settled written, by the next look of a vblkd staying (within a
+ * second); a vblkd not stopping yet stops as at SIGTERM. */
+static gboolean
+on_settle (gpointer data)
+{
+  VbDaemon *daemon = data;
+
+  g_atomic_int_set (&daemon->settle_asked, TRUE);
+  if (!daemon->shutting_down)
+    return on_signal (daemon);
+  return G_SOURCE_CONTINUE;
+}
+
 /* SIGHUP: read the policy rules again. */
 static gboolean
 on_sighup (gpointer data)
@@ -170,6 +187,8 @@ startup_done (VbDaemon *daemon, const GError *error, gpointer user_data)
                                             daemon->desired->devices->len, n);
 
   g_message ("vblk: ready: %u device(s), %u running", daemon->desired->devices->len, n);
+  if (daemon->memory_locked && munlockall () == 0)
+    daemon->memory_locked = FALSE;
   /* ready once the devices marked autostart are up: a unit ordered after
    * vblkd (local file systems) finds them */
   notify_systemd (ready);
@@ -367,111 +386,11 @@ own_name (VbDaemon *daemon, GDBusConnection *connection)
       on_name_lost, daemon, NULL);
 }
 
-/* Drivers and attributes of a loaded state are checked as CreateDevice
- * would; a state.json naming what this vblkd cannot run is refused. An
- * attribute the file does not name takes the value the device had before
- * the attribute existed (a raid0 or linear saved without superblocks
- * stays metadata=none: its data starts at byte 0). */
+/* The instance id and the desired state, checked. */
 static gboolean
-check_loaded_state (VbState *state, GError **error)
+load_state (VbDaemon *daemon, GError **error)
 {
-  g_autoptr (VbGraph) graph = vb_graph_new (state);
-
-  for (guint i = 0; i < state->devices->len; i++)
-    {
-      VbDeviceConfig *d = state->devices->pdata[i];
-      const VbDriver *driver = vb_driver_lookup (d->driver);
-      GHashTable *resolved;
-      if (driver == NULL)
-        {
-          g_autofree char *known = vb_drivers_known_names ();
-          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "devices[%u] (%s): driver '%s': unknown (known: %s)", i, d->name, d->driver,
-                       known);
-          return FALSE;
-        }
-      resolved = vb_driver_resolve_saved_attributes (driver, d->attributes, error);
-      if (resolved == NULL)
-        {
-          g_prefix_error (error, "devices[%u] (%s): ", i, d->name);
-          return FALSE;
-        }
-      g_hash_table_unref (d->attributes);
-      d->attributes = resolved;
-    }
-  return vb_graph_check (graph, error);
-}
-
-#define LOCK_WAIT_MS 15000
-
-/* Only one vblkd per state dir; @wait lets a --replace'd one finish. */
-static int
-lock_state_dir (const char *dir, gboolean wait, GError **error)
-{
-  g_autofree char *path = g_build_filename (dir, ".lock", NULL);
-  int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  gint64 deadline = g_get_monotonic_time () + LOCK_WAIT_MS * 1000;
-  int e;
-
-  /* a read-only state dir (the root file system before it is remounted
-   * read-write, early in a boot from a vblk root): the directory itself
-   * is locked; a change to the desired state fails until then */
-  if (fd < 0 && errno == EROFS)
-    fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    goto fail;
-  while (flock (fd, LOCK_EX | LOCK_NB) < 0)
-    {
-      if (errno != EWOULDBLOCK || !wait || g_get_monotonic_time () > deadline)
-        goto fail;
-      g_usleep (100 * 1000);
-    }
-  return fd;
-fail:
-  e = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s%s", path, g_strerror (e),
-               e == EWOULDBLOCK ? " (another vblkd uses this state; --replace takes over)" : "");
-  if (fd >= 0)
-    close (fd);
-  return -1;
-}
-
-/* A random id for this state dir, kept beside state.json: the backends tag
- * block nodes with it, so vblkds of other state dirs leave them alone. */
-static char *
-load_instance_id (const char *dir, GError **error)
-{
-  g_autofree char *path = g_build_filename (dir, "instance-id", NULL);
-  g_autofree char *text = NULL;
-  char *id;
-
-  if (g_file_get_contents (path, &text, NULL, NULL))
-    {
-      g_strstrip (text);
-      if (strlen (text) == VB_INSTANCE_ID_LEN
-          && strspn (text, "0123456789abcdef") == VB_INSTANCE_ID_LEN)
-        return g_steal_pointer (&text);
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s: '%s' is not %d lower-case hex digits", path, text, VB_INSTANCE_ID_LEN);
-      return NULL;
-    }
-  id = g_strdup_printf ("%08x", g_random_int ());
-  if (!g_file_set_contents_full (
-          path, id, -1, G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0600, error))
-    {
-      g_free (id);
-      return NULL;
-    }
-  return id;
-}
-
-static gboolean
-prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
-{
-  daemon->lock_fd = lock_state_dir (daemon->state_dir, wait, error);
-  if (daemon->lock_fd < 0)
-    return FALSE;
-  daemon->instance = load_instance_id (daemon->state_dir, error);
+  daemon->instance = vb_state_dir_instance_id (daemon->state_dir, error);
   if (daemon->instance == NULL)
     return FALSE;
   daemon->desired = vb_state_load (daemon->state_path, error);
@@ -479,7 +398,7 @@ prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
     goto refuse;
   if (opt_initramfs && !vb_boot_keep_only (daemon->desired, opt_initramfs, error))
     goto refuse;
-  if (!check_loaded_state (daemon->desired, error))
+  if (!vb_state_dir_check (daemon->desired, error))
     {
       g_prefix_error (error, "%s: ", daemon->state_path);
       g_clear_pointer (&daemon->desired, vb_state_free);
@@ -489,6 +408,14 @@ prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
 refuse:
   g_prefix_error (error, "refusing to start: ");
   return FALSE;
+}
+
+static gboolean
+prepare_state (VbDaemon *daemon, gboolean wait, GError **error)
+{
+  daemon->lock_fd = vb_state_dir_lock (daemon->state_dir,
+                                       vb_state_dir_open_lock (daemon->state_dir), wait, error);
+  return daemon->lock_fd >= 0 && load_state (daemon, error);
 }
 
 static void
@@ -510,15 +437,13 @@ record_exit (VbDaemon *daemon)
 
 #define TAKEOVER_WAIT_MS 30000
 
-/* The directories from the options; the state dir locked and loaded.
- * Returns the exit status on failure, 0 otherwise. */
+/* The directories from the options; the state dir locked and loaded (for
+ * --takeover loaded, its lock opened: take_over locks it). Returns the
+ * exit status on failure, 0 otherwise. */
 static int
 setup_dirs (VbDaemon *daemon)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *marker = NULL;
-  g_autofree char *last = NULL;
-  g_autofree char *text = NULL;
 
   daemon->state_dir
       = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
@@ -528,24 +453,41 @@ setup_dirs (VbDaemon *daemon)
   daemon->policy_dir
       = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
 
-  /* before anything of the run dir is read: the old vblkd records its exit */
-  if (opt_takeover && !vb_boot_takeover (daemon->run_dir, TAKEOVER_WAIT_MS, &error))
-    {
-      g_printerr ("vblkd: %s\n", error->message);
-      return 1;
-    }
   if (g_mkdir_with_parents (daemon->state_dir, 0700) < 0)
     {
       g_printerr ("vblkd: cannot create %s: %s\n", daemon->state_dir, g_strerror (errno));
       return 1;
     }
-  if (!opt_replace && !prepare_state (daemon, FALSE, &error))
+  if (opt_takeover)
+    {
+      struct stat st;
+      if (stat (daemon->state_path, &st) == 0)
+        daemon->state_mtime = st.st_mtim.tv_sec * G_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
+      if ((daemon->lock_fd = vb_state_dir_open_lock (daemon->state_dir)) < 0)
+        {
+          g_printerr ("vblkd: %s/.lock: %s\n", daemon->state_dir, g_strerror (errno));
+          return 1;
+        }
+    }
+  if (opt_takeover ? !load_state (daemon, &error)
+                   : !opt_replace && !prepare_state (daemon, FALSE, &error))
     {
       print_startup_error (error);
       return 1;
     }
+  return 0;
+}
 
-  marker = g_build_filename (daemon->run_dir, "booted", NULL);
+/* The run dir: the boot marker, this vblkd's pid, the last one's exit
+ * (after a takeover, recorded by the vblkd that left). */
+static int
+setup_run_dir (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *marker = g_build_filename (daemon->run_dir, "booted", NULL);
+  g_autofree char *last = g_build_filename (daemon->run_dir, "last-exit", NULL);
+  g_autofree char *text = NULL;
+
   daemon->fresh_run_dir = !g_file_test (marker, G_FILE_TEST_EXISTS);
   if (g_mkdir_with_parents (daemon->run_dir, 0755) < 0
       || (daemon->fresh_run_dir && !g_file_set_contents (marker, "", 0, &error)))
@@ -556,12 +498,60 @@ setup_dirs (VbDaemon *daemon)
     }
   if (!vb_boot_write_pid (daemon->run_dir, &error))
     g_warning ("vblk: %s (a later vblkd --takeover will not find this one)", error->message);
-  last = g_build_filename (daemon->run_dir, "last-exit", NULL);
   if (!daemon->fresh_run_dir)
     g_message ("vblk: previous vblkd %s", g_file_get_contents (last, &text, NULL, NULL)
                                               ? "exited cleanly"
                                               : "did not exit cleanly; re-driving");
   unlink (last);
+  return 0;
+}
+
+/* --takeover: the vblkd named in the run dir leaves, then this one locks
+ * the state dir and goes on. The vblkd that leaves may serve the root file
+ * system (an engine device on ublk or nbd): until this one has taken its
+ * devices over, a read from the root would wait for this process itself.
+ * So everything read from there — the state, the libraries, the policy
+ * rules, the lock's file — was read and opened before, and this process's
+ * memory is locked (mlockall, as mdmon's) until the devices are up
+ * (startup_done). Returns the exit status on failure, 0 otherwise. */
+static int
+take_over (VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  struct stat st;
+
+  if (mlockall (MCL_CURRENT | MCL_FUTURE) < 0)
+    g_warning ("vblk: cannot lock this vblkd in memory (%s): a root served by the vblkd "
+               "that leaves may wait on this one",
+               g_strerror (errno));
+  else
+    daemon->memory_locked = TRUE;
+  if (!vb_boot_takeover (daemon->run_dir, TAKEOVER_WAIT_MS, &error))
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 1;
+    }
+  daemon->lock_fd = vb_state_dir_lock (daemon->state_dir, daemon->lock_fd, TRUE, &error);
+  if (daemon->lock_fd < 0)
+    {
+      print_startup_error (error);
+      return 1;
+    }
+  /* the vblkd that left wrote the state meanwhile (a restart, not a boot):
+   * read again, from a root it no longer serves */
+  if (stat (daemon->state_path, &st) == 0
+      && st.st_mtim.tv_sec * G_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000 != daemon->state_mtime)
+    {
+      g_message ("vblk: %s changed while the other vblkd left; reading it again",
+                 daemon->state_path);
+      g_clear_pointer (&daemon->desired, vb_state_free);
+      g_clear_pointer (&daemon->instance, g_free);
+      if (!load_state (daemon, &error))
+        {
+          print_startup_error (error);
+          return 1;
+        }
+    }
   return 0;
 }
 
@@ -664,7 +654,8 @@ main (int argc, char **argv)
   main_argv = argv;
   if (opt_initramfs)
     vb_boot_mark_root_storage (argv);
-  if ((status = setup_dirs (&daemon)) != 0)
+  if ((status = setup_dirs (&daemon)) != 0
+      || (!opt_takeover && (status = setup_run_dir (&daemon)) != 0))
     return status;
 
   bd_switch_init_checks (FALSE, NULL);
@@ -684,10 +675,14 @@ main (int argc, char **argv)
       return 1;
     }
   vb_udev_watch (&daemon);
+  if (opt_takeover
+      && ((status = take_over (&daemon)) != 0 || (status = setup_run_dir (&daemon)) != 0))
+    return status;
   g_unix_signal_add (SIGTERM, on_signal, &daemon);
   g_unix_signal_add (SIGINT, on_signal, &daemon);
   g_unix_signal_add (SIGHUP, on_sighup, &daemon);
   g_unix_signal_add (SIGUSR1, on_handover, &daemon);
+  g_unix_signal_add (SIGUSR2, on_settle, &daemon);
   bus.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
                                  G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
                                      | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),

@@ -224,11 +224,12 @@ relayout_without_strangers (VbEngine *e, const VbEngineIdentity *id, const Found
       Component *c = &e->components[i];
       /* a reconfiguration's slots are new: the running engine says which
        * kept component is out; at a start, the newest superblock does */
-      gboolean out = id->reconfigure ? id->failed && id->failed[i]
-                                     : i < t->n_roles
-                                           && (t->roles[i].state == VB_ROLE_FAULTY
-                                               || t->roles[i].state == VB_ROLE_MISSING
-                                               || stranger_at (id->component_uuids[i], found, t, i));
+      gboolean out = id->reconfigure
+                         ? id->failed && id->failed[i]
+                         : i < t->n_roles
+                               && (t->roles[i].state == VB_ROLE_FAULTY
+                                   || t->roles[i].state == VB_ROLE_MISSING
+                                   || stranger_at (id->component_uuids[i], found, t, i));
       gboolean member = !id->reconfigure && found[i].present && found[i].sb.role == (gint32) i
                         && strcmp (found[i].sb.component_uuid, t->roles[i].uuid) == 0;
       infos[i].source = c->path;
@@ -598,15 +599,20 @@ load_bitmap (Assembly *a, GError **error)
   return TRUE;
 }
 
-/* A job runs at activation after an unclean stop, for a new device, a
- * slot behind, or dirty bits; never on a read-only device (it reads
- * in-sync copies only). */
+/* A job runs at activation for a new device, a slot behind, dirty bits,
+ * or without a bitmap after an unclean stop; never on a read-only device
+ * (it reads in-sync copies only). With a bitmap the clean flag adds
+ * nothing: every write's bit is durable before the write, and a bit goes
+ * only once every leg has the write and after the superblocks were written
+ * and flushed on every leg (events_cleared), which makes the write durable
+ * first; so a stop that was not clean — a vblkd that stayed serving a root
+ * until the power went — with no bit set has nothing to resync. */
 static void
 decide_need_sync (VbEngine *e, gboolean fresh)
 {
   VbEngineMeta *m = e->meta;
-  /* copies that may differ: a new device, an unclean stop, dirty bits */
-  gboolean differ = fresh || !m->sb.clean || (m->bitmap && vb_bitmap_count_dirty (m->bitmap) > 0);
+  /* copies that may differ: a new device, dirty bits, an unclean stop */
+  gboolean differ = fresh || (m->bitmap ? vb_bitmap_count_dirty (m->bitmap) > 0 : !m->sb.clean);
 
   m->need_sync = differ;
   for (guint i = 0; i < e->n; i++)

@@ -620,6 +620,27 @@ engine_sweeper_stop (VbEngine *e)
   e->sweeper = NULL;
 }
 
+int
+vb_engine_settle (VbEngine *e)
+{
+  VbBitmap *bm = engine_meta_bitmap (e);
+
+  if (e->read_only || !e->redundant)
+    return 0;
+  if (bm == NULL)
+    return -ENOTSUP;
+  if (!may_clear (e))
+    return -EBUSY;
+  for (guint i = 0; i < e->n; i++)
+    if (!engine_is_faulty (&e->components[i]))
+      engine_component_flush (&e->components[i]);
+  /* as a stop's: the first ages the bits of the last writes, the second
+   * clears every bit with no write in flight */
+  vb_bitmap_sweep (bm, FALSE);
+  vb_bitmap_sweep (bm, may_clear (e));
+  return vb_bitmap_count_dirty (bm) == 0 ? 0 : -EAGAIN;
+}
+
 void
 engine_sync_start_needed (VbEngine *e, gboolean need)
 {

@@ -115,6 +115,13 @@ void vb_engine_update (VbEngine *engine, GHashTable *attributes);
  * copy): the job's id, -ENOTSUP without redundancy, -EBUSY while another
  * job runs. */
 gint64 vb_engine_check (VbEngine *engine, gboolean repair);
+/* A device that goes on serving made as a stop leaves it (a shutdown's
+ * last step, with the file system on it read-only): every leg flushed and
+ * the bitmap's bits cleared, so that the power going next costs no resync.
+ * 0; -ENOTSUP without a bitmap (a stop that is not clean resyncs it all),
+ * -EBUSY while a leg is not in sync or a job runs (the bits keep what it
+ * misses), -EAGAIN while writes are in flight. */
+int vb_engine_settle (VbEngine *engine);
 /* -ESRCH when job @id is not running. */
 int vb_engine_cancel_job (VbEngine *engine, guint64 id);
 gboolean vb_engine_component_rebuilding (VbEngine *engine, guint component);

@@ -658,6 +658,48 @@ vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error)
 }
 
 gboolean
+vb_superblock_count_dirty (int fd, const char *path, const VbSuperblock *sb, guint64 *dirty,
+                           GError **error)
+{
+  g_auto (Target) t = { -1, FALSE, NULL };
+  g_autoptr (guint8) buf = NULL;
+  guint64 chunks, bit = 0;
+
+  g_return_val_if_fail (sb != NULL && dirty != NULL, FALSE);
+  *dirty = 0;
+  if (!(sb->features & VB_SB_FEATURE_BITMAP) || sb->bitmap_chunk == 0)
+    return TRUE;
+  if (!target_open (&t, fd, path, O_RDONLY, error))
+    return FALSE;
+  chunks = (sb->data_size + sb->bitmap_chunk - 1) / sb->bitmap_chunk;
+  buf = aligned_block ();
+  /* block by block (O_DIRECT: whole aligned blocks); bits past the last
+   * chunk are not the data's */
+  for (guint64 off = 0; off < sb->bitmap_bytes && bit < chunks; off += VB_SB_SIZE)
+    {
+      gssize n;
+      do
+        n = pread (t.fd, buf, VB_SB_SIZE, VB_BITMAP_OFFSET + off);
+      while (n < 0 && errno == EINTR);
+      if (n != VB_SB_SIZE)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       "'%s': cannot read the bitmap at %" G_GUINT64_FORMAT ": %s", t.label,
+                       VB_BITMAP_OFFSET + off, n < 0 ? g_strerror (errno) : "short read");
+          return FALSE;
+        }
+      for (guint i = 0; i < VB_SB_SIZE && bit < chunks; i++, bit += 8)
+        {
+          guint8 byte = buf[i];
+          if (chunks - bit < 8)
+            byte &= (guint8) ((1u << (chunks - bit)) - 1);
+          *dirty += (guint64) __builtin_popcount (byte);
+        }
+    }
+  return TRUE;
+}
+
+gboolean
 vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **error)
 {
   g_auto (Target) t = { -1, FALSE, NULL };

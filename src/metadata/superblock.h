@@ -118,6 +118,10 @@ gboolean vb_superblock_decode (const guint8 *buf, gsize len, VbSuperblock *sb, G
  * ("'/srv/a.img': superblock checksum mismatch ..."). A component shorter than
  * VB_SB_OFFSET + VB_SB_SIZE is VB_ERROR_NOT_FOUND "no vblk superblock (too small)". */
 gboolean vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error);
+/* How many of the data's chunks the write-intent bitmap of @sb (read from
+ * @fd or @path, as above) marks dirty: 0 without a bitmap. */
+gboolean vb_superblock_count_dirty (int fd, const char *path, const VbSuperblock *sb,
+                                    guint64 *dirty, GError **error);
 gboolean vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **error);
 
 /* The attributes as the superblock keeps them: "key=value\n" lines, sorted

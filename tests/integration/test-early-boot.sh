@@ -69,6 +69,6 @@ vbmgr delete r1
 vb_stop_daemon
 
 vb_log "the unit: early, ready by notification, after udev, before local-fs-pre"
-sed "s|@sbindir@|$(dirname "$VBLKD")|" "$VB_SRCDIR/data/vblkd.service" > "$T/vblkd.service"
+sed "s|@sbindir@|$(dirname "$VBLKD")|" "$VB_SRCDIR/data/systemd/vblkd.service" > "$T/vblkd.service"
 systemd-analyze verify "$T/vblkd.service" > "$T/verify.out" 2>&1 ||
   { cat "$T/verify.out" >&2; vb_fail "systemd-analyze verify of vblkd.service"; }

@@ -31,6 +31,9 @@ ls "$T"/fio/*verify.state > /dev/null || vb_fail "fio saved no verify state: $(t
 for f in a b; do
   vb_assert_eq false "$(vbmgr examine --json "$T/$f.img" | jq -r .clean)" "$f: unclean after the kill"
 done
+dirty=$(vbmgr examine --json "$T/a.img" | jq -r .bitmap_dirty)
+vb_log "after the kill: $dirty dirty chunk(s) in a.img's bitmap (vbmgr examine)"
+[ "$dirty" -ge 1 ] && [ "$dirty" -le 8 ] || vb_fail "a.img's bitmap: $dirty dirty chunks, fio wrote to 8"
 
 vb_log "restart: the device comes back and resyncs the dirty chunks"
 vb_start_daemon
@@ -50,5 +53,23 @@ vb_log "resynced $bytes of $size bytes"
 vbmgr stop r
 cmp -i 1M:1M "$T/a.img" "$T/b.img" || vb_fail "copies differ after the resync"
 vb_assert_eq "true true" "$(vbmgr examine --json "$T/a.img" | jq -r .clean) $(vbmgr examine --json "$T/b.img" | jq -r .clean)" "clean after stop"
+
+vb_log "idle, then killed: no bit set, so nothing to resync, whatever the clean flag says"
+vbmgr start r
+vb_wait_state r active 20
+# the sweeper clears the bits of chunks idle for two of its rounds
+vb_wait_until 30 eval '[ "$(vbmgr examine --json "$T/a.img" | jq -r .bitmap_dirty)" = 0 ] &&
+  [ "$(vbmgr examine --json "$T/b.img" | jq -r .bitmap_dirty)" = 0 ]' ||
+  vb_fail "bits still set while idle: $(vbmgr examine "$T/a.img")"
+vb_kill_daemon
+vb_assert_eq false "$(vbmgr examine --json "$T/a.img" | jq -r .clean)" "unclean after the second kill"
+vb_start_daemon
+vb_wait_state r active 20
+vbmgr wait r > /dev/null
+vb_assert_eq 0 "$(sed -n '/^=== vblkd start/h; /^=== vblkd start/!H; ${x;p}' "$VB_LOG" | grep -c "r: resync started")" \
+  "resyncs after an unclean stop with no dirty bit"
+vb_assert_eq 0 "$(vbmgr jobs --json | jq '[.[] | select(.device == "r")] | length')" "jobs of r"
+vbmgr stop r
+cmp -i 1M:1M "$T/a.img" "$T/b.img" || vb_fail "copies differ after the second kill"
 vbmgr delete r
 vb_stop_daemon

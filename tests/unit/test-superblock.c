@@ -925,6 +925,52 @@ test_io_direct (void)
     check_io_in ("/dev/shm", TRUE); /* tmpfs: may refuse O_DIRECT */
 }
 
+/* The bitmap's dirty count (vbmgr examine): bits of the data's chunks
+ * only, across blocks; a bitmap area cut short is an error naming the file. */
+static void
+test_count_dirty (void)
+{
+  g_autofree char *dir = make_dir (g_get_tmp_dir ());
+  g_autofree char *path = g_build_filename (dir, "bm.img", NULL);
+  g_autofree guint8 *bits = g_malloc0 (2 * 4096);
+  g_autoptr (GError) error = NULL;
+  VbSuperblock sb;
+  guint64 dirty = 99;
+  int fd;
+
+  make_sb (&sb);
+  /* 40000 chunks: the bitmap spans two blocks; bits 40000.. are not data */
+  sb.bitmap_chunk = 4096;
+  sb.data_size = 40000ull * 4096 - 100; /* the last chunk partial */
+  sb.bitmap_bytes = 2 * 4096;
+  bits[0] = 0x81;                       /* chunks 0, 7 */
+  bits[4096] = 0x01;                    /* chunk 32768 */
+  bits[39999 / 8] |= 1u << (39999 % 8); /* the last chunk */
+  bits[40000 / 8] |= 1u << (40000 % 8); /* past it: not counted */
+  bits[8191] = 0xff;                    /* past it */
+  fd = g_open (path, O_RDWR | O_CREAT, 0600);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (ftruncate (fd, VB_BITMAP_OFFSET + 4096), ==, 0);
+  g_assert_true (vb_superblock_write (fd, NULL, &sb, NULL));
+  /* only the first block there */
+  g_assert_cmpint (pwrite (fd, bits, 4096, VB_BITMAP_OFFSET), ==, 4096);
+  g_assert_false (vb_superblock_count_dirty (fd, NULL, &sb, &dirty, &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "cannot read the bitmap at 12288"));
+  g_clear_error (&error);
+  g_assert_cmpint (pwrite (fd, bits + 4096, 4096, VB_BITMAP_OFFSET + 4096), ==, 4096);
+  g_assert_true (vb_superblock_count_dirty (-1, path, &sb, &dirty, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (dirty, ==, 4);
+  /* no bitmap: nothing dirty, nothing read */
+  sb.features &= ~(guint32) VB_SB_FEATURE_BITMAP;
+  g_assert_true (vb_superblock_count_dirty (-1, "/nonexistent", &sb, &dirty, &error));
+  g_assert_cmpuint (dirty, ==, 0);
+  close (fd);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 static void
 assert_read_fails (const char *path, int code, const char *message)
 {
@@ -1152,6 +1198,7 @@ main (int argc, char **argv)
   g_test_add_func ("/superblock/io/buffered", test_io_buffered);
   g_test_add_func ("/superblock/io/direct", test_io_direct);
   g_test_add_func ("/superblock/io/refusals", test_io_refusals);
+  g_test_add_func ("/superblock/io/count-dirty", test_count_dirty);
   g_test_add_func ("/superblock/views", test_views);
   g_test_add_func ("/metadata/handler", test_handler);
   return g_test_run ();

@@ -1,10 +1,11 @@
 #!/bin/bash
 # test-vm-boot-root, first guest (tests/vm/run with two virtio disks and a
-# share): a vblk raid1 "root" on /dev/vda and /dev/vdb (kernel md with
-# vblk's metadata), an ext4 on it holding a root file system for the next
-# guests (busybox, tests/vm/boot-root-init as /sbin/init, the desired state
-# at /var/lib/vblk as the real root's vblkd reads it), and an initramfs made
-# by vblk's initramfs-tools hook and script, written to the share.
+# share): a vblk raid1 "root" on /dev/vda and /dev/vdb (VB_BOOT_BACKEND:
+# kernel md with vblk's metadata, or the engine on ublk), an ext4 on it
+# holding a root file system for the next guests (busybox,
+# tests/vm/boot-root-init as /sbin/init, the desired state at /var/lib/vblk
+# as the real root's vblkd reads it), and an initramfs made by vblk's
+# initramfs-tools hook and script, written to the share.
 source "$VB_SRCDIR/tests/integration/lib.sh"
 [ "${VB_IN_VM:-}" = 1 ] || vb_fail "run me with tests/vm/run"
 share=/vm-share
@@ -13,9 +14,13 @@ build=$(cd "$(dirname "$VBMGR")/.." && pwd)
 vb_setup
 vb_start_daemon
 
-vb_log "raid1 'root' on /dev/vda /dev/vdb"
-vbmgr create root --driver raid1 --start /dev/vda /dev/vdb
-vb_assert_eq kernel "$(vb_json root .backend)" "root's backend"
+backend=${VB_BOOT_BACKEND:-kernel}
+vb_log "raid1 'root' on /dev/vda /dev/vdb, backend $backend"
+# (the engine's bitmap in chunks of 1 MiB: a reset dirties a few)
+attrs=()
+[ "$backend" = kernel ] || attrs=(--attr bitmap_chunk=1M)
+vbmgr create root --driver raid1 --backend "$backend" "${attrs[@]}" --start /dev/vda /dev/vdb
+vb_assert_eq "$backend" "$(vb_json root .backend)" "root's backend"
 vbmgr wait root > /dev/null || vb_fail "initial resync of root"
 node=$(vb_blockdev_of root)
 mkfs.ext4 -q -L vblkroot "$node"
@@ -58,5 +63,7 @@ for f in sbin/vblkd bin/vbmgr etc/vblk/initramfs-state/state.json \
   lib/udev/rules.d/64-vblk.rules; do
   grep -qx "$f\|usr/$f" <<< "$listing" || vb_fail "the initramfs lacks $f"
 done
-grep -q "raid1.ko" <<< "$listing" || vb_fail "the initramfs lacks raid1.ko"
+for m in raid1 ublk_drv; do
+  grep -q "/$m.ko" <<< "$listing" || vb_fail "the initramfs lacks $m.ko"
+done
 vb_log "initramfs: $(du -k "$share/initrd.img" | cut -f1) KiB, $(wc -l <<< "$listing") files"

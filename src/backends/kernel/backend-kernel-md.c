@@ -404,7 +404,8 @@ md_release (const char *block_device, guint component)
       a->sb.roles[component].state = VB_ROLE_MISSING;
       if (md_write_all_locked (a))
         vb_report (a->name, VB_REPORT_INFO,
-                   "component %u (%s) went away; recorded as missing (events %" G_GUINT64_FORMAT ")",
+                   "component %u (%s) went away; recorded as missing (events %" G_GUINT64_FORMAT
+                   ")",
                    component, m->path, a->sb.events);
     }
   md_publish_status_locked (a);
@@ -502,6 +503,39 @@ md_needs_server (const char *block_device)
   return a != NULL && a->meta && !a->native && a->copies > 1;
 }
 
+#define SETTLE_WAIT_MS 10000
+
+/* md goes clean once idle (its safe mode, 200 ms), and the monitor then
+ * marks vblk's superblocks clean: waited for. */
+static gboolean
+md_settle (const char *block_device, GError **error)
+{
+  g_autoptr (MdArray) a = md_lookup_array (block_device);
+  gint64 deadline = g_get_monotonic_time () + SETTLE_WAIT_MS * 1000;
+  gboolean clean = FALSE;
+
+  if (a == NULL || !a->meta || a->native || a->read_only)
+    return TRUE; /* md keeps its own superblocks, or writes nothing */
+  for (;;)
+    {
+      g_mutex_lock (&a->lock);
+      clean = a->sb.clean;
+      g_mutex_unlock (&a->lock);
+      if (clean || g_get_monotonic_time () > deadline)
+        break;
+      md_wake (a);
+      g_usleep (100 * 1000);
+    }
+  if (!clean)
+    {
+      g_autofree char *state = md_get (a, "array_state");
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                   "md array still %s after %d s: its superblocks say not clean", state,
+                   SETTLE_WAIT_MS / 1000);
+    }
+  return clean;
+}
+
 const VbEngineDeviceOps vb_kernel_md_ops = {
   .component_status = md_component_status,
   .slot_source = md_slot_source,
@@ -515,6 +549,7 @@ const VbEngineDeviceOps vb_kernel_md_ops = {
   .readd = md_readd,
   .set_spares = md_set_spares,
   .needs_server = md_needs_server,
+  .settle = md_settle,
 };
 
 /* Not registered by itself: backend "kernel" (backend-kernel.c) sends md

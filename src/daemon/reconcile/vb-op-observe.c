@@ -105,10 +105,6 @@ vb_op_compute_status (VbOp *op)
   vb_probe_clear (&probe);
 }
 
-/* At exit: exports end, and the block nodes this process serves itself
- * (engine devices over FUSE) are taken down cleanly while nothing uses
- * them, rather than left to fail; the desired state keeps them started,
- * so the next vblkd starts them again. Kernel-run nodes stay. */
 /* Nothing holds running device @d's node (the claim's look: mounts,
  * holders, an exclusive open); @error says what does. */
 static gboolean
@@ -123,6 +119,11 @@ node_unused (VbOp *op, const VbDeviceConfig *d, const char *block_device, GError
   return unused;
 }
 
+/* At exit: exports end, and the block nodes this process serves itself
+ * (engine devices) are taken down cleanly while nothing uses them, rather
+ * than left to fail; the desired state keeps them started, so the next
+ * vblkd starts them again. One in use stays with vblkd, or at a takeover
+ * is left to the next vblkd. Kernel-run nodes stay. */
 void
 vb_op_stop_self_served (VbOp *op)
 {
@@ -141,8 +142,12 @@ vb_op_stop_self_served (VbOp *op)
       if (backend == NULL || backend->engine == NULL
           || !backend->engine->block_ops (r->block_device, &ops, &handle))
         continue;
-      if (!node_unused (op, d, r->block_device, &local)
-          || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
+      /* in use: vblkd stays for it (vb_op_lingering), unless another
+       * vblkd takes over */
+      if (!node_unused (op, d, r->block_device, &local) && !op->daemon->handover
+          && backend->engine->needs_server (r->block_device))
+        continue;
+      if (local != NULL || !backend->stop (r->block_device, op->daemon->instance, d->uuid, &local))
         {
           /* loop's FUSE file dies with vblkd; nbd and ublk hold the
            * requests for the next vblkd, which takes the node over */
@@ -160,7 +165,8 @@ vb_op_stop_self_served (VbOp *op)
 
 /* After vb_op_stop_self_served: the devices still in use whose writes
  * wait for this process (VbEngineDeviceOps.needs_server: an md array with
- * vblk's metadata), NULL-terminated, for daemon->lingering. */
+ * vblk's metadata, an engine device), NULL-terminated, for
+ * daemon->lingering. */
 char **
 vb_op_lingering (VbOp *op)
 {
@@ -179,6 +185,42 @@ vb_op_lingering (VbOp *op)
     }
   g_ptr_array_add (names, NULL);
   return (char **) g_ptr_array_free (names, FALSE);
+}
+
+/* SIGUSR2 (vblk.shutdown, the system's last step before the power goes):
+ * every running device with engine ops left as a clean stop would leave
+ * it (VbEngineDeviceOps.settle), and what came of each written to
+ * RUN_DIR/settled, a line "NAME: settled" or "NAME: what is left". */
+void
+vb_op_settle (VbOp *op)
+{
+  g_autoptr (GString) out = g_string_new (NULL);
+  g_autofree char *path = g_build_filename (op->daemon->run_dir, "settled", NULL);
+  g_autoptr (GError) error = NULL;
+
+  for (guint i = 0; i < op->candidate->devices->len; i++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+      const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
+      g_autoptr (GError) local = NULL;
+
+      if (backend == NULL || backend->engine == NULL)
+        continue;
+      if (backend->engine->settle (r->block_device, &local))
+        {
+          g_message ("vblk: %s: settled (%s): nothing to resync at the next start", d->name,
+                     r->block_device);
+          g_string_append_printf (out, "%s: settled\n", d->name);
+        }
+      else
+        {
+          g_warning ("vblk: %s: not settled (%s): %s", d->name, r->block_device, local->message);
+          g_string_append_printf (out, "%s: %s\n", d->name, local->message);
+        }
+    }
+  if (!g_file_set_contents (path, out->str, (gssize) out->len, &error))
+    g_warning ("vblk: %s", error->message);
 }
 
 /* Devices that ran before the scan and do not now: something outside

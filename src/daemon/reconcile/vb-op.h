@@ -105,6 +105,8 @@ void vb_op_note_vanished (VbOp *op, GHashTable *before_scan);
 void vb_op_stop_self_served (VbOp *op);
 /* Then: the devices in use whose writes wait for this vblkd. */
 char **vb_op_lingering (VbOp *op);
+/* Every running device settled (SIGUSR2), RUN_DIR/settled written. */
+void vb_op_settle (VbOp *op);
 
 /* vb-reconciler-steps.c: the worker steps beyond the plan */
 void vb_op_format_new (VbOp *op);

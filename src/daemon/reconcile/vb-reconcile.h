@@ -53,6 +53,8 @@ struct _VbDaemon {
   char *instance;         /* tags the block nodes of this state dir */
   int lock_fd;            /* flock of the state dir */
   gboolean fresh_run_dir; /* first vblkd since boot: autostart applies */
+  gint64 state_mtime;     /* --takeover: state.json's as loaded (µs) */
+  gboolean memory_locked; /* --takeover: mlockall until the devices are up */
 
   VbState *desired;
   GHashTable *running; /* uuid -> VbRunning* (observed) */
@@ -82,6 +84,7 @@ struct _VbDaemon {
   int exit_status;
   gboolean shutting_down;
   gboolean handover; /* leaving for another vblkd (a takeover): no staying */
+  gint settle_asked; /* SIGUSR2 (vblk.shutdown): the next shutdown op settles */
   /* At a stop: devices still in use whose writes wait for this vblkd
    * (VbEngineDeviceOps.needs_server); it stays for them. The shutdown op
    * sets it; the main thread reads it once that op is done. */

@@ -184,12 +184,13 @@ op_run_shutdown (VbOp *op, GHashTable *before_scan)
 {
   char **lingering;
 
-  /* once: a look again while staying for a device in use only asks
-   * whether it still is (the engine devices were dealt with) */
-  if (g_atomic_pointer_get (&op->daemon->lingering) == NULL)
-    vb_op_stop_self_served (op);
+  /* also at each look again while staying: an engine device no longer in
+   * use is stopped cleanly before vblkd leaves */
+  vb_op_stop_self_served (op);
   lingering = vb_op_lingering (op);
   g_strfreev (g_atomic_pointer_exchange (&op->daemon->lingering, lingering));
+  if (g_atomic_int_compare_and_exchange (&op->daemon->settle_asked, TRUE, FALSE))
+    vb_op_settle (op);
   op->applied = TRUE;
   vb_op_sync_links (op);
 }
