@@ -20,6 +20,7 @@
 #include <glib-unix.h>
 #include <glib/gi18n.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <sys/file.h>
@@ -261,6 +262,7 @@ reconnect (gpointer data)
 static void
 bus_lost_quietly (VbDaemon *daemon)
 {
+  daemon->bus->name_owned = FALSE;
   if (daemon->bus->owner_id)
     g_bus_unown_name (daemon->bus->owner_id);
   daemon->bus->owner_id = 0;
@@ -326,6 +328,7 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   VbDaemon *daemon = data;
   g_autoptr (GError) error = NULL;
 
+  daemon->bus->name_owned = TRUE;
   if (daemon->bus->object_manager != NULL)
     {
       /* owned again after the bus came back: the same objects */
@@ -353,6 +356,14 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
       bus_lost (daemon);
       return;
     }
+  if (daemon->bus->object_manager != NULL && !daemon->bus->name_owned)
+    {
+      /* serving already (early boot, a takeover), never owned it on this
+       * connection: another holds it; leaving would abandon the devices */
+      g_warning ("vblk: %s is owned by another process; trying again every second", name);
+      bus_lost_quietly (daemon);
+      return;
+    }
   if (daemon->bus->object_manager != NULL)
     {
       /* we owned it: a vblkd --replace took over; hand over cleanly */
@@ -366,6 +377,17 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
        * come up now, changes wait for the bus (polkit is on it), and the
        * name is owned when the bus comes */
       g_message ("vblk: no system bus yet; starting the devices now and owning %s when it comes",
+                 name);
+      if (boot (daemon))
+        bus_lost_quietly (daemon);
+      return;
+    }
+  if (opt_takeover)
+    {
+      /* the vblkd taken over from has left, its devices wait for this
+       * one: they come up, and the name is tried again every second */
+      g_warning ("vblk: could not own the name %s yet; starting the devices now and trying "
+                 "again",
                  name);
       if (boot (daemon))
         bus_lost_quietly (daemon);
@@ -637,6 +659,8 @@ main (int argc, char **argv)
   BDPluginSpec *plugins[] = { &loop_plugin, NULL };
   int status;
 
+  /* a client or log reader gone must never end the server of a root */
+  signal (SIGPIPE, SIG_IGN);
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
   textdomain (GETTEXT_PACKAGE);
@@ -683,10 +707,11 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGHUP, on_sighup, &daemon);
   g_unix_signal_add (SIGUSR1, on_handover, &daemon);
   g_unix_signal_add (SIGUSR2, on_settle, &daemon);
-  bus.owner_id = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
-                                 G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
-                                     | (opt_replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
-                                 on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
+  bus.owner_id
+      = g_bus_own_name (G_BUS_TYPE_SYSTEM, VB_BUS_NAME,
+                        G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT
+                            | (opt_replace || opt_takeover ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                        on_bus_acquired, on_name_acquired, on_name_lost, &daemon, NULL);
   g_main_loop_run (daemon.loop);
   teardown (&daemon);
   return daemon.exit_status;

@@ -164,6 +164,11 @@ fail_a_leg () {
 
 case $phase in
   takeover)
+    # the systemd guest's shutdown, in the journal its root keeps: vblkd
+    # stayed for the root (the dirty chunks that shutdown left, vblk.shutdown
+    # not run there, are resynced at this boot: see test-vm-boot-root.sh)
+    journalctl -D /media/var/log/journal -o cat -u vblkd.service | grep -q "staying for root: in use" ||
+      fail "the systemd guest's vblkd did not stay for the root: $(journalctl -D /media/var/log/journal -o cat -u vblkd.service | tail)"
     takeover
     mount -o remount,rw /media || fail "remount rw"
     head -c $((8 << 20)) /dev/urandom > /media/data

@@ -17,6 +17,7 @@ typedef struct _VbJobs VbJobs; /* vb-jobs.h */
 struct _VbBus {
   GDBusConnection *connection;
   guint owner_id;         /* g_bus_own_name's */
+  gboolean name_owned;    /* owned on the current connection */
   guint reconnect_source; /* the bus went away: tries it again */
   GDBusObjectManagerServer *object_manager;
   VbDBusManager *manager;
