@@ -441,10 +441,12 @@ decide_slot_at_start (Assembly *a, guint i)
     case VB_SLOT_CURRENT:
       return;
     case VB_SLOT_MISSING:
-      /* its uuid stays in the table: when it comes back it is re-added */
+      /* its uuid stays in the table: when it comes back it is re-added
+       * (one that was being rebuilt too — a spare stopped half way; its
+       * own superblock says so, and the re-add rebuilds it in full) */
       g_free (c->uuid);
       c->uuid = g_strdup (m->sb.roles[i].uuid);
-      if (m->sb.roles[i].state == VB_ROLE_IN_SYNC)
+      if (m->sb.roles[i].state == VB_ROLE_IN_SYNC || m->sb.roles[i].state == VB_ROLE_REBUILDING)
         m->sb.roles[i].state = VB_ROLE_MISSING;
       engine_report (e, VB_REPORT_INFO, "component %u (%s) is missing; starting degraded", i,
                      c->path);
