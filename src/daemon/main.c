@@ -371,24 +371,19 @@ on_name_lost (GDBusConnection *connection, const char *name, gpointer data)
       vb_daemon_quit (daemon);
       return;
     }
-  if (connection == NULL)
+  if (connection == NULL || opt_takeover)
     {
-      /* no system bus yet (early boot, before dbus.service): the devices
-       * come up now, changes wait for the bus (polkit is on it), and the
-       * name is owned when the bus comes */
-      g_message ("vblk: no system bus yet; starting the devices now and owning %s when it comes",
-                 name);
-      if (boot (daemon))
-        bus_lost_quietly (daemon);
-      return;
-    }
-  if (opt_takeover)
-    {
-      /* the vblkd taken over from has left, its devices wait for this
-       * one: they come up, and the name is tried again every second */
-      g_warning ("vblk: could not own the name %s yet; starting the devices now and trying "
-                 "again",
-                 name);
+      /* no system bus yet (early boot, before dbus.service), or the name
+       * not free yet after a takeover (whose devices wait for this vblkd):
+       * the devices come up now, changes wait for the bus (polkit is on
+       * it), and the name is tried again every second */
+      if (connection == NULL)
+        g_message ("vblk: no system bus yet; starting the devices now and owning %s when it comes",
+                   name);
+      else
+        g_warning ("vblk: could not own the name %s yet; starting the devices now and trying "
+                   "again",
+                   name);
       if (boot (daemon))
         bus_lost_quietly (daemon);
       return;
