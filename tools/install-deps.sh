@@ -21,8 +21,10 @@ packages=(
   valgrind
   # tests: the VM harness (tests/vm) and the kernel parts used inside it
   qemu-system-x86 cpio mdadm dmsetup
-  # tests: an initramfs made by vblk's own initramfs-tools hook (data/initramfs-tools)
-  initramfs-tools busybox
+  # tests: initramfs images made by vblk's own initramfs-tools hook and dracut
+  # module (data/initramfs-tools, data/dracut); dracut-core, not dracut, which
+  # would replace initramfs-tools
+  initramfs-tools busybox dracut-core
   # tests: ublk_drv for the VM's kernel, built out of tree (objtool needs libelf1)
   make gcc-12 binutils xz-utils libelf1
 )

@@ -529,8 +529,8 @@ engine_runtime_settle (const char *block_device, GError **error)
   if (r == 0)
     return TRUE;
   g_set_error (error, VB_ERROR, r == -ENOTSUP ? VB_ERROR_NOT_SUPPORTED : VB_ERROR_BUSY, "%s",
-               r == -ENOTSUP ? "no bitmap: the next start resyncs every byte"
-               : r == -EBUSY ? "a leg is not in sync or a job runs: its bitmap keeps what it misses"
+               r == -ENOTSUP  ? "no metadata: the desired state says what is behind"
+               : r == -EBUSY  ? "a leg is not in sync or a job runs: what is left is recorded"
                : r == -EAGAIN ? "writes in flight: their chunks stay dirty"
                               : g_strerror (-r));
   return FALSE;

@@ -139,6 +139,8 @@ vb_engine_free (VbEngine *e)
 {
   if (e == NULL)
     return;
+  /* no spare takes a slot from here on (a job's last failure) */
+  g_atomic_int_set (&e->quiesced, 1);
   engine_spare_join (e);
   engine_sync_stop (e);
   engine_sweeper_stop (e);

@@ -25,6 +25,9 @@ struct _VbEngineMeta {
   GArray *old_fds; /* fds of replaced components, closed at the end */
   gboolean closed;
   gboolean sync_incomplete; /* a job stopped before its end */
+  /* atomic: without a bitmap, the superblocks say clean while the device
+   * runs (vb_engine_settle); the next write has them say otherwise first */
+  gint settled;
 };
 
 /* e->meta, allocated with @id's spares; closed until assembly succeeds. */

@@ -394,9 +394,37 @@ engine_meta_persist_bitmap_block (guint block, const guint8 *data, gpointer user
 int
 engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length)
 {
-  if (e->meta->bitmap == NULL || length == 0)
+  VbEngineMeta *m = e->meta;
+
+  if (length == 0)
     return 0;
-  return vb_bitmap_start_write (e->meta->bitmap, offset, length);
+  if (m->bitmap)
+    return vb_bitmap_start_write (m->bitmap, offset, length);
+  if (g_atomic_int_get (&m->settled))
+    {
+      /* settled: "not clean" is durable on every leg before the write */
+      g_mutex_lock (&m->lock);
+      if (g_atomic_int_get (&m->settled))
+        {
+          m->sb.clean = FALSE;
+          engine_meta_write_all_locked (e);
+          g_atomic_int_set (&m->settled, 0);
+        }
+      g_mutex_unlock (&m->lock);
+    }
+  return 0;
+}
+
+void
+engine_meta_mark_clean (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  g_mutex_lock (&m->lock);
+  m->sb.clean = TRUE;
+  engine_meta_write_all_locked (e);
+  g_atomic_int_set (&m->settled, 1);
+  g_mutex_unlock (&m->lock);
 }
 
 void

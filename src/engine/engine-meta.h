@@ -39,6 +39,10 @@ void engine_meta_wait_recorded (VbEngine *e, guint i);
 /* Writes every healthy component's superblock after a state change. */
 void engine_meta_update (VbEngine *e);
 int engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length);
+/* No bitmap: the superblocks say clean until the next write (which has
+ * them say otherwise first); the caller holds the barrier, every leg in
+ * sync and flushed. */
+void engine_meta_mark_clean (VbEngine *e);
 void engine_meta_write_end (VbEngine *e, guint64 offset, guint64 length);
 /* What the data path needs quickly. */
 gboolean engine_meta_active (VbEngine *e);

@@ -219,57 +219,82 @@ vb_engine_readd (VbEngine *e, guint slot, const VbEngineSource *source, const ch
   return 0;
 }
 
-typedef struct {
-  VbEngine *engine;
-  guint slot;
-} TakeSpare;
-
-static gpointer
-take_spare_thread (gpointer data)
+/* A spare (if one is left) takes slot @slot, if it is still faulty. */
+static void
+take_spare (VbEngine *e, guint slot)
 {
-  TakeSpare *t = data;
-  VbEngine *e = t->engine;
-  guint slot = t->slot;
   g_autofree char *path = NULL;
   g_autofree char *uuid = NULL;
   int fd;
 
-  g_free (t);
   g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&e->slot_lock);
   /* a re-add may have put the slot's own component back meanwhile */
   if (!engine_is_faulty (&e->components[slot]))
-    return NULL;
+    return;
   if (!engine_meta_pop_spare (e, &path, &uuid))
-    return NULL;
+    return;
   fd = vb_open_component (path, VB_OPEN_WRITE | VB_OPEN_DIRECT | VB_OPEN_EXCLUSIVE, NULL);
   if (fd < 0)
     {
       engine_report (e, VB_REPORT_WARNING, "spare %s: %s", path, g_strerror (errno));
-      return NULL;
+      return;
     }
   engine_report (e, VB_REPORT_INFO, "spare %s takes slot %u; rebuilding onto it", path, slot);
   install (e, slot, fd, NULL, NULL, path, uuid, TRUE);
   engine_sync_start (e, "rebuild", FALSE);
-  return NULL;
 }
 
-/* One takeover at a time; the engine joins it before it ends. */
+/* The takeovers run on one thread at a time (e->spare_thread), which takes
+ * every slot asked for (a bit each in e->spare_wanted) until none is left:
+ * a slot that fails while it works — the spare it just put in, whose
+ * rebuild would otherwise go on to its end for nothing — is taken by it
+ * too, never left behind an earlier takeover. */
 static GMutex spare_lock;
+
+static gpointer
+take_spare_thread (gpointer data)
+{
+  VbEngine *e = data;
+
+  for (;;)
+    {
+      guint64 wanted;
+
+      g_mutex_lock (&spare_lock);
+      wanted = e->spare_wanted;
+      e->spare_wanted = 0;
+      if (wanted == 0)
+        e->spare_running = FALSE;
+      g_mutex_unlock (&spare_lock);
+      if (wanted == 0)
+        return NULL;
+      for (guint i = 0; i < e->n; i++)
+        if (wanted & (G_GUINT64_CONSTANT (1) << i))
+          take_spare (e, i);
+    }
+}
 
 void
 engine_spare_take (VbEngine *e, guint i)
 {
-  TakeSpare *t;
+  GThread *ended = NULL;
 
+  g_return_if_fail (i < e->n && i < 64);
   g_mutex_lock (&spare_lock);
-  if (e->spare_thread == NULL && !g_atomic_int_get (&e->quiesced))
+  if (!g_atomic_int_get (&e->quiesced))
     {
-      t = g_new0 (TakeSpare, 1);
-      t->engine = e;
-      t->slot = i;
-      e->spare_thread = g_thread_new ("vblk-spare", take_spare_thread, t);
+      e->spare_wanted |= G_GUINT64_CONSTANT (1) << i;
+      if (!e->spare_running)
+        {
+          /* a thread that left its loop is joined below */
+          ended = e->spare_thread;
+          e->spare_running = TRUE;
+          e->spare_thread = g_thread_new ("vblk-spare", take_spare_thread, e);
+        }
     }
   g_mutex_unlock (&spare_lock);
+  if (ended)
+    g_thread_join (ended);
 }
 
 void

@@ -80,7 +80,9 @@ struct _VbEngine {
   GMutex sync_lock; /* the job below */
   EngineSync *sync;
   EngineSweeper *sweeper; /* the bitmap's sweeper (metadata with a bitmap) */
-  GThread *spare_thread;  /* a spare taking a failed slot */
+  GThread *spare_thread;  /* spares taking failed slots (engine-spare.c) */
+  guint64 spare_wanted;   /* slots asked for, one bit each; under spare_lock */
+  gboolean spare_running; /* spare_thread is in its loop; under spare_lock */
   /* held from the check that a slot is faulty to its new component's
    * install: a spare taking it and a re-add of its old component never
    * both take one slot */

@@ -627,10 +627,24 @@ vb_engine_settle (VbEngine *e)
 
   if (e->read_only || !e->redundant)
     return 0;
-  if (bm == NULL)
+  if (e->meta == NULL)
     return -ENOTSUP;
   if (!may_clear (e))
     return -EBUSY;
+  if (bm == NULL)
+    {
+      /* (a resync cut short runs again in full) */
+      if (engine_meta_needs_sync (e))
+        return -EBUSY;
+      /* no write in flight while the superblocks say clean */
+      g_rw_lock_writer_lock (&e->barrier);
+      for (guint i = 0; i < e->n; i++)
+        if (!engine_is_faulty (&e->components[i]))
+          engine_component_flush (&e->components[i]);
+      engine_meta_mark_clean (e);
+      g_rw_lock_writer_unlock (&e->barrier);
+      return engine_every_leg_readable (e) ? 0 : -EBUSY;
+    }
   for (guint i = 0; i < e->n; i++)
     if (!engine_is_faulty (&e->components[i]))
       engine_component_flush (&e->components[i]);

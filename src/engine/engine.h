@@ -117,10 +117,11 @@ void vb_engine_update (VbEngine *engine, GHashTable *attributes);
 gint64 vb_engine_check (VbEngine *engine, gboolean repair);
 /* A device that goes on serving made as a stop leaves it (a shutdown's
  * last step, with the file system on it read-only): every leg flushed and
- * the bitmap's bits cleared, so that the power going next costs no resync.
- * 0; -ENOTSUP without a bitmap (a stop that is not clean resyncs it all),
- * -EBUSY while a leg is not in sync or a job runs (the bits keep what it
- * misses), -EAGAIN while writes are in flight. */
+ * the bitmap's bits cleared — without a bitmap, the superblocks marked
+ * clean until the next write — so that the power going next costs no
+ * resync. 0; -ENOTSUP without metadata, -EBUSY while a leg is not in sync
+ * or a job runs (the bits keep what it misses; without a bitmap, a resync
+ * cut short), -EAGAIN while writes are in flight. */
 int vb_engine_settle (VbEngine *engine);
 /* -ESRCH when job @id is not running. */
 int vb_engine_cancel_job (VbEngine *engine, guint64 id);

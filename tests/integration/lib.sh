@@ -7,7 +7,14 @@
 set -euo pipefail
 
 vb_log () { printf '# %s\n' "$*" >&2; }
-vb_fail () { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+# the failure is said again after the vblkd log at the cleanup, so that a
+# log cut to its last lines (meson's) still shows it
+VB_FAILED=
+vb_fail () {
+  VB_FAILED="$*"
+  printf 'FAIL: %s\n' "$*" >&2
+  exit 1
+}
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: integration tests need root (loop devices, polkitd, udevd)" >&2
@@ -479,6 +486,12 @@ vb_cleanup () {
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -s "$VB_LOG" ]; then
     echo "----- vblkd log ($VB_LOG) -----" >&2
     tail -n 200 "$VB_LOG" >&2
+    echo "----- end of the vblkd log -----" >&2
+    if [ -n "$VBLKD_PID" ] && ! vb_pid_alive "$VBLKD_PID"; then
+      wait "$VBLKD_PID" 2> /dev/null
+      echo "vblkd (pid $VBLKD_PID) had exited with status $?" >&2
+    fi
+    [ -z "$VB_FAILED" ] || printf 'FAIL: %s\n' "$VB_FAILED" >&2
   fi
   local pid
   for pid in "${VB_BG_PIDS[@]}"; do

@@ -165,14 +165,19 @@ run_one () {
   "$PY" -B "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
     --duration "$run_seconds" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
     --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" \
-    --req "$dir/req" --rep "$dir/rep" &
+    --req "$dir/req" --rep "$dir/rep" 2> >(tee "$dir/report" >&2) &
   py=$!
   VB_BG_PIDS+=("$py")
   serve "$py"
   wait "$py" || rc=$?
   exec 3>&- 4>&-
   if [ "$rc" -ne 0 ]; then
-    vb_fail "torture run $n (seed $seed, $kind, bitmap $bitmap, legs $leg) failed; replay:" \
+    # why, said again after the vblkd log (vb_fail): torture.py's verdict
+    # or the harness's error (once tee wrote it)
+    sleep 0.5
+    vb_fail "torture run $n (seed $seed, $kind, bitmap $bitmap, legs $leg) failed" \
+      "(status $rc: $(grep -m1 -e 'TORTURE FAILED' -e 'Error' "$dir/report" || tail -n 1 "$dir/report"))" \
+      "; replay:" \
       "TORTURE_RUNS='$1'${skip:+ TORTURE_SKIP='$skip'} bash tests/torture/test-torture.sh"
   fi
 }

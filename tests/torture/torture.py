@@ -286,6 +286,7 @@ class Torture:
         self.run.vb("set", m.name, "sync_speed_max=0")
         self.wait_jobs()
         m.check_state()
+        self.spare_not_idle(why)
         behind = [c.img.name() for c in m.slots() if c.st == "syncing"]
         if behind:
             raise Failure("%s: every job ended, but %s still not in sync" % (why, ", ".join(behind)))
@@ -313,6 +314,22 @@ class Torture:
         if self.speed != "0":
             self.run.vb("set", m.name, "sync_speed_max=%s" % self.speed)
         return text
+
+    def spare_not_idle(self, why):
+        """A spare is never left beside a failed slot once the jobs ended
+        (it takes the slot when the leg fails: not after a rebuild onto the
+        failed leg ran to its end, as a takeover asked for while an earlier
+        one's thread was still there once waited)."""
+        m = self.m
+        deadline = time.monotonic() + 10
+        while m.spares() and any(c.st == "failed" for c in m.slots()):
+            if time.monotonic() > deadline:
+                raise Failure("%s: spare %s left beside failed %s" % (
+                    why, ", ".join(c.img.name() for c in m.spares()),
+                    ", ".join(c.img.name() for c in m.slots() if c.st == "failed")))
+            time.sleep(0.2)
+            self.wait_jobs()
+            m.check_state()
 
     def wait_jobs(self):
         """vbmgr wait until no job runs; a job cancelled because its leg

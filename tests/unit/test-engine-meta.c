@@ -5,8 +5,9 @@
  * that a failed leg stays faulty through a start and a reconfiguration
  * until it is re-added, that its re-add copies only the bitmap's dirty
  * chunks, that an old copy of a leg put back after the bitmap was cleared
- * is rebuilt in full and never read, and that a damaged superblock refuses
- * assembly and leaves every component as it was. Then the assembly rule
+ * is rebuilt in full and never read, that a device without a bitmap
+ * settled at a shutdown's end says clean until its next write, and that a
+ * damaged superblock refuses assembly and leaves every component as it was. Then the assembly rule
  * (assembly.h) alone, case by case; then raid0 and linear (one copy of the
  * data): superblocks written at start and stop, every slot present and
  * current or the start refused naming it with nothing written, a linear
@@ -318,6 +319,65 @@ test_failure_recorded_first (Fixture *f, gconstpointer data)
   g_assert_true (vb_engine_component_faulty (e, 1));
   /* the failed leg's own superblock is older */
   g_assert_cmpuint (superblock_of (f->paths[1]).events, <, sb.events);
+  vb_engine_free (e);
+}
+
+/* Without a bitmap, a device settled at a shutdown's last step (its file
+ * system read-only) has superblocks that say clean while it still runs:
+ * the power going then costs no resync. A write after it has them say
+ * otherwise first, so that the power going then resyncs; a leg not in sync
+ * refuses the settling. */
+static void
+test_settled_without_bitmap (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GHashTable) given = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autofree void *buf = aligned (65536, 0x3c);
+  g_autoptr (GError) error = NULL;
+  VbEngine *e;
+  guint64 events;
+
+  g_hash_table_insert (given, "bitmap", "none");
+  g_hash_table_unref (f->attributes);
+  f->attributes = vb_driver_resolve_attributes (vb_driver_lookup ("raid1"), NULL, given, NULL);
+  e = started (f);
+  g_assert_false (superblock_of (f->paths[0]).clean);
+  g_assert_cmpint (vb_engine_settle (e), ==, 0);
+  for (guint i = 0; i < 2; i++)
+    g_assert_true (superblock_of (f->paths[i]).clean);
+  events = superblock_of (f->paths[0]).events;
+
+  /* a write: "not clean" first, on both legs */
+  g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 0, FALSE), ==, 0);
+  for (guint i = 0; i < 2; i++)
+    {
+      VbSuperblock sb = superblock_of (f->paths[i]);
+      g_assert_false (sb.clean);
+      g_assert_cmpuint (sb.events, >, events);
+    }
+  /* the power goes: the next start resyncs */
+  vb_engine_free_unclean (e);
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  vb_engine_activate (e);
+  g_assert_cmpstr (wait_job (f).operation, ==, "resync");
+
+  /* settled again, then the power goes: no job at the next start */
+  g_assert_cmpint (vb_engine_settle (e), ==, 0);
+  vb_engine_free_unclean (e);
+  e = engine_new (f, &error);
+  g_assert_no_error (error);
+  vb_engine_activate (e);
+  g_usleep (G_USEC_PER_SEC / 2);
+  g_mutex_lock (&f->lock);
+  g_assert_cmpuint (f->last.id, ==, 0);
+  g_mutex_unlock (&f->lock);
+
+  /* a leg failed: not settled, the superblocks stay "not clean" */
+  g_atomic_int_set (&f->leg1.fail_writes, 1);
+  g_assert_cmpint (vb_engine_ops.pwrite (e, buf, 65536, 0, FALSE), ==, 0);
+  g_assert_true (vb_engine_component_faulty (e, 1));
+  g_assert_cmpint (vb_engine_settle (e), ==, -EBUSY);
+  g_assert_false (superblock_of (f->paths[0]).clean);
   vb_engine_free (e);
 }
 
@@ -1296,6 +1356,7 @@ main (int argc, char **argv)
   ADD ("/engine-meta/old-superblocks", test_old_superblocks);
   ADD ("/engine-meta/failed-stays-faulty", test_failed_stays_faulty);
   ADD ("/engine-meta/gone-recorded-missing", test_gone_recorded_missing);
+  ADD ("/engine-meta/settled-without-bitmap", test_settled_without_bitmap);
   g_test_add_func ("/assembly-rule/in-sync-and-stale", test_rule_in_sync_and_stale);
   g_test_add_func ("/assembly-rule/membership", test_rule_membership);
   g_test_add_func ("/assembly-rule/stranger", test_rule_stranger);

@@ -5,7 +5,8 @@
 # holding a root file system for the next guests (busybox,
 # tests/vm/boot-root-init as /sbin/init, the desired state at /var/lib/vblk
 # as the real root's vblkd reads it), and an initramfs made by vblk's
-# initramfs-tools hook and script, written to the share.
+# initramfs-tools hook and script, written to the share with the state
+# dracut's image takes (made on the host: boot-root-dracut.sh).
 source "$VB_SRCDIR/tests/integration/lib.sh"
 [ "${VB_IN_VM:-}" = 1 ] || vb_fail "run me with tests/vm/run"
 share=/vm-share
@@ -88,6 +89,17 @@ umount "$T/root"
 vbmgr stop root
 vb_stop_daemon
 
+# what vblk's initramfs parts take (data/initramfs/common.sh.in): this
+# build's, the state of this guest (root wanted running), no policy rules
+echo "VBLK_DEVICES=root" > "$T/initramfs.conf"
+jq '(.devices[] | select(.name == "root") | .started) = true' "$VB_STATE_FILE" > "$T/st.json"
+mv "$T/st.json" "$VB_STATE_FILE"
+export VBLKD VBMGR VBLK_STATE_DIR=$VB_STATE_DIR VBLK_POLICY_DIR=$T/no-policy \
+  VBLK_UDEV_RULES=$build/data/64-vblk.rules VBLK_CONF=$T/initramfs.conf \
+  VBLK_INITRAMFS_COMMON=$build/data/initramfs-common.sh VBLK_INITRAMFS_START=$build/data/initramfs-start
+
+source "$VB_SRCDIR/tests/vm/boot-root-listing.sh"
+
 vb_log "the initramfs, made by mkinitramfs with vblk's hook and local-top script"
 conf=$T/initramfs-tools
 # (mkinitramfs reads the kernel's config for its compressors; the overlay's
@@ -104,19 +116,11 @@ sed -i 's/^MODULES=.*/MODULES=list/; s/^COMPRESS=.*/COMPRESS=gzip/' "$conf/initr
 printf '%s\n' virtio_pci virtio_blk ext4 9pnet_virtio 9p overlay > "$conf/modules"
 mkdir -p "$conf/scripts/local-bottom"
 cp "$VB_SRCDIR/tests/vm/boot-root-usr" "$conf/scripts/local-bottom/vm-usr"
-echo "VBLK_DEVICES=root" > "$T/initramfs.conf"
-jq '(.devices[] | select(.name == "root") | .started) = true' "$VB_STATE_FILE" > "$T/st.json"
-mv "$T/st.json" "$VB_STATE_FILE"
-VBLKD=$VBLKD VBMGR=$VBMGR VBLK_STATE_DIR=$VB_STATE_DIR VBLK_POLICY_DIR=$T/no-policy \
-  VBLK_UDEV_RULES=$build/data/64-vblk.rules VBLK_CONF=$T/initramfs.conf \
-  mkinitramfs -d "$conf" -o "$share/initrd.img" "$kver" || vb_fail "mkinitramfs"
+mkinitramfs -d "$conf" -o "$share/initrd.img" "$kver" || vb_fail "mkinitramfs"
 listing=$(lsinitramfs "$share/initrd.img")
-for f in sbin/vblkd bin/vbmgr etc/vblk/initramfs-state/state.json \
-  etc/vblk/initramfs-state/instance-id conf/conf.d/vblk scripts/local-top/vblk \
-  lib/udev/rules.d/64-vblk.rules; do
-  grep -qx "$f\|usr/$f" <<< "$listing" || vb_fail "the initramfs lacks $f"
-done
-for m in raid1 ublk_drv; do
-  grep -q "/$m.ko" <<< "$listing" || vb_fail "the initramfs lacks $m.ko"
-done
+check_listing "the initramfs" "$listing"
 vb_log "initramfs: $(du -k "$share/initrd.img" | cut -f1) KiB, $(wc -l <<< "$listing") files"
+
+# what dracut's image takes (test-vm-boot-root.sh makes it on the host)
+mkdir -p "$share/state"
+cp "$VB_STATE_DIR/state.json" "$VB_STATE_DIR/instance-id" "$share/state/"

@@ -7,6 +7,8 @@
 #              file is written, and the shutdown is clean (SIGTERM: vblkd
 #              stays for the root, which goes read-only; vblk.shutdown has
 #              md's superblocks clean, the engine's bitmap cleared)
+#   dracut     the same takeover from the vblkd of dracut's initramfs (vblk's
+#              dracut module); no resync, the file intact; a clean shutdown
 #   clean      no resync after the clean shutdown, the file intact; after
 #              the takeover more is written and the guest is reset in the
 #              middle of it
@@ -15,7 +17,7 @@
 #              the engine's by vbmgr once the bus comes) and is recorded
 #              faulty in the surviving superblock
 # VB_BOOT_BACKEND: kernel (md with vblk's metadata) or ublk (the engine).
-phase=${1:?usage: boot-root-stage.sh takeover|clean|unclean}
+phase=${1:?usage: boot-root-stage.sh takeover|dracut|clean|unclean}
 backend=${VB_BOOT_BACKEND:-kernel}
 # its helpers (vb_wait_until, vb_log, vb_fail, and the bus and polkitd the
 # engine's unclean phase starts late); vb_setup is not called: no bus,
@@ -165,17 +167,30 @@ fail_a_leg () {
 case $phase in
   takeover)
     # the systemd guest's shutdown, in the journal its root keeps: vblkd
-    # stayed for the root (the dirty chunks that shutdown left, vblk.shutdown
-    # not run there, are resynced at this boot: see test-vm-boot-root.sh)
+    # stayed for the root; vblk.shutdown, run by systemd-shutdown, had it
+    # settle the root: nothing to resync at this boot
     journalctl -D /media/var/log/journal -o cat -u vblkd.service | grep -q "staying for root: in use" ||
       fail "the systemd guest's vblkd did not stay for the root: $(journalctl -D /media/var/log/journal -o cat -u vblkd.service | tail)"
     takeover
+    no_resync
+    log "no resync after systemd's shutdown"
     mount -o remount,rw /media || fail "remount rw"
     head -c $((8 << 20)) /dev/urandom > /media/data
     sha256sum < /media/data > /mnt/data.sha
     sync
     clean_shutdown
     log "clean shutdown: $(examine '"events \(.events), clean \(.clean), bitmap dirty \(.bitmap_dirty)"')"
+    ;;
+  dracut)
+    # booted from the initramfs dracut made with vblk's module: its vblkd,
+    # started by the initqueue once udev settled, is taken over as the
+    # other's; nothing to resync after the last clean shutdown; another
+    takeover
+    no_resync
+    [ "$(sha256sum < /media/data)" = "$(cat /mnt/data.sha)" ] || fail "the file differs"
+    log "dracut's initramfs started the root; no resync; the file intact"
+    mount -o remount,rw /media || fail "remount rw"
+    clean_shutdown
     ;;
   clean)
     # (the initramfs's vblkd no longer reaches /sys after the switch: until
