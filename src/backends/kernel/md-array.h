@@ -75,7 +75,7 @@ typedef struct {
   char *job_component;
   guint64 job_bytes, job_done;
   gboolean job_seen, job_cancel;
-  gint64 job_asked; /* µs: check/repair asked, md not seen running it yet */
+  gint64 job_asked; /* µs: check/repair asked or md began a rebuild, not reported yet */
 } MdArray;
 
 /* ---- md-array.c: an array, its members, md's sysfs ---- */

@@ -13,6 +13,8 @@
 /* apart from the engine's job ids, which count from 1 */
 static guint64 next_job_id = G_GUINT64_CONSTANT (1) << 40;
 
+#define REBUILD_UNNAMED_US (2 * G_USEC_PER_SEC)
+
 static void
 report_job_locked (MdArray *a, VbEngineJobState state)
 {
@@ -38,6 +40,17 @@ report_job_locked (MdArray *a, VbEngineJobState state)
 }
 
 static void
+clear_job_locked (MdArray *a)
+{
+  g_clear_pointer (&a->job_op, g_free);
+  g_clear_pointer (&a->job_component, g_free);
+  a->job_id = 0;
+  a->job_slot = -1;
+  a->job_seen = a->job_cancel = FALSE;
+  a->job_bytes = a->job_done = 0;
+}
+
+static void
 end_job_locked (MdArray *a)
 {
   if (a->job_op == NULL)
@@ -47,12 +60,17 @@ end_job_locked (MdArray *a)
   report_job_locked (a, a->job_cancel ? VB_ENGINE_JOB_CANCELLED : VB_ENGINE_JOB_FINISHED);
   vb_report (a->name, VB_REPORT_INFO, "md's %s %s", a->job_op,
              a->job_cancel ? "cancelled" : "finished");
-  g_clear_pointer (&a->job_op, g_free);
-  g_clear_pointer (&a->job_component, g_free);
-  a->job_id = 0;
-  a->job_slot = -1;
-  a->job_seen = a->job_cancel = FALSE;
-  a->job_bytes = a->job_done = 0;
+  clear_job_locked (a);
+}
+
+/* The slot md recovers onto, or -1 when no member is being rebuilt. */
+static gint
+rebuilt_slot_locked (MdArray *a)
+{
+  for (guint i = 0; i < a->n; i++)
+    if (a->members[i] && a->members[i]->rebuilding && !a->members[i]->removed)
+      return (gint) i;
+  return -1;
 }
 
 void
@@ -66,30 +84,45 @@ md_jobs_locked (MdArray *a, GArray *pfds)
 
   if (!running)
     {
-      /* a check asked for and not yet seen running stays a while */
-      if (a->job_op && (a->job_seen || g_get_monotonic_time () - a->job_asked > 5 * G_USEC_PER_SEC))
+      /* a rebuild never reported had nothing to rebuild; a check asked
+       * for and not yet seen running stays a while */
+      if (a->job_op && !a->job_seen && strcmp (a->job_op, "rebuild") == 0)
+        clear_job_locked (a);
+      else if (a->job_op
+               && (a->job_seen || g_get_monotonic_time () - a->job_asked > 5 * G_USEC_PER_SEC))
         end_job_locked (a);
       return;
     }
-  if (a->job_op && a->job_seen && strcmp (a->job_op, op) != 0)
-    end_job_locked (a);
+  if (a->job_op && strcmp (a->job_op, op) != 0)
+    {
+      if (a->job_seen)
+        end_job_locked (a);
+      else if (strcmp (a->job_op, "rebuild") == 0)
+        clear_job_locked (a);
+    }
   if (a->job_op == NULL)
     {
       a->job_id = __atomic_fetch_add (&next_job_id, 1, __ATOMIC_RELAXED);
       a->job_op = g_strdup (op);
+      a->job_asked = g_get_monotonic_time ();
     }
   if (!a->job_seen)
     {
+      gint slot = strcmp (op, "rebuild") == 0 ? rebuilt_slot_locked (a) : -1;
+      /* md says "recover" for a moment after a failure while it looks for
+       * a spare: a rebuild is reported once vblk put a member in to
+       * rebuild (the job names it, so the daemon records a spare in its
+       * slot), or after REBUILD_UNNAMED_US of md's own */
+      if (strcmp (op, "rebuild") == 0 && slot < 0
+          && g_get_monotonic_time () - a->job_asked < REBUILD_UNNAMED_US)
+        return;
       a->job_seen = TRUE;
-      if (strcmp (op, "rebuild") == 0)
-        for (guint i = 0; i < a->n; i++)
-          if (a->members[i] && a->members[i]->rebuilding && !a->members[i]->removed)
-            {
-              a->job_slot = (gint) i;
-              g_free (a->job_component);
-              a->job_component = g_strdup (a->members[i]->uuid);
-              break;
-            }
+      if (slot >= 0)
+        {
+          a->job_slot = slot;
+          g_free (a->job_component);
+          a->job_component = g_strdup (a->members[slot]->uuid);
+        }
       vb_report (a->name, VB_REPORT_INFO, "md runs %s", op);
     }
   completed = md_get (a, "sync_completed");
