@@ -30,6 +30,9 @@ static const VbMgrCommand vb_mgr_commands[] = {
     "NAME [--driver D] [--attr K=V]... [--add COMPONENT]... [--remove COMPONENT]... "
     "[--backend B] [--timeout MS]",
     N_ ("Change the driver or components of a device, online"), vb_cmd_reconfigure },
+  { "apply", "FILE|- [--dry-run] [--prune] [--confirm ID]... [--json]",
+    N_ ("Make the desired state what a spec says, all or nothing"), vb_cmd_apply },
+  { "dump", "", N_ ("Print the desired state as a spec (what apply takes)"), vb_cmd_dump },
   { "graph", "[--dot] [--json]", N_ ("Show which devices are built on which"), vb_cmd_graph },
   { "fail", "NAME COMPONENT", N_ ("Mark a component of a redundant device faulty"), vb_cmd_fail },
   { "remove", "NAME COMPONENT", N_ ("Remove a spare, or a component a spare replaced"),

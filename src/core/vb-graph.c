@@ -9,7 +9,6 @@
 
 #include "vb-error.h"
 
-#define VB_DEVICE_SOURCE_PREFIX "vblk:"
 
 typedef struct {
   char *name;

@@ -8,6 +8,9 @@
 
 G_BEGIN_DECLS
 
+/* A component that is another device: "vblk:NAME" */
+#define VB_DEVICE_SOURCE_PREFIX "vblk:"
+
 typedef struct _VbGraph VbGraph;
 
 /* Edges from every component source "vblk:NAME" (other sources ignored).

@@ -16,8 +16,10 @@
 /* ------------------------------------------------------------------ */
 /* Writing                                                              */
 
+/* @spec: without what vblkd records of its components' copies (in_sync,
+ * faulty), which a spec does not ask for */
 static void
-build_device (JsonBuilder *b, const VbDeviceConfig *d)
+build_device (JsonBuilder *b, const VbDeviceConfig *d, gboolean spec)
 {
   g_autoptr (GList) keys = NULL;
 
@@ -56,12 +58,12 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d)
       json_builder_add_string_value (b, c->role);
       json_builder_set_member_name (b, "uuid");
       json_builder_add_string_value (b, c->uuid);
-      if (c->behind)
+      if (c->behind && !spec)
         {
           json_builder_set_member_name (b, "in_sync");
           json_builder_add_boolean_value (b, FALSE);
         }
-      if (c->faulty)
+      if (c->faulty && !spec)
         {
           json_builder_set_member_name (b, "faulty");
           json_builder_add_boolean_value (b, TRUE);
@@ -83,8 +85,8 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d)
   json_builder_end_object (b);
 }
 
-char *
-vb_state_to_json (const VbState *state)
+static char *
+to_json (const VbState *state, gboolean spec)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -99,7 +101,7 @@ vb_state_to_json (const VbState *state)
   json_builder_set_member_name (b, "devices");
   json_builder_begin_array (b);
   for (guint i = 0; i < state->devices->len; i++)
-    build_device (b, state->devices->pdata[i]);
+    build_device (b, state->devices->pdata[i], spec);
   json_builder_end_array (b);
   json_builder_end_object (b);
 
@@ -109,6 +111,18 @@ vb_state_to_json (const VbState *state)
   json_generator_set_indent (gen, 2);
   text = json_generator_to_data (gen, NULL);
   return g_strconcat (text, "\n", NULL);
+}
+
+char *
+vb_state_to_json (const VbState *state)
+{
+  return to_json (state, FALSE);
+}
+
+char *
+vb_spec_to_json (const VbState *state)
+{
+  return to_json (state, TRUE);
 }
 
 /* ------------------------------------------------------------------ */

@@ -184,6 +184,41 @@ role_is_valid (const char *role)
   return g_ascii_string_to_unsigned (role, 10, 0, G_MAXINT, &slot, NULL);
 }
 
+/* A spec's component: "SOURCE", or {source, role, uuid} with role and uuid
+ * optional (role NULL: the next slot, numbered by parse_components). */
+static VbComponentConfig *
+parse_spec_component (JsonNode *node, const char *origin, const char *path, GError **error)
+{
+  static const char *const known[] = { "source", "role", "uuid", NULL };
+  const char *source, *role = NULL, *uuid = NULL;
+  JsonObject *object;
+
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      if (!expect_string (node, origin, path, TRUE, &source, error))
+        return NULL;
+      return vb_component_config_new (source, NULL, NULL);
+    }
+  if (!expect_object (node, origin, path, &object, error)
+      || !check_known_keys (object, known, origin, path, error)
+      || !parse_required_string (object, "source", origin, path, &source, error))
+    return NULL;
+  if (json_object_has_member (object, "role")
+      && !parse_required_string (object, "role", origin, path, &role, error))
+    return NULL;
+  if (role && !role_is_valid (role))
+    {
+      g_autofree char *member = path_member (path, "role");
+      g_autofree char *escaped = g_strescape (role, NULL);
+      schema_error (error, origin, member, "'%s' is not a slot number, \"spare\" or \"faulty\"",
+                    escaped);
+      return NULL;
+    }
+  if (json_object_has_member (object, "uuid") && !parse_uuid (object, origin, path, &uuid, error))
+    return NULL;
+  return vb_component_config_new (source, role, uuid);
+}
+
 static VbComponentConfig *
 parse_component (JsonNode *node, const char *origin, const char *path, GError **error)
 {
@@ -233,9 +268,24 @@ parse_component (JsonNode *node, const char *origin, const char *path, GError **
   return c;
 }
 
+/* A spec's attribute value may be a number or a boolean too. */
 static gboolean
-parse_attributes (JsonNode *node, const char *origin, const char *path, GHashTable *attributes,
-                  GError **error)
+spec_attribute_value (JsonNode *node, char **value)
+{
+  GType type = JSON_NODE_HOLDS_VALUE (node) ? json_node_get_value_type (node) : G_TYPE_INVALID;
+
+  if (type == G_TYPE_INT64)
+    *value = g_strdup_printf ("%" G_GINT64_FORMAT, json_node_get_int (node));
+  else if (type == G_TYPE_BOOLEAN)
+    *value = g_strdup (json_node_get_boolean (node) ? "true" : "false");
+  else
+    return FALSE;
+  return TRUE;
+}
+
+static gboolean
+parse_attributes (JsonNode *node, const char *origin, const char *path, gboolean spec,
+                  GHashTable *attributes, GError **error)
 {
   JsonObject *object;
   g_autoptr (GList) members = NULL;
@@ -247,26 +297,73 @@ parse_attributes (JsonNode *node, const char *origin, const char *path, GHashTab
     {
       const char *key = l->data;
       g_autofree char *member = path_member (path, key);
+      JsonNode *member_node = json_object_get_member (object, key);
       const char *value;
+      char *other;
 
       if (*key == '\0')
         {
           schema_error (error, origin, path, "empty attribute name");
           return FALSE;
         }
-      if (!expect_string (json_object_get_member (object, key), origin, member, FALSE, &value,
-                          error))
+      if (spec && spec_attribute_value (member_node, &other))
+        {
+          g_hash_table_insert (attributes, g_strdup (key), other);
+          continue;
+        }
+      if (spec
+          && !(JSON_NODE_HOLDS_VALUE (member_node)
+               && json_node_get_value_type (member_node) == G_TYPE_STRING))
+        {
+          schema_error (error, origin, member, "expected a string, a number or a boolean");
+          return FALSE;
+        }
+      if (!expect_string (member_node, origin, member, FALSE, &value, error))
         return FALSE;
       g_hash_table_insert (attributes, g_strdup (key), g_strdup (value));
     }
   return TRUE;
 }
 
+/* A spec's component @c, item @item: a slot without a role takes the next
+ * number (*@slots); a numbered one must be that number; slots come first. */
 static gboolean
-parse_components (JsonNode *node, const char *origin, const char *path, GPtrArray *components,
-                  GError **error)
+number_spec_slot (VbComponentConfig *c, const char *origin, const char *item, guint *slots,
+                  gboolean *past_slots, GError **error)
+{
+  g_autofree char *member = path_member (item, "role");
+  g_autofree char *expected = g_strdup_printf ("%u", *slots);
+
+  if (c->role && !vb_component_config_is_slot (c))
+    {
+      *past_slots = TRUE;
+      return TRUE;
+    }
+  if (*past_slots)
+    {
+      schema_error (error, origin, item, "a slot after a spare or faulty component (slots first)");
+      return FALSE;
+    }
+  if (c->role && strcmp (c->role, expected) != 0)
+    {
+      schema_error (error, origin, member,
+                    "slot %s listed as slot %s (slots are listed in order, from 0)", c->role,
+                    expected);
+      return FALSE;
+    }
+  if (c->role == NULL)
+    c->role = g_steal_pointer (&expected);
+  (*slots)++;
+  return TRUE;
+}
+
+static gboolean
+parse_components (JsonNode *node, const char *origin, const char *path, gboolean spec,
+                  GPtrArray *components, GError **error)
 {
   g_autoptr (GHashTable) sources = g_hash_table_new (g_str_hash, g_str_equal);
+  gboolean past_slots = FALSE;
+  guint slots = 0;
   JsonArray *array;
 
   if (!expect_array (node, origin, path, &array, error))
@@ -277,10 +374,13 @@ parse_components (JsonNode *node, const char *origin, const char *path, GPtrArra
       VbComponentConfig *c;
       gpointer first;
 
-      c = parse_component (json_array_get_element (array, i), origin, item, error);
+      c = (spec ? parse_spec_component : parse_component) (json_array_get_element (array, i),
+                                                           origin, item, error);
       if (c == NULL)
         return FALSE;
       g_ptr_array_add (components, c);
+      if (spec && !number_spec_slot (c, origin, item, &slots, &past_slots, error))
+        return FALSE;
       if (g_hash_table_lookup_extended (sources, c->source, NULL, &first))
         {
           g_autofree char *member = path_member (item, "source");
@@ -314,7 +414,7 @@ parse_exports (JsonNode *node, const char *origin, const char *path, GPtrArray *
 }
 
 static VbDeviceConfig *
-parse_device (JsonNode *node, const char *origin, const char *path, GError **error)
+parse_device (JsonNode *node, const char *origin, const char *path, gboolean spec, GError **error)
 {
   static const char *const known[]
       = { "name",       "uuid",    "driver",    "backend", "attributes",
@@ -322,7 +422,7 @@ parse_device (JsonNode *node, const char *origin, const char *path, GError **err
   g_autoptr (VbDeviceConfig) d = NULL;
   g_autofree char *name_path = path_member (path, "name");
   JsonObject *object;
-  const char *name, *uuid, *driver, *backend = "auto";
+  const char *name, *uuid = NULL, *driver, *backend = "auto";
   JsonNode *member;
 
   if (!expect_object (node, origin, path, &object, error)
@@ -336,8 +436,11 @@ parse_device (JsonNode *node, const char *origin, const char *path, GError **err
       g_prefix_error (error, "%s: ", origin);
       return NULL;
     }
-  if (!parse_uuid (object, origin, path, &uuid, error)
-      || !parse_required_string (object, "driver", origin, path, &driver, error))
+  /* a spec names a device by its name; its UUID, when given, must agree */
+  if ((!spec || json_object_has_member (object, "uuid"))
+      && !parse_uuid (object, origin, path, &uuid, error))
+    return NULL;
+  if (!parse_required_string (object, "driver", origin, path, &driver, error))
     return NULL;
   if ((member = json_object_get_member (object, "backend")) != NULL)
     {
@@ -347,17 +450,18 @@ parse_device (JsonNode *node, const char *origin, const char *path, GError **err
     }
 
   d = vb_device_config_new (name, uuid, driver, backend);
+  d->started = spec; /* a spec's device runs unless it says otherwise */
 
   if ((member = json_object_get_member (object, "attributes")) != NULL)
     {
       g_autofree char *p = path_member (path, "attributes");
-      if (!parse_attributes (member, origin, p, d->attributes, error))
+      if (!parse_attributes (member, origin, p, spec, d->attributes, error))
         return NULL;
     }
   if ((member = json_object_get_member (object, "components")) != NULL)
     {
       g_autofree char *p = path_member (path, "components");
-      if (!parse_components (member, origin, p, d->components, error))
+      if (!parse_components (member, origin, p, spec, d->components, error))
         return NULL;
     }
   if ((member = json_object_get_member (object, "exports")) != NULL)
@@ -406,7 +510,7 @@ parse_version (JsonObject *root, const char *origin, GError **error)
 }
 
 static VbState *
-parse_state (JsonNode *root, const char *origin, GError **error)
+parse_state (JsonNode *root, const char *origin, gboolean spec, GError **error)
 {
   static const char *const known[] = { "version", "devices", NULL };
   g_autoptr (VbState) state = vb_state_new ();
@@ -437,7 +541,7 @@ parse_state (JsonNode *root, const char *origin, GError **error)
       VbDeviceConfig *d;
       gpointer first;
 
-      d = parse_device (json_array_get_element (devices, i), origin, path, error);
+      d = parse_device (json_array_get_element (devices, i), origin, path, spec, error);
       if (d == NULL)
         return NULL;
       g_ptr_array_add (state->devices, d);
@@ -450,17 +554,18 @@ parse_state (JsonNode *root, const char *origin, GError **error)
         }
       g_hash_table_insert (names, d->name, GUINT_TO_POINTER (i));
       /* UUIDs are compared case-insensitively: they name the same thing. */
-      {
-        g_autofree char *lower = g_ascii_strdown (d->uuid, -1);
-        if (g_hash_table_lookup_extended (uuids, lower, NULL, &first))
-          {
-            g_autofree char *member = path_member (path, "uuid");
-            schema_error (error, origin, member, "duplicate device UUID '%s' (also devices[%u])",
-                          d->uuid, GPOINTER_TO_UINT (first));
-            return NULL;
-          }
-        g_hash_table_insert (uuids, g_steal_pointer (&lower), GUINT_TO_POINTER (i));
-      }
+      if (d->uuid)
+        {
+          g_autofree char *lower = g_ascii_strdown (d->uuid, -1);
+          if (g_hash_table_lookup_extended (uuids, lower, NULL, &first))
+            {
+              g_autofree char *member = path_member (path, "uuid");
+              schema_error (error, origin, member, "duplicate device UUID '%s' (also devices[%u])",
+                            d->uuid, GPOINTER_TO_UINT (first));
+              return NULL;
+            }
+          g_hash_table_insert (uuids, g_steal_pointer (&lower), GUINT_TO_POINTER (i));
+        }
     }
   return g_steal_pointer (&state);
 }
@@ -514,8 +619,8 @@ on_object_member (JsonParser *parser, JsonObject *object, const char *member_nam
     }
 }
 
-VbState *
-vb_state_from_json (const char *text, gssize length, const char *origin, GError **error)
+static VbState *
+parse_text (const char *text, gssize length, const char *origin, gboolean spec, GError **error)
 {
   g_autoptr (JsonParser) parser = NULL;
   g_autoptr (GError) local = NULL;
@@ -579,6 +684,18 @@ vb_state_from_json (const char *text, gssize length, const char *origin, GError 
       return NULL;
     }
 
-  state = parse_state (json_parser_get_root (parser), origin, error);
+  state = parse_state (json_parser_get_root (parser), origin, spec, error);
   return state;
+}
+
+VbState *
+vb_state_from_json (const char *text, gssize length, const char *origin, GError **error)
+{
+  return parse_text (text, length, origin, FALSE, error);
+}
+
+VbState *
+vb_spec_from_json (const char *text, gssize length, const char *origin, GError **error)
+{
+  return parse_text (text, length, origin, TRUE, error);
 }

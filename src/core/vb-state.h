@@ -73,8 +73,18 @@ gint vb_state_index_of (const VbState *state, const char *name);
  * Missing optional keys take defaults (backend "auto", attributes {},
  * components [], exports [], autostart true, started false). */
 VbState *vb_state_from_json (const char *text, gssize length, const char *origin, GError **error);
+/* The same reader for a spec (Manager.Apply, vbmgr apply; its JSON Schema
+ * is data/schema/vblk-spec.schema.json): a device's "uuid" is optional
+ * (NULL) and "started" defaults to true; a component may be written as
+ * its source alone, its "role" (slots numbered in order, slots before
+ * spares) and "uuid" optional; attribute values may be numbers or
+ * booleans; "in_sync" and "faulty", which vblkd records, are not part of
+ * a spec. */
+VbState *vb_spec_from_json (const char *text, gssize length, const char *origin, GError **error);
 /* Pretty-printed JSON, keys in a stable order, ends with a newline. */
 char *vb_state_to_json (const VbState *state);
+/* @state as a spec (vbmgr dump): the same, without "in_sync" and "faulty". */
+char *vb_spec_to_json (const VbState *state);
 
 /* Loads @path. A missing file is an empty state (not an error); an
  * unreadable or corrupt file is an error naming the path and the place. */

@@ -363,9 +363,9 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
 
 /* Reconfigure's option 'backend': one built in here, and for a started
  * device the one it runs on. */
-static gboolean
-check_backend_option (const VbDeviceConfig *d, const VbRunning *r, const char *backend,
-                      GError **error)
+gboolean
+vb_backend_option_check (const VbDeviceConfig *d, const VbRunning *r, const char *backend,
+                         GError **error)
 {
   if (strcmp (backend, "auto") != 0 && vb_backend_lookup (backend) == NULL)
     {
@@ -416,7 +416,7 @@ vb_mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                    "option 'timeout': must be at least 1 (milliseconds)");
       return FALSE;
     }
-  if (backend && !check_backend_option (d, r, backend, error))
+  if (backend && !vb_backend_option_check (d, r, backend, error))
     return FALSE;
   if (backend
       && (req->driver == NULL || req->driver[0] == '\0' || strcmp (req->driver, d->driver) == 0)

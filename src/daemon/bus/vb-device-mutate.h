@@ -20,6 +20,10 @@ gboolean vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_d
                            VbOpIntent *intent, GError **error);
 gboolean vb_mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                 VbOpIntent *intent, GError **error);
+/* A backend asked for @d (running as @r, or NULL): one built in, and for a
+ * started device the one it runs on (else NOT_SUPPORTED). */
+gboolean vb_backend_option_check (const VbDeviceConfig *d, const VbRunning *r, const char *backend,
+                                  GError **error);
 /* Component methods (@user_data their VbRequest, its name the device's) */
 gboolean vb_mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                           VbOpIntent *intent, GError **error);

@@ -46,6 +46,50 @@ add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *co
   return TRUE;
 }
 
+gboolean
+vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean start,
+                         VbOpIntent *intent, GError **error)
+{
+  g_autoptr (VbDeviceConfig) d = config;
+  g_autoptr (VbGraph) graph = NULL;
+  const char *name = d->name;
+
+  if (!vb_name_is_valid (name, "name", error))
+    return FALSE;
+  if (vb_state_lookup (candidate, name))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists", name);
+      return FALSE;
+    }
+  if (g_strcmp0 (g_hash_table_lookup (d->attributes, "metadata"), "md1") == 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   "attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
+                   "(vbmgr scan --adopt) but does not create");
+      return FALSE;
+    }
+  if (strcmp (d->backend, "auto") != 0
+      && vb_backend_choose (d->backend, vb_driver_lookup (d->driver), d->attributes, NULL, error)
+             == NULL)
+    return FALSE;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      VbComponentConfig *c = d->components->pdata[i];
+      if (c->uuid == NULL)
+        c->uuid = vb_uuid_new ();
+    }
+  if (d->uuid == NULL)
+    d->uuid = vb_uuid_new ();
+  g_ptr_array_add (candidate->devices, g_steal_pointer (&d));
+  graph = vb_graph_new (candidate);
+  if (!vb_graph_check (graph, error))
+    return FALSE;
+  vb_op_intent_touch (intent, name);
+  if (start)
+    vb_op_intent_start (intent, candidate, name);
+  return TRUE;
+}
+
 static gboolean
 mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
@@ -53,19 +97,15 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   VbRequest *req = user_data;
   const VbDriver *driver;
   g_autoptr (VbDeviceConfig) d = NULL;
-  g_autoptr (VbGraph) graph = NULL;
   g_autofree char *backend = NULL;
-  g_autofree char *uuid = vb_uuid_new ();
   GHashTable *resolved;
 
-  if (!vb_name_is_valid (req->name, "name", error))
+  /* the name first: an existing one is refused whatever else is wrong */
+  if (!vb_name_is_valid (req->name, "name", error)
+      || (vb_state_lookup (candidate, req->name)
+          && !vb_mutate_create_device (candidate, vb_device_config_new (req->name, NULL, "", NULL),
+                                       FALSE, intent, error)))
     return FALSE;
-  if (vb_state_lookup (candidate, req->name))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists",
-                   req->name);
-      return FALSE;
-    }
   driver = vb_driver_lookup (req->driver);
   if (driver == NULL)
     {
@@ -77,37 +117,17 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   resolved = vb_driver_resolve_attributes (driver, NULL, req->attributes, error);
   if (resolved == NULL)
     return FALSE;
-  if (g_strcmp0 (g_hash_table_lookup (resolved, "metadata"), "md1") == 0)
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
-                   "(vbmgr scan --adopt) but does not create");
-      g_hash_table_unref (resolved);
-      return FALSE;
-    }
   if (!g_variant_lookup (req->options, "backend", "s", &backend))
     backend = g_strdup ("auto");
-  if (strcmp (backend, "auto") != 0
-      && vb_backend_choose (backend, driver, resolved, NULL, error) == NULL)
-    {
-      g_hash_table_unref (resolved);
-      return FALSE;
-    }
-
-  d = vb_device_config_new (req->name, uuid, driver->name, backend);
+  d = vb_device_config_new (req->name, NULL, driver->name, backend);
   g_hash_table_unref (d->attributes);
   d->attributes = resolved;
   d->autostart = vb_options_get_bool (req->options, "autostart", TRUE);
   if (!add_components (d, driver, (const char *const *) req->components, error))
     return FALSE;
-
-  g_ptr_array_add (candidate->devices, g_steal_pointer (&d));
-  graph = vb_graph_new (candidate);
-  if (!vb_graph_check (graph, error))
+  if (!vb_mutate_create_device (candidate, g_steal_pointer (&d),
+                                vb_options_get_bool (req->options, "start", FALSE), intent, error))
     return FALSE;
-  vb_op_intent_touch (intent, req->name);
-  if (vb_options_get_bool (req->options, "start", FALSE))
-    vb_op_intent_start (intent, candidate, req->name);
   g_free (req->result_path);
   req->result_path = vb_device_object_path (req->name);
   return TRUE;
@@ -144,12 +164,22 @@ handle_create_device (VbDBusManager *iface, GDBusMethodInvocation *invocation, c
   return TRUE;
 }
 
+static const char *const dump_options[] = { NULL };
+
 static gboolean
-handle_apply (VbDBusManager *iface, GDBusMethodInvocation *invocation, const char *json,
-              GVariant *options, VbDaemon *daemon)
+handle_dump (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *options,
+             VbDaemon *daemon)
 {
-  g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _ ("Apply is not in this version; use CreateDevice"));
+  g_autoptr (GError) error = NULL;
+  g_autofree char *json = NULL;
+
+  if (!vb_options_check (options, dump_options, &error))
+    {
+      vb_invocation_return_gerror (invocation, error);
+      return TRUE;
+    }
+  json = vb_spec_to_json (daemon->desired);
+  g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
   return TRUE;
 }
 
@@ -463,8 +493,7 @@ wipe_done (GObject *source, GAsyncResult *result, gpointer user_data)
     {
       g_autofree char *what = g_strjoinv (", ", erased);
       g_message ("vblk: wiped %s from %s", what, req->path);
-      g_dbus_method_invocation_return_value (req->invocation,
-                                             g_variant_new ("(^as)", erased));
+      g_dbus_method_invocation_return_value (req->invocation, g_variant_new ("(^as)", erased));
     }
   wipe_request_free (req);
 }
@@ -563,7 +592,9 @@ vb_manager_export (VbDaemon *daemon)
   vb_dbus_manager_set_backends (daemon->bus->manager, backends_variant ());
   g_signal_connect (daemon->bus->manager, "handle-create-device", G_CALLBACK (handle_create_device),
                     daemon);
-  g_signal_connect (daemon->bus->manager, "handle-apply", G_CALLBACK (handle_apply), daemon);
+  g_signal_connect (daemon->bus->manager, "handle-apply", G_CALLBACK (vb_manager_handle_apply),
+                    daemon);
+  g_signal_connect (daemon->bus->manager, "handle-dump", G_CALLBACK (handle_dump), daemon);
   g_signal_connect (daemon->bus->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
   g_signal_connect (daemon->bus->manager, "handle-wipe", G_CALLBACK (handle_wipe), daemon);
   vb_dbus_object_skeleton_set_manager (object, daemon->bus->manager);

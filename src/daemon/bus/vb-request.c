@@ -18,16 +18,22 @@ vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *o
 }
 
 void
-vb_request_free (VbRequest *req)
+vb_request_clear (VbRequest *req)
 {
   g_clear_object (&req->invocation);
-  g_free (req->name);
+  g_clear_pointer (&req->name, g_free);
   g_clear_pointer (&req->options, g_variant_unref);
   g_clear_pointer (&req->attributes, g_hash_table_unref);
-  g_free (req->driver);
-  g_strfreev (req->components);
-  g_free (req->source);
-  g_free (req->result_path);
+  g_clear_pointer (&req->driver, g_free);
+  g_clear_pointer (&req->components, g_strfreev);
+  g_clear_pointer (&req->source, g_free);
+  g_clear_pointer (&req->result_path, g_free);
+}
+
+void
+vb_request_free (VbRequest *req)
+{
+  vb_request_clear (req);
   g_free (req);
 }
 

@@ -19,6 +19,8 @@ typedef struct {
 
 VbRequest *vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options);
 void vb_request_free (VbRequest *req);
+/* Frees what @req holds, not @req (one inside another struct). */
+void vb_request_clear (VbRequest *req);
 
 /* Completes the invocation: the error, or () / (o result_path). */
 void vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data);

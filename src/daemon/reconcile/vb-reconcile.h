@@ -120,6 +120,8 @@ typedef enum {
                         superblocks (another device naming the same path is stale) */
   VB_OP_RECONFIGURE, /* as CHANGE, but the desired state is saved only once the device's
                         engine was swapped (vb-reconfig-run.c) */
+  VB_OP_CHECK,       /* only the checks of CHANGE (Apply's, of its whole plan, before its
+                        first step): nothing is saved, done or shown */
 } VbOpMode;
 
 /* What a mutate asks of its op beyond the new desired state; the op's

@@ -178,6 +178,13 @@ op_run_reconfigure (VbOp *op, GHashTable *before_scan)
   publish (op);
 }
 
+/* VB_OP_CHECK */
+static void
+op_run_check (VbOp *op, GHashTable *before_scan)
+{
+  check_touched (op, before_scan);
+}
+
 /* VB_OP_SHUTDOWN */
 static void
 op_run_shutdown (VbOp *op, GHashTable *before_scan)
@@ -201,6 +208,7 @@ static const VbOpRunFunc op_runs[] = {
   [VB_OP_CHANGE] = op_run_change,   [VB_OP_STARTUP] = op_run_startup,
   [VB_OP_OBSERVE] = op_run_observe, [VB_OP_SHUTDOWN] = op_run_shutdown,
   [VB_OP_POLICY] = op_run_change,   [VB_OP_RECONFIGURE] = op_run_reconfigure,
+  [VB_OP_CHECK] = op_run_check,
 };
 
 static void

@@ -1,0 +1,303 @@
+/* Manager.Apply's steps as requests (see vb-manager-apply.h): each step
+ * the request of the method a person would have called, through that
+ * method's own mutate where there is one; each undo the inverse request,
+ * or a mutate that puts back exactly what the step changed. */
+#include "config.h"
+
+#include "vb-device-mutate.h"
+#include "vb-manager.h"
+#include "vb-manager-apply.h"
+#include "vb-request.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* A step as the request a person would have made                       */
+
+void
+vb_apply_step_request_free (StepRequest *sr)
+{
+  vb_request_clear (&sr->req);
+  g_free (sr);
+}
+
+static GVariant *
+vardict (const char *key, GVariant *value, const char *key2, GVariant *value2)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  if (key && value)
+    g_variant_builder_add (&b, "{sv}", key, value);
+  if (key2 && value2)
+    g_variant_builder_add (&b, "{sv}", key2, value2);
+  return g_variant_ref_sink (g_variant_builder_end (&b));
+}
+
+static GVariant *
+strv_or_null (char **v)
+{
+  return v ? g_variant_new_strv ((const char *const *) v, -1) : NULL;
+}
+
+static GHashTable *
+attributes_copy (GHashTable *from)
+{
+  GHashTable *h = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  GHashTableIter iter;
+  gpointer k, v;
+
+  g_hash_table_iter_init (&iter, from);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    g_hash_table_insert (h, g_strdup (k), g_strdup (v));
+  return h;
+}
+
+static gboolean
+mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
+               GError **error)
+{
+  StepRequest *sr = user_data;
+
+  return vb_mutate_create_device (
+      candidate, vb_device_config_copy (vb_apply_step_at (sr->apply, sr->index)->config), FALSE,
+      intent, error);
+}
+
+/* Apply's set: attributes as SetAttributes, then backend and autostart. */
+static gboolean
+mutate_set (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
+            GError **error)
+{
+  StepRequest *sr = user_data;
+  const VbApplyStep *step = vb_apply_step_at (sr->apply, sr->index);
+  VbDeviceConfig *d = vb_state_lookup (candidate, step->device);
+  const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
+
+  if (g_hash_table_size (step->attributes) > 0
+      && !vb_mutate_set_attributes (daemon, candidate, user_data, intent, error))
+    return FALSE;
+  if (d == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no device named '%s'", step->device);
+      return FALSE;
+    }
+  if (step->backend && !vb_backend_option_check (d, r, step->backend, error))
+    return FALSE;
+  if (step->backend)
+    {
+      g_free (d->backend);
+      d->backend = g_strdup (step->backend);
+    }
+  if (step->autostart >= 0)
+    d->autostart = step->autostart;
+  vb_op_intent_touch (intent, d->name);
+  return TRUE;
+}
+
+/* The method each kind of step is (Apply's own create and set take the
+ * step's whole device, and backend and autostart besides). */
+static const StepRun step_runs[] = {
+  [VB_APPLY_STOP] = { vb_mutate_stop, VB_OP_CHANGE },
+  [VB_APPLY_UNEXPORT] = { vb_mutate_export, VB_OP_CHANGE },
+  [VB_APPLY_REMOVE] = { vb_mutate_remove, VB_OP_CHANGE },
+  [VB_APPLY_DELETE] = { vb_mutate_delete, VB_OP_CHANGE },
+  [VB_APPLY_CREATE] = { mutate_create, VB_OP_CHANGE },
+  [VB_APPLY_RECONFIGURE] = { vb_mutate_reconfigure, VB_OP_RECONFIGURE },
+  [VB_APPLY_SET] = { mutate_set, VB_OP_CHANGE },
+  [VB_APPLY_ADD] = { vb_mutate_add_component, VB_OP_CHANGE },
+  [VB_APPLY_START] = { vb_mutate_start, VB_OP_CHANGE },
+  [VB_APPLY_EXPORT] = { vb_mutate_export, VB_OP_CHANGE },
+};
+
+/* A request about step @i's device and component; export's arguments
+ * (@stop: an unexport) when the step is one. */
+static StepRequest *
+request_new (Apply *a, guint i, gboolean stop)
+{
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  StepRequest *sr = g_new0 (StepRequest, 1);
+
+  sr->apply = a;
+  sr->index = i;
+  sr->req.name = g_strdup (step->device);
+  sr->req.source = g_strdup (step->source);
+  if (step->kind == VB_APPLY_EXPORT || step->kind == VB_APPLY_UNEXPORT)
+    {
+      g_free (sr->req.source);
+      sr->req.source = g_strdup ("nbd");
+      sr->req.options = vardict ("listen", g_variant_new_string (step->listen), "stop",
+                                 stop ? g_variant_new_boolean (TRUE) : NULL);
+    }
+  return sr;
+}
+
+StepRequest *
+vb_apply_step_request (Apply *a, guint i, StepRun *run)
+{
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  StepRequest *sr = request_new (a, i, step->kind == VB_APPLY_UNEXPORT);
+  VbRequest *req = &sr->req;
+
+  *run = step_runs[step->kind];
+  if (step->kind == VB_APPLY_ADD)
+    req->options = vardict ("role", g_variant_new_string ("spare"), NULL, NULL);
+  if (step->kind == VB_APPLY_SET || step->kind == VB_APPLY_RECONFIGURE)
+    req->attributes = attributes_copy (step->attributes);
+  if (step->kind == VB_APPLY_RECONFIGURE)
+    {
+      req->driver = g_strdup (step->driver);
+      req->options
+          = vardict ("add", strv_or_null (step->add), "remove", strv_or_null (step->remove));
+    }
+  if (req->options == NULL)
+    req->options = vardict (NULL, NULL, NULL, NULL);
+  return sr;
+}
+
+/* ------------------------------------------------------------------ */
+/* Undo                                                                 */
+
+static const VbDeviceConfig *
+device_in (const VbState *state, const char *name)
+{
+  return state ? vb_state_lookup (state, name) : NULL;
+}
+
+/* Each device's "started" that the step changed, back as before. */
+static void
+undo_started (Apply *a, guint i, VbState *candidate, VbOpIntent *intent)
+{
+  for (guint k = 0; k < a->after[i]->devices->len; k++)
+    {
+      const VbDeviceConfig *after = a->after[i]->devices->pdata[k];
+      const VbDeviceConfig *before = device_in (a->before[i], after->name);
+      VbDeviceConfig *now = vb_state_lookup (candidate, after->name);
+      if (before && now && before->started != after->started)
+        {
+          now->started = before->started;
+          vb_op_intent_touch (intent, now->name);
+        }
+    }
+}
+
+/* A device the step deleted, back where it was. */
+static gboolean
+undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError **error)
+{
+  const VbState *before = a->before[i];
+
+  for (guint k = 0; k < before->devices->len; k++)
+    {
+      const VbDeviceConfig *d = before->devices->pdata[k];
+      if (device_in (a->after[i], d->name) != NULL)
+        continue;
+      if (vb_state_lookup (candidate, d->name))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
+                       "device '%s' exists again meanwhile", d->name);
+          return FALSE;
+        }
+      g_ptr_array_insert (candidate->devices, MIN (k, candidate->devices->len),
+                          vb_device_config_copy (d));
+      vb_op_intent_touch (intent, d->name);
+    }
+  return TRUE;
+}
+
+/* A component the step removed, back as it was (a spare or a replaced one). */
+static gboolean
+undo_remove (const VbDeviceConfig *before, VbDeviceConfig *now, const char *source,
+             VbOpIntent *intent, GError **error)
+{
+  for (guint k = 0; before && now && k < before->components->len; k++)
+    {
+      const VbComponentConfig *c = before->components->pdata[k];
+      if (strcmp (c->source, source) == 0)
+        {
+          g_ptr_array_add (now->components, vb_component_config_copy (c));
+          vb_op_intent_touch (intent, now->name);
+          return TRUE;
+        }
+    }
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component '%s' of '%s' is gone", source,
+               before ? before->name : "?");
+  return FALSE;
+}
+
+gboolean
+vb_apply_mutate_undo (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
+                      GError **error)
+{
+  StepRequest *sr = user_data;
+  Apply *a = sr->apply;
+  guint i = sr->index;
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  const VbDeviceConfig *before = device_in (a->before[i], step->device);
+  VbDeviceConfig *now = vb_state_lookup (candidate, step->device);
+
+  switch (step->kind)
+    {
+    case VB_APPLY_START:
+    case VB_APPLY_STOP:
+      undo_started (a, i, candidate, intent);
+      return TRUE;
+    case VB_APPLY_CREATE:
+      return vb_mutate_delete (daemon, candidate, user_data, intent, error);
+    case VB_APPLY_DELETE:
+      return undo_delete (a, i, candidate, intent, error);
+    case VB_APPLY_ADD:
+      return vb_mutate_remove (daemon, candidate, user_data, intent, error);
+    case VB_APPLY_REMOVE:
+      return undo_remove (before, now, step->source, intent, error);
+    case VB_APPLY_EXPORT:
+    case VB_APPLY_UNEXPORT:
+      return vb_mutate_export (daemon, candidate, user_data, intent, error);
+    case VB_APPLY_SET:
+      if (now == NULL || before == NULL)
+        break;
+      g_hash_table_unref (now->attributes);
+      now->attributes = attributes_copy (before->attributes);
+      g_free (now->backend);
+      now->backend = g_strdup (before->backend);
+      now->autostart = before->autostart;
+      vb_op_intent_touch (intent, now->name);
+      return TRUE;
+    case VB_APPLY_RECONFIGURE:
+      return vb_mutate_reconfigure (daemon, candidate, user_data, intent, error);
+    }
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' is gone", step->device);
+  return FALSE;
+}
+
+/* The request of step @i's undo: the inverse request where there is one
+ * (a reconfiguration back, an export stopped, a spare removed). */
+StepRequest *
+vb_apply_undo_request (Apply *a, guint i, VbOpMode *mode)
+{
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  const VbDeviceConfig *before = device_in (a->before[i], step->device);
+  const VbDeviceConfig *after = device_in (a->after[i], step->device);
+  StepRequest *sr = request_new (a, i, step->kind == VB_APPLY_EXPORT);
+  VbRequest *req = &sr->req;
+  GHashTableIter iter;
+  gpointer k, v;
+
+  *mode = VB_OP_CHANGE;
+  if (step->kind == VB_APPLY_RECONFIGURE && before && after)
+    {
+      *mode = VB_OP_RECONFIGURE;
+      if (strcmp (before->driver, after->driver) != 0)
+        req->driver = g_strdup (before->driver);
+      req->attributes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g_hash_table_iter_init (&iter, before->attributes);
+      while (g_hash_table_iter_next (&iter, &k, &v))
+        if (g_strcmp0 (v, g_hash_table_lookup (after->attributes, k)) != 0)
+          g_hash_table_insert (req->attributes, g_strdup (k), g_strdup (v));
+      req->options
+          = vardict ("add", strv_or_null (step->remove), "remove", strv_or_null (step->add));
+    }
+  if (req->options == NULL)
+    req->options = vardict (NULL, NULL, NULL, NULL);
+  return sr;
+}
