@@ -35,6 +35,8 @@ vb_mgr_job_free (VbMgrJob *j)
   g_free (j);
 }
 
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbMgrJob, vb_mgr_job_free)
+
 /* "/org/vblk/VBlk1/jobs/N" -> N; FALSE for other paths. */
 static gboolean
 vb_mgr_job_id_from_path (const char *path, guint64 *id)
@@ -183,6 +185,10 @@ vb_mgr_job_to_json (JsonBuilder *builder, GDBusObjectManager *manager, VbMgrJob 
   json_builder_add_int_value (builder, (gint64) vb_dbus_job_get_mismatches (job));
   json_builder_set_member_name (builder, "message");
   json_builder_add_string_value (builder, vb_mgr_str (vb_dbus_job_get_message (job)));
+  json_builder_set_member_name (builder, "cancelable");
+  json_builder_add_boolean_value (builder, vb_dbus_job_get_cancelable (job));
+  json_builder_set_member_name (builder, "started_by_uid");
+  json_builder_add_int_value (builder, vb_dbus_job_get_started_by_uid (job));
   json_builder_end_object (builder);
 }
 
@@ -242,12 +248,17 @@ vb_cmd_jobs (int argc, char **argv)
 
 /* vbmgr wait */
 
+#define SETTLE_MS 3000
+
 typedef struct {
   GDBusObjectManager *manager;
   GMainLoop *loop;
   const char *target;  /* as written on the command line */
   char *job_path;      /* waiting for this job, */
-  char *device_path;   /* or until no job of this device runs */
+  char *device_path;   /* or until no job of this device runs, */
+  const char *state;   /* or until the device's State is this */
+  gboolean gone;       /* the device went away */
+  guint settle_id;     /* no job runs, the device still degraded: a moment for its state */
   GHashTable *watched; /* path -> VbMgrJob*: the jobs waited for */
   gboolean tty;
   gboolean drawn;
@@ -315,6 +326,7 @@ vb_mgr_wait_sorted (VbMgrWait *w)
 static void
 vb_mgr_wait_stop (VbMgrWait *w)
 {
+  g_clear_handle_id (&w->settle_id, g_source_remove);
   w->done = TRUE;
   g_main_loop_quit (w->loop);
 }
@@ -337,6 +349,34 @@ vb_mgr_wait_shown_job (VbMgrWait *w)
   return best ? best->job : NULL;
 }
 
+static char *vb_mgr_wait_device_state (VbMgrWait *w);
+
+static gboolean
+vb_mgr_wait_settled (gpointer user_data)
+{
+  VbMgrWait *w = user_data;
+
+  w->settle_id = 0;
+  vb_mgr_wait_stop (w);
+  return G_SOURCE_REMOVE;
+}
+
+/* The device's last job ended and it still shows degraded or failed: its
+ * state follows the job's end by a moment (a rebuilt leg is in sync once
+ * vblkd recorded it), so the wait gives it SETTLE_MS before it says so.
+ * TRUE while it waits. */
+static gboolean
+vb_mgr_wait_settling (VbMgrWait *w)
+{
+  g_autofree char *state = vb_mgr_wait_device_state (w);
+
+  if (state == NULL || (strcmp (state, "degraded") != 0 && strcmp (state, "failed") != 0))
+    return FALSE;
+  if (w->settle_id == 0)
+    w->settle_id = g_timeout_add (SETTLE_MS, vb_mgr_wait_settled, w);
+  return TRUE;
+}
+
 /* Looks again at everything; quits the loop once nothing watched runs. */
 static void
 vb_mgr_wait_check (VbMgrWait *w)
@@ -353,6 +393,18 @@ vb_mgr_wait_check (VbMgrWait *w)
     {
       w->lost = TRUE;
       vb_mgr_wait_stop (w);
+      return;
+    }
+  if (w->state != NULL)
+    {
+      g_autoptr (GDBusObject) object
+          = g_dbus_object_manager_get_object (w->manager, w->device_path);
+      g_autoptr (VbDBusDevice) device
+          = object ? vb_dbus_object_get_device (VB_DBUS_OBJECT (object)) : NULL;
+
+      w->gone = device == NULL;
+      if (w->gone || g_strcmp0 (vb_dbus_device_get_state (device), w->state) == 0)
+        vb_mgr_wait_stop (w);
       return;
     }
   if (w->device_path != NULL)
@@ -383,6 +435,8 @@ vb_mgr_wait_check (VbMgrWait *w)
       if (object != NULL && vb_mgr_job_running (j->job))
         running = TRUE;
     }
+  if (!running && w->device_path != NULL && vb_mgr_wait_settling (w))
+    return;
   if (!running)
     vb_mgr_wait_stop (w);
   else
@@ -430,6 +484,46 @@ vb_mgr_wait_on_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The device's State; NULL when it is gone. */
+static char *
+vb_mgr_wait_device_state (VbMgrWait *w)
+{
+  g_autoptr (GDBusObject) object = g_dbus_object_manager_get_object (w->manager, w->device_path);
+  g_autoptr (VbDBusDevice) device
+      = object ? vb_dbus_object_get_device (VB_DBUS_OBJECT (object)) : NULL;
+
+  return device ? g_strdup (vb_dbus_device_get_state (device)) : NULL;
+}
+
+/* A device waited for: where it ended. Jobs cancelled on the way (one
+ * superseded by the next, as a resync by the rebuild onto a spare) are no
+ * failure, as under mdadm --wait; a device left degraded or failed is. */
+static int
+vb_mgr_wait_report_device (VbMgrWait *w, int status)
+{
+  g_autofree char *state = vb_mgr_wait_device_state (w);
+
+  if (state == NULL)
+    {
+      g_printerr (_ ("vbmgr: wait %s: NotFound: the device went away\n"), w->target);
+      return VB_EXIT_FAILED;
+    }
+  if (w->state != NULL && w->timed_out)
+    {
+      g_printerr (_ ("vbmgr: wait %s: timed out after %g s: the device is %s, not %s\n"), w->target,
+                  w->timeout, state, w->state);
+      return VB_EXIT_FAILED;
+    }
+  if (w->state == NULL && !w->timed_out
+      && (strcmp (state, "degraded") == 0 || strcmp (state, "failed") == 0))
+    {
+      g_printerr (_ ("vbmgr: wait %s: no job runs, and the device is %s (vbmgr show %s)\n"),
+                  w->target, state, w->target);
+      return VB_EXIT_FAILED;
+    }
+  return status;
+}
+
 /* Prints why each watched job did not finish; the exit code. */
 static int
 vb_mgr_wait_report (VbMgrWait *w)
@@ -454,7 +548,8 @@ vb_mgr_wait_report (VbMgrWait *w)
       g_autofree char *what
           = g_strdup_printf (_ ("job %" G_GUINT64_FORMAT " (%s)"), j->id, operation);
 
-      if (strcmp (state, "finished") == 0)
+      if (strcmp (state, "finished") == 0
+          || (w->job_path == NULL && strcmp (state, "cancelled") == 0))
         continue;
       status = VB_EXIT_FAILED;
       if (strcmp (state, "running") != 0)
@@ -470,7 +565,7 @@ vb_mgr_wait_report (VbMgrWait *w)
                       w->timeout, what, percent);
         }
     }
-  return status;
+  return w->job_path == NULL ? vb_mgr_wait_report_device (w, status) : status;
 }
 
 static int
@@ -595,14 +690,21 @@ vb_mgr_wait_find (GDBusObjectManager *manager, const char *target, gboolean is_n
   return TRUE;
 }
 
+static const char *const device_states[]
+    = { "configuring", "ready", "active", "degraded", "failed", "stopped", NULL };
+
 int
 vb_cmd_wait (int argc, char **argv)
 {
   g_autofree char *timeout_text = NULL;
+  g_autofree char *state = NULL;
   gboolean json = FALSE;
   const GOptionEntry entries[]
       = { { "timeout", 0, 0, G_OPTION_ARG_STRING, &timeout_text,
             N_ ("Give up (exit status 1) after this long"), N_ ("SECONDS") },
+          { "state", 0, 0, G_OPTION_ARG_STRING, &state,
+            N_ ("Wait until the device is in this state (active, degraded, stopped, ...)"),
+            N_ ("STATE") },
           { "json", 0, 0, G_OPTION_ARG_NONE, &json,
             N_ ("Print the final properties of the jobs as JSON"), NULL },
           G_OPTION_ENTRY_NULL };
@@ -615,11 +717,14 @@ vb_cmd_wait (int argc, char **argv)
   guint64 number = 0;
   gboolean is_number;
 
-  if (!vb_mgr_parse_options ("wait", "NAME|JOB",
-                             _ ("Wait until a job has ended, or until no job of a device runs. "
-                                "JOB is a job number or object path; exit status 0 when every "
-                                "job waited for finished, 1 when one failed, was cancelled, or "
-                                "the time ran out."),
+  if (!vb_mgr_parse_options ("wait", "NAME|JOB [--state STATE] [--timeout SECONDS]",
+                             _ ("Wait until a job has ended, or until no job of a device runs "
+                                "(as mdadm --wait), or with --state until the device is in "
+                                "that state. JOB is a job number or object path. Exit status 0 "
+                                "when the job finished, or no job of the device runs and it is "
+                                "neither degraded nor failed (a job superseded by another is no "
+                                "failure), or the state was reached; 1 otherwise, or when the "
+                                "time ran out."),
                              entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc < 2)
@@ -645,6 +750,14 @@ vb_cmd_wait (int argc, char **argv)
   if (manager == NULL)
     return VB_EXIT_FAILED;
   watched = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) vb_mgr_job_free);
+  if (state != NULL && !g_strv_contains (device_states, state))
+    {
+      g_autofree char *known = g_strjoinv (", ", (char **) device_states);
+      return vb_mgr_usage_error ("wait", _ ("--state: '%s' is not a device state (%s)"), state,
+                                 known);
+    }
+  if (state != NULL)
+    g_clear_pointer (&job_path, g_free); /* a state is a device's */
   if (!vb_mgr_wait_find (manager, target, is_number, &job_path, &device_path, watched))
     return VB_EXIT_FAILED;
 
@@ -652,7 +765,56 @@ vb_cmd_wait (int argc, char **argv)
   w.target = target;
   w.job_path = job_path;
   w.device_path = device_path;
+  w.state = state;
   w.watched = watched;
   w.tty = isatty (STDERR_FILENO);
   return vb_mgr_wait_run (&w, json);
+}
+
+/* vbmgr cancel */
+
+int
+vb_cmd_cancel (int argc, char **argv)
+{
+  const GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
+  g_autoptr (GDBusObjectManager) manager = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr (VbMgrJob) j = NULL;
+  guint64 number;
+
+  if (!vb_mgr_parse_options ("cancel", "JOB",
+                             _ ("Ask a job to stop (vbmgr jobs lists them): a resync, rebuild, "
+                                "check or repair stops where it is; an apply stops after its "
+                                "running step and undoes the steps before. Its starter may; "
+                                "anyone else needs org.vblk.manage."),
+                             entries, &argc, &argv))
+    return VB_EXIT_USAGE;
+  if (argc != 2)
+    return vb_mgr_usage_error ("cancel", _ ("expected one job (a number or an object path)"));
+  if (argv[1][0] == '/' && g_variant_is_object_path (argv[1])
+      && vb_mgr_job_id_from_path (argv[1], &number))
+    path = g_strdup (argv[1]);
+  else if (g_ascii_string_to_unsigned (argv[1], 10, 1, G_MAXUINT, &number, NULL))
+    path = g_strdup_printf (JOBS_PATH_PREFIX "%" G_GUINT64_FORMAT, number);
+  else
+    return vb_mgr_usage_error ("cancel", _ ("'%s' is not a job number or path (%sN)"), argv[1],
+                               JOBS_PATH_PREFIX);
+  manager = vb_mgr_connect ();
+  if (manager == NULL)
+    return VB_EXIT_FAILED;
+  j = vb_mgr_job_get (manager, path);
+  if (j == NULL)
+    {
+      g_printerr ("vbmgr: cancel %s: NotFound: no job %s\n", argv[1], argv[1]);
+      return VB_EXIT_FAILED;
+    }
+  reply = vb_mgr_call (j->job, "Cancel", g_variant_new ("(@a{sv})", g_variant_new ("a{sv}", NULL)),
+                       &error);
+  if (reply == NULL)
+    return vb_mgr_fail ("cancel", argv[1], error);
+  g_print (_ ("job %" G_GUINT64_FORMAT " (%s): asked to stop\n"), j->id,
+           vb_mgr_str (vb_dbus_job_get_operation (j->job)));
+  return VB_EXIT_OK;
 }

@@ -17,6 +17,8 @@ packages=(
   fio qemu-utils libnbd-bin python3
   # tests: D-Bus clients standing in for desktop tools (/usr/bin/python3), UDisks itself
   python3-gi udisks2
+  # tests: the spec's JSON Schema (data/schema) checked against specs
+  python3-jsonschema
   # tests: meson test --setup valgrind (tests/valgrind.sh)
   valgrind
   # tests: the VM harness (tests/vm) and the kernel parts used inside it

@@ -36,3 +36,28 @@ vb_test_hook (const char *step)
   vb_report ("test hook", VB_REPORT_WARNING, "stopping at %s", step);
   raise (SIGSTOP);
 }
+
+gboolean
+vb_test_hook_holding (const char *step)
+{
+  static char *said; /* the step last said to be held */
+  const char *held = g_getenv ("VBLK_TEST_HOLD_AT");
+  const char *path = g_getenv ("VBLK_TEST_HOLD_FILE");
+
+  if (held == NULL || path == NULL || strcmp (held, step) != 0
+      || !g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      if (said && strcmp (said, step) == 0)
+        {
+          vb_report ("test hook", VB_REPORT_WARNING, "let go at %s", step);
+          g_clear_pointer (&said, g_free);
+        }
+      return FALSE;
+    }
+  if (said == NULL)
+    {
+      vb_report ("test hook", VB_REPORT_WARNING, "holding at %s while %s exists", step, path);
+      said = g_strdup (step);
+    }
+  return TRUE;
+}

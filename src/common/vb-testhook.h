@@ -7,3 +7,7 @@
 #pragma once
 
 void vb_test_hook (const char *step);
+
+/* The same hold for the main thread, without blocking it: TRUE while
+ * @step is held (the caller looks again a little later). */
+int vb_test_hook_holding (const char *step);

@@ -31,6 +31,17 @@ spec () { # spec RAID1_LEGS... — the installer's storage
 EOF
 }
 
+# schema_valid FILE — FILE is valid against the shipped JSON Schema
+schema_valid () {
+  /usr/bin/python3 - "$VB_SRCDIR/data/schema/vblk-spec.schema.json" "$1" << 'PY'
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
+PY
+}
+
 vb_log "a new stack: created dependencies first, then started"
 spec "$T/a.img" "$T/b.img" > "$T/spec.json"
 vb_snapshot
@@ -54,6 +65,9 @@ vb_snapshot
 out=$(vbmgr apply "$T/spec.json")
 vb_assert_eq "nothing to do: the desired state is the spec" "$out" "the same spec"
 vbmgr dump > "$T/dump.json"
+for f in spec dump; do
+  schema_valid "$T/$f.json" || vb_fail "$f.json is not valid against data/schema/vblk-spec.schema.json"
+done
 out=$(vbmgr apply - --dry-run < "$T/dump.json")
 vb_assert_eq "nothing to do: the desired state is the spec" "$out" "the dump"
 vb_assert_eq 0 "$(vbmgr apply "$T/dump.json" --json | jq '.steps | length')" "the dump applied"
@@ -100,6 +114,7 @@ printf '{"version": 1, "devices": [' > "$T/bad.json"
 vb_expect_fail InvalidArgument vbmgr apply "$T/bad.json"
 vb_assert_contains "$VB_ERR" "spec:1:" "malformed JSON"
 bad InvalidArgument "spec: devices[0]: unknown key 'size'" '.devices[0].size = 1'
+! schema_valid "$T/bad.json" 2> /dev/null || vb_fail "the schema takes an unknown key"
 bad InvalidArgument "spec: devices[2]: driver: 'raid7' is not a driver" '.devices[2].driver = "raid7"'
 bad DependencyCycle "spec: devices: dependency cycle" '.devices[2].components[0] = "vblk:data"'
 bad InvalidArgument "spec: devices[2].components[0]: source: '$T/a.img' is a component of two devices (also devices[1].components[0])" \
@@ -133,9 +148,10 @@ jq ".devices += [{\"name\": \"n1\", \"driver\": \"linear\", \"components\": [\"$
                  {\"name\": \"n4\", \"driver\": \"linear\", \"components\": [\"$T/q.img\"], \"started\": false}]" \
   "$T/spec3.json" > "$T/four.json"
 vb_mkimg "$T/broken.img" 16M
+schema_valid "$T/four.json" || vb_fail "four.json is not valid against the schema"
 plan=$(vbmgr apply "$T/four.json" --dry-run --json | jq -r '[.steps[].id] | join(" ")')
 vb_assert_eq "create:n1 create:n2 create:n4 create:n3" "$plan" "the plan of four"
-held=$(grep -c "holding at apply:step-4" "$VB_LOG")
+held=$(grep -c "holding at apply:step-4" "$VB_LOG" || true)
 vb_bg vbmgr apply "$T/four.json" 2> "$T/apply.err"
 apply=$VB_BG_PID
 vb_wait_until 20 eval "[ \"\$(grep -c 'holding at apply:step-4' \"\$VB_LOG\")\" -gt $held ]" ||

@@ -53,7 +53,7 @@ vb_assert_eq "external:vblk" "$(md_attr "$bd" metadata_version)" "md metadata_ve
 vb_assert_eq raid1 "$(md_attr "$bd" level)" "md level"
 vb_assert_eq "$(vb_json m .size)" "$(blockdev --getsize64 "$bd")" "md's size equals vblk's"
 vbmgr wait m > /dev/null || vb_fail "initial resync"
-job=$(vbmgr jobs --json | jq -c '[.[] | select(.device == "m")] | last')
+job=$(vbmgr jobs --json | jq -c '[.[] | select(.device == "m" and .operation == "resync")] | last')
 vb_assert_eq "resync finished" "$(jq -r '"\(.operation) \(.state)"' <<< "$job")" "md's resync as a job"
 vb_assert_eq "in-sync in-sync" "$(vb_json m '[.components[].state] | join(" ")')" "component states"
 refmodel m $((16 << 20))

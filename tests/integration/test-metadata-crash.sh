@@ -68,7 +68,7 @@ vb_wait_state r active 20
 vbmgr wait r > /dev/null
 vb_assert_eq 0 "$(sed -n '/^=== vblkd start/h; /^=== vblkd start/!H; ${x;p}' "$VB_LOG" | grep -c "r: resync started")" \
   "resyncs after an unclean stop with no dirty bit"
-vb_assert_eq 0 "$(vbmgr jobs --json | jq '[.[] | select(.device == "r")] | length')" "jobs of r"
+vb_assert_eq 0 "$(vbmgr jobs --json | jq '[.[] | select(.device == "r" and .operation == "resync")] | length')" "resyncs of r"
 vbmgr stop r
 cmp -i 1M:1M "$T/a.img" "$T/b.img" || vb_fail "copies differ after the second kill"
 vbmgr delete r

@@ -90,3 +90,40 @@ vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const char *
   polkit_authority_check_authorization (daemon->bus->authority, subject, action_id, details, flags,
                                         NULL, auth_done, req);
 }
+
+/* The caller's uid, asked of the bus (never blocking the main loop). */
+typedef struct {
+  VbCallerUidFunc done;
+  gpointer user_data;
+} UidRequest;
+
+static void
+uid_returned (GObject *source, GAsyncResult *result, gpointer data)
+{
+  UidRequest *req = data;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  guint32 uid = 0;
+
+  reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  if (reply)
+    g_variant_get (reply, "(u)", &uid);
+  else
+    g_debug ("vblk: the caller's uid: %s", error->message);
+  req->done (reply != NULL, uid, req->user_data);
+  g_free (req);
+}
+
+void
+vb_auth_caller_uid (GDBusMethodInvocation *invocation, VbCallerUidFunc done, gpointer user_data)
+{
+  UidRequest *req = g_new0 (UidRequest, 1);
+
+  req->done = done;
+  req->user_data = user_data;
+  g_dbus_connection_call (
+      g_dbus_method_invocation_get_connection (invocation), "org.freedesktop.DBus",
+      "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixUser",
+      g_variant_new ("(s)", g_dbus_method_invocation_get_sender (invocation)),
+      G_VARIANT_TYPE ("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, uid_returned, req);
+}

@@ -11,4 +11,10 @@ void vb_auth_check (VbDaemon *daemon, GDBusMethodInvocation *invocation, const c
                     const char *device_name, VbAuthorizedFunc authorized, gpointer user_data,
                     GDestroyNotify destroy);
 
+/* The uid of @invocation's caller, from the bus; @known FALSE when the bus
+ * could not say. */
+typedef void (*VbCallerUidFunc) (gboolean known, guint32 uid, gpointer user_data);
+void vb_auth_caller_uid (GDBusMethodInvocation *invocation, VbCallerUidFunc done,
+                         gpointer user_data);
+
 G_END_DECLS

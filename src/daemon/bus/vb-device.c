@@ -28,13 +28,16 @@ typedef struct {
   const char *what; /* the request's name, for the reconciler */
   VbOpMode mode;
   gboolean after_events; /* submitted once vblkd's pending block events are decided */
+  const char *job;       /* the Job it runs as, or NULL */
 } Method;
 
-static const Method method_start
-    = { "org.vblk.start-stop", recursive_only, vb_mutate_start, "start", VB_OP_CHANGE, TRUE };
-static const Method method_stop = { "org.vblk.start-stop", recursive_only, vb_mutate_stop, "stop" };
-static const Method method_delete
-    = { "org.vblk.delete", recursive_only, vb_mutate_delete, "delete" };
+static const Method method_start = {
+  "org.vblk.start-stop", recursive_only, vb_mutate_start, "start", VB_OP_CHANGE, TRUE, "start"
+};
+static const Method method_stop = { "org.vblk.start-stop", recursive_only, vb_mutate_stop, "stop",
+                                    VB_OP_CHANGE,          FALSE,          "stop" };
+static const Method method_delete = { "org.vblk.delete", recursive_only, vb_mutate_delete, "delete",
+                                      VB_OP_CHANGE,      FALSE,          "delete" };
 static const char *const no_options[] = { NULL };
 static const Method method_set = { "org.vblk.manage", no_options, vb_mutate_set_attributes, "set" };
 static const char *const add_options[] = { "role:s", NULL };
@@ -48,8 +51,9 @@ static const Method method_add
 static const char *const reconfigure_options[]
     = { "add:as", "remove:as", "backend:s", "timeout:u", NULL };
 static const Method method_reconfigure
-    = { "org.vblk.manage", reconfigure_options, vb_mutate_reconfigure, "reconfigure",
-        VB_OP_RECONFIGURE };
+    = { "org.vblk.manage", reconfigure_options, vb_mutate_reconfigure,
+        "reconfigure",     VB_OP_RECONFIGURE,   FALSE,
+        "reconfigure" };
 
 typedef struct {
   const Method *method;
@@ -78,6 +82,8 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       return;
     }
   req = g_steal_pointer (&p->req);
+  if (p->method->job)
+    vb_request_start_job (req, daemon, p->method->job);
   vb_daemon_submit (daemon, req->name, p->method->mutate, p->method->mode, p->method->what,
                     vb_request_done, req, (GDestroyNotify) vb_request_free);
   g_free (p);

@@ -40,6 +40,7 @@ struct _VbJob {
   gint64 start_mono;
   VbJobCancelFunc cancel;
   gpointer cancel_data;
+  gint64 started_by; /* the caller's uid, -1 while not known (main thread) */
 
   GRecMutex lock; /* guards the fields down to the next comment */
   guint64 total;
@@ -207,6 +208,10 @@ publish (VbJob *job)
     {
       g_message ("vblk: %s: job %u (%s) %s%s%s", job_device_label (job), job->id, job->operation,
                  state, message && *message ? ": " : "", message ? message : "");
+      /* the final properties reach clients before Completed does */
+      g_dbus_interface_skeleton_flush (G_DBUS_INTERFACE_SKELETON (job->iface));
+      vb_dbus_job_emit_completed (job->iface, strcmp (state, "finished") == 0,
+                                  message ? message : "");
       job->end_published = TRUE;
       g_clear_handle_id (&job->refresh_id, g_source_remove);
       g_queue_push_tail (&job->jobs->ended, job);
@@ -354,12 +359,56 @@ cancel_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer
     g_dbus_method_invocation_return_value (invocation, NULL);
 }
 
+typedef struct {
+  VbJob *job;
+  GDBusMethodInvocation *invocation;
+} CancelRequest;
+
+/* The user who started the job cancels it as it is; anyone else needs
+ * org.vblk.manage (UDisks: cancel-job-other-user). */
+static void
+cancel_caller_known (gboolean known, guint32 uid, gpointer data)
+{
+  CancelRequest *req = data;
+  VbJob *job = req->job;
+
+  if (known && job->started_by >= 0 && (gint64) uid == job->started_by)
+    cancel_authorized (job->daemon, req->invocation, job); /* takes the reference */
+  else
+    vb_auth_check (job->daemon, req->invocation, "org.vblk.manage", job->device_name,
+                   cancel_authorized, job, (GDestroyNotify) vb_job_unref);
+  g_object_unref (req->invocation);
+  g_free (req);
+}
+
 static gboolean
 handle_cancel (VbDBusJob *iface, GDBusMethodInvocation *invocation, GVariant *options, VbJob *job)
 {
-  vb_auth_check (job->daemon, invocation, "org.vblk.manage", job->device_name, cancel_authorized,
-                 vb_job_ref (job), (GDestroyNotify) vb_job_unref);
+  CancelRequest *req = g_new0 (CancelRequest, 1);
+
+  req->job = vb_job_ref (job);
+  req->invocation = g_object_ref (invocation);
+  vb_auth_caller_uid (invocation, cancel_caller_known, req);
   return TRUE;
+}
+
+static void
+started_by_known (gboolean known, guint32 uid, gpointer data)
+{
+  VbJob *job = data;
+
+  if (known && job->iface)
+    {
+      job->started_by = uid;
+      vb_dbus_job_set_started_by_uid (job->iface, uid);
+    }
+  vb_job_unref (job);
+}
+
+void
+vb_job_set_started_by (VbJob *job, GDBusMethodInvocation *invocation)
+{
+  vb_auth_caller_uid (invocation, started_by_known, vb_job_ref (job));
 }
 
 /* "/org/vblk/VBlk1/devices/NAME" -> NAME; NULL for other paths. */
@@ -407,6 +456,7 @@ vb_job_new (VbDaemon *daemon, const char *operation, const char *const *objects,
   job->start_mono = g_get_monotonic_time ();
   job->cancel = cancel;
   job->cancel_data = cancel_data;
+  job->started_by = -1;
   vb_job_rate_init (&job->rate);
   vb_job_rate_add (&job->rate, job->start_mono, 0);
   job->last_publish_us = job->start_mono;
@@ -424,6 +474,8 @@ vb_job_new (VbDaemon *daemon, const char *operation, const char *const *objects,
   vb_dbus_job_set_bytes_done (job->iface, 0);
   vb_dbus_job_set_mismatches (job->iface, 0);
   vb_dbus_job_set_message (job->iface, "");
+  vb_dbus_job_set_cancelable (job->iface, cancel != NULL);
+  vb_dbus_job_set_started_by_uid (job->iface, 0);
   g_signal_connect (job->iface, "handle-cancel", G_CALLBACK (handle_cancel), job);
   job->object = vb_dbus_object_skeleton_new (job->path);
   vb_dbus_object_skeleton_set_job (job->object, job->iface);

@@ -49,6 +49,10 @@ void vb_job_set_total (VbJob *job, guint64 total_bytes);
  * that finished keeps BytesDone equal to Bytes. */
 void vb_job_finish (VbJob *job, const char *state, const char *message);
 
+/* Main thread. The job was made for @invocation's caller: StartedByUID
+ * (asked of the bus), who may cancel it without polkit. */
+void vb_job_set_started_by (VbJob *job, GDBusMethodInvocation *invocation);
+
 VbJob *vb_job_ref (VbJob *job);
 void vb_job_unref (VbJob *job);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbJob, vb_job_unref)

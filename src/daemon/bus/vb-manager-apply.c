@@ -17,6 +17,10 @@
 
 #include <string.h>
 
+/* a test's hold (VBLK_TEST_HOLD_AT=apply:step-N) is looked at this often,
+ * the main loop going on meanwhile (a Cancel is answered) */
+#define HOLD_LOOK_MS 20
+
 static const char *const apply_options[] = { "dry-run:b", "prune:b", "confirm:as", NULL };
 
 static void
@@ -265,6 +269,13 @@ step_done (VbDaemon *daemon, const GError *error, gpointer user_data)
   run_next (a);
 }
 
+static gboolean
+run_next_later (gpointer data)
+{
+  run_next (data);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 run_next (Apply *a)
 {
@@ -286,7 +297,11 @@ run_next (Apply *a)
       return;
     }
   hook = g_strdup_printf ("apply:step-%u", a->next + 1);
-  vb_test_hook (hook);
+  if (vb_test_hook_holding (hook))
+    {
+      g_timeout_add (HOLD_LOOK_MS, run_next_later, a);
+      return;
+    }
   a->before[a->next] = vb_state_copy (a->daemon->desired);
   sr = vb_apply_step_request (a, a->next, &run);
   vb_daemon_submit (a->daemon, sr->req.name, run.mutate, run.mode, "apply", step_done, sr,
@@ -340,6 +355,7 @@ start_steps (Apply *a)
   g_ptr_array_add (objects, NULL);
   a->job = vb_job_new (a->daemon, "apply", (const char *const *) objects->pdata, a->plan->len,
                        cancel_apply, a);
+  vb_job_set_started_by (a->job, a->invocation);
   g_message ("vblk: apply: %u steps", a->plan->len);
   run_next (a);
 }

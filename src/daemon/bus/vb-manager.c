@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "vb-auth.h"
+#include "vb-jobs.h"
 #include "vb-manager.h"
 #include "vb-request.h"
 #include "vb-scan.h"
@@ -205,6 +206,7 @@ typedef struct {
   guint level;
   GHashTable *adopted; /* UUIDs adopted by this scan, at any level */
   VbScan *scan;
+  VbJob *job; /* "scan", while it runs */
 } ScanRequest;
 
 static void
@@ -217,6 +219,9 @@ scan_request_free (ScanRequest *req)
   g_strfreev (req->next);
   g_clear_pointer (&req->adopted, g_hash_table_unref);
   vb_scan_free (req->scan);
+  if (req->job && vb_job_is_running (req->job))
+    vb_job_finish (req->job, "failed", "ended before it was done");
+  g_clear_pointer (&req->job, vb_job_unref);
   g_free (req);
 }
 
@@ -244,6 +249,13 @@ scan_return (ScanRequest *req)
                   "(vbmgr scan --adopt --start, or vbmgr start and scan again)";
     }
   devices = vb_scan_device_paths (req->scan);
+  if (req->job)
+    {
+      g_autofree char *summary
+          = g_strdup_printf ("%u device(s) found, %u adopted", req->scan->groups->len,
+                             g_hash_table_size (req->adopted));
+      vb_job_finish (req->job, "finished", summary);
+    }
   g_dbus_method_invocation_return_value (
       req->invocation, g_variant_new ("(^ao@aa{sv})", devices, vb_scan_found_variant (req->scan)));
   g_clear_object (&req->invocation);
@@ -340,6 +352,8 @@ adopt_done (VbDaemon *daemon, const GError *error, gpointer user_data)
       g_autoptr (GError) copy = g_error_copy (error);
 
       g_prefix_error (&copy, "adopting: ");
+      if (req->job)
+        vb_job_finish (req->job, "failed", copy->message);
       vb_invocation_return_gerror (req->invocation, copy);
       scan_request_free (req);
       return;
@@ -418,6 +432,11 @@ scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer u
   req->scan = vb_scan_new ();
   req->scan->instance = g_strdup (daemon->instance);
   req->adopted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  {
+    const char *objects[] = { VB_OBJECT_ROOT "/Manager", NULL };
+    req->job = vb_job_new (daemon, "scan", objects, 0, NULL, NULL);
+    vb_job_set_started_by (req->job, invocation);
+  }
   scan_read (req);
   return;
 

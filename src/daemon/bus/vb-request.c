@@ -28,6 +28,17 @@ vb_request_clear (VbRequest *req)
   g_clear_pointer (&req->components, g_strfreev);
   g_clear_pointer (&req->source, g_free);
   g_clear_pointer (&req->result_path, g_free);
+  g_clear_pointer (&req->job, vb_job_unref);
+}
+
+void
+vb_request_start_job (VbRequest *req, VbDaemon *daemon, const char *operation)
+{
+  g_autofree char *path = vb_device_object_path (req->name);
+  const char *objects[] = { path, NULL };
+
+  req->job = vb_job_new (daemon, operation, objects, 0, NULL, NULL);
+  vb_job_set_started_by (req->job, req->invocation);
 }
 
 void
@@ -42,6 +53,8 @@ vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
   VbRequest *req = user_data;
 
+  if (req->job)
+    vb_job_finish (req->job, error ? "failed" : "finished", error ? error->message : NULL);
   if (error)
     vb_invocation_return_gerror (req->invocation, error);
   else if (req->result_path)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "vb-bus.h"
+#include "vb-jobs.h"
 
 G_BEGIN_DECLS
 
@@ -15,6 +16,7 @@ typedef struct {
   char *source;
   guint index;       /* SetFaulty: the component's index in its device */
   char *result_path; /* object path returned on success, or NULL */
+  VbJob *job;        /* the request's job while it runs, or NULL */
 } VbRequest;
 
 VbRequest *vb_request_new (GDBusMethodInvocation *invocation, const char *name, GVariant *options);
@@ -22,7 +24,12 @@ void vb_request_free (VbRequest *req);
 /* Frees what @req holds, not @req (one inside another struct). */
 void vb_request_clear (VbRequest *req);
 
-/* Completes the invocation: the error, or () / (o result_path). */
+/* The request runs as a Job of @operation on its device (ended by
+ * vb_request_done), started by the caller. */
+void vb_request_start_job (VbRequest *req, VbDaemon *daemon, const char *operation);
+
+/* Completes the invocation: the error, or () / (o result_path); ends the
+ * request's job. */
 void vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data);
 
 /* Refuses unknown keys and wrong types: @allowed is "key:type" strings. */
