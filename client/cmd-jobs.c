@@ -35,8 +35,6 @@ vb_mgr_job_free (VbMgrJob *j)
   g_free (j);
 }
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbMgrJob, vb_mgr_job_free)
-
 /* "/org/vblk/VBlk1/jobs/N" -> N; FALSE for other paths. */
 static gboolean
 vb_mgr_job_id_from_path (const char *path, guint64 *id)
@@ -351,6 +349,28 @@ vb_mgr_wait_shown_job (VbMgrWait *w)
 
 static char *vb_mgr_wait_device_state (VbMgrWait *w);
 
+/* Whether a component of the degraded device shows "rebuilding" or
+ * "spare": a rebuild just ended (its slot not recorded in sync yet) or is
+ * about to begin (a spare about to take the failed slot). */
+static gboolean
+vb_mgr_wait_rebuilding (VbMgrWait *w)
+{
+  g_autoptr (GDBusObject) object = g_dbus_object_manager_get_object (w->manager, w->device_path);
+  g_autoptr (VbDBusDevice) device
+      = object ? vb_dbus_object_get_device (VB_DBUS_OBJECT (object)) : NULL;
+  const char *const *paths = device ? vb_dbus_device_get_components (device) : NULL;
+
+  for (guint i = 0; paths && paths[i]; i++)
+    {
+      g_autoptr (VbDBusComponent) c = vb_mgr_lookup_component (w->manager, paths[i]);
+      if (c
+          && (g_strcmp0 (vb_dbus_component_get_state (c), "rebuilding") == 0
+              || g_strcmp0 (vb_dbus_component_get_state (c), "spare") == 0))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 static gboolean
 vb_mgr_wait_settled (gpointer user_data)
 {
@@ -361,16 +381,17 @@ vb_mgr_wait_settled (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* The device's last job ended and it still shows degraded or failed: its
- * state follows the job's end by a moment (a rebuilt leg is in sync once
- * vblkd recorded it), so the wait gives it SETTLE_MS before it says so.
- * TRUE while it waits. */
+/* The device's last job ended and it still shows degraded or failed with
+ * a component rebuilding or a spare: its state follows the job's end by a moment (a
+ * rebuilt leg is in sync once vblkd recorded it), so the wait gives it
+ * SETTLE_MS before it says so. TRUE while it waits. */
 static gboolean
 vb_mgr_wait_settling (VbMgrWait *w)
 {
   g_autofree char *state = vb_mgr_wait_device_state (w);
 
-  if (state == NULL || (strcmp (state, "degraded") != 0 && strcmp (state, "failed") != 0))
+  if (state == NULL || (strcmp (state, "degraded") != 0 && strcmp (state, "failed") != 0)
+      || !vb_mgr_wait_rebuilding (w))
     return FALSE;
   if (w->settle_id == 0)
     w->settle_id = g_timeout_add (SETTLE_MS, vb_mgr_wait_settled, w);
@@ -769,52 +790,4 @@ vb_cmd_wait (int argc, char **argv)
   w.watched = watched;
   w.tty = isatty (STDERR_FILENO);
   return vb_mgr_wait_run (&w, json);
-}
-
-/* vbmgr cancel */
-
-int
-vb_cmd_cancel (int argc, char **argv)
-{
-  const GOptionEntry entries[] = { G_OPTION_ENTRY_NULL };
-  g_autoptr (GDBusObjectManager) manager = NULL;
-  g_autoptr (GVariant) reply = NULL;
-  g_autoptr (GError) error = NULL;
-  g_autofree char *path = NULL;
-  g_autoptr (VbMgrJob) j = NULL;
-  guint64 number;
-
-  if (!vb_mgr_parse_options ("cancel", "JOB",
-                             _ ("Ask a job to stop (vbmgr jobs lists them): a resync, rebuild, "
-                                "check or repair stops where it is; an apply stops after its "
-                                "running step and undoes the steps before. Its starter may; "
-                                "anyone else needs org.vblk.manage."),
-                             entries, &argc, &argv))
-    return VB_EXIT_USAGE;
-  if (argc != 2)
-    return vb_mgr_usage_error ("cancel", _ ("expected one job (a number or an object path)"));
-  if (argv[1][0] == '/' && g_variant_is_object_path (argv[1])
-      && vb_mgr_job_id_from_path (argv[1], &number))
-    path = g_strdup (argv[1]);
-  else if (g_ascii_string_to_unsigned (argv[1], 10, 1, G_MAXUINT, &number, NULL))
-    path = g_strdup_printf (JOBS_PATH_PREFIX "%" G_GUINT64_FORMAT, number);
-  else
-    return vb_mgr_usage_error ("cancel", _ ("'%s' is not a job number or path (%sN)"), argv[1],
-                               JOBS_PATH_PREFIX);
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  j = vb_mgr_job_get (manager, path);
-  if (j == NULL)
-    {
-      g_printerr ("vbmgr: cancel %s: NotFound: no job %s\n", argv[1], argv[1]);
-      return VB_EXIT_FAILED;
-    }
-  reply = vb_mgr_call (j->job, "Cancel", g_variant_new ("(@a{sv})", g_variant_new ("a{sv}", NULL)),
-                       &error);
-  if (reply == NULL)
-    return vb_mgr_fail ("cancel", argv[1], error);
-  g_print (_ ("job %" G_GUINT64_FORMAT " (%s): asked to stop\n"), j->id,
-           vb_mgr_str (vb_dbus_job_get_operation (j->job)));
-  return VB_EXIT_OK;
 }

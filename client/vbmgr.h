@@ -45,6 +45,7 @@ int vb_cmd_export (int argc, char **argv);
 /* cmd-jobs.c */
 int vb_cmd_jobs (int argc, char **argv);
 int vb_cmd_wait (int argc, char **argv);
+/* cmd-cancel.c */
 int vb_cmd_cancel (int argc, char **argv);
 /* cmd-apply.c */
 int vb_cmd_apply (int argc, char **argv);

@@ -54,7 +54,7 @@ sum_a=$(sha256sum < "$T/a.img")
 
 vb_log "reconfigure --add c.img: a.img stays faulty"
 vbmgr reconfigure r1 --add "$T/c.img"
-vbmgr wait r1 > /dev/null || vb_fail "rebuild of c.img"
+vb_wait_jobs r1 || vb_fail "rebuild of c.img"
 vb_assert_eq "faulty in-sync in-sync" "$(states)" "states after the reconfiguration"
 vb_assert_eq 1 "$(errors_of "$T/a.img")" "errors of a.img after the reconfiguration"
 vb_assert_eq degraded "$(vb_state_of r1)" "device state"
@@ -104,7 +104,7 @@ dd if="$T/more" of="$(vb_blockdev_of m1)" bs=1M seek=8 oflag=direct status=none
 dd if="$T/more" of="$T/expected" bs=1M seek=8 conv=notrunc status=none
 sum_a=$(sha256sum < "$T/a.img")
 vbmgr reconfigure m1 --add "$T/c.img"
-vbmgr wait m1 > /dev/null || vb_fail "rebuild of c.img on m1"
+vb_wait_jobs m1 || vb_fail "rebuild of c.img on m1"
 vb_assert_eq "faulty in-sync in-sync" "$(states)" "m1's states after the reconfiguration"
 vb_assert_eq 1 "$(errors_of "$T/a.img")" "errors of a.img on m1 after the reconfiguration"
 vbmgr stop m1

@@ -110,7 +110,7 @@ losetup "$lb" "$T/little.img"
 udevadm settle
 vbmgr reconfigure k --add "$lc" ||
   vb_fail "a reconfiguration keeping the failed slot (a smaller disk at its path) refused"
-vbmgr wait k > /dev/null || vb_fail "rebuild onto c: $(vbmgr show k)"
+vb_wait_jobs k || vb_fail "rebuild onto c: $(vbmgr show k)"
 vb_assert_eq "$ksize" "$(vb_json k .size)" "k's size after the reconfiguration"
 kstates=$(vb_json k '[.components[].state] | join(" ")')
 [[ $kstates =~ ^in-sync\ (missing|faulty)\ in-sync$ ]] ||

@@ -270,18 +270,8 @@ vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device)
   g_signal_connect (device, "handle-check", G_CALLBACK (handle_check), daemon);
 }
 
-static gboolean
-component_not_supported (GDBusMethodInvocation *inv)
-{
-  g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                         _ ("removing and replacing components needs "
-                                            "on-component metadata, which this version lacks"));
-  return TRUE;
-}
-
-/* The device and index a component object stands for. */
-static VbDeviceConfig *
-component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError **error)
+VbDeviceConfig *
+vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError **error)
 {
   const char *path = g_dbus_method_invocation_get_object_path (inv);
   const char *slash = strrchr (path, '/');
@@ -314,7 +304,7 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
   VbRequest *req;
 
   if (!vb_options_check (options, no_options, &error)
-      || (d = component_of (daemon, inv, &index, &error)) == NULL)
+      || (d = vb_component_of (daemon, inv, &index, &error)) == NULL)
     {
       vb_invocation_return_gerror (inv, error);
       return;
@@ -343,7 +333,7 @@ handle_remove (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *opt
 {
   g_autoptr (GError) error = NULL;
   guint index;
-  VbDeviceConfig *d = component_of (daemon, inv, &index, &error);
+  VbDeviceConfig *d = vb_component_of (daemon, inv, &index, &error);
 
   if (d == NULL)
     {
@@ -355,17 +345,10 @@ handle_remove (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *opt
   return TRUE;
 }
 
-static gboolean
-handle_replace (VbDBusComponent *iface, GDBusMethodInvocation *inv, const char *source,
-                GVariant *options, VbDaemon *daemon)
-{
-  return component_not_supported (inv);
-}
-
 void
 vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component)
 {
   g_signal_connect (component, "handle-set-faulty", G_CALLBACK (handle_set_faulty), daemon);
   g_signal_connect (component, "handle-remove", G_CALLBACK (handle_remove), daemon);
-  g_signal_connect (component, "handle-replace", G_CALLBACK (handle_replace), daemon);
+  g_signal_connect (component, "handle-replace", G_CALLBACK (vb_component_handle_replace), daemon);
 }

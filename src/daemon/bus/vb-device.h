@@ -7,5 +7,12 @@ G_BEGIN_DECLS
 
 void vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device);
 void vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component);
+/* The device and index (*@index) a component object (@inv's path) stands
+ * for, or NULL with NOT_FOUND. */
+VbDeviceConfig *vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index,
+                                 GError **error);
+/* Component.Replace (vb-device-replace.c) */
+gboolean vb_component_handle_replace (VbDBusComponent *iface, GDBusMethodInvocation *inv,
+                                      const char *source, GVariant *options, VbDaemon *daemon);
 
 G_END_DECLS

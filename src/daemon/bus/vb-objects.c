@@ -61,6 +61,17 @@ vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config)
   return "ready";
 }
 
+static const char *component_state (VbDaemon *daemon, const VbDeviceConfig *d, guint index,
+                                    const VbComponentConfig *c, guint64 *errors);
+
+const char *
+vb_component_state_of (VbDaemon *daemon, const VbDeviceConfig *d, guint index)
+{
+  guint64 errors;
+
+  return component_state (daemon, d, index, d->components->pdata[index], &errors);
+}
+
 static GVariant *
 attributes_variant (GHashTable *attributes)
 {

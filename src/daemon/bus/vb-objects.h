@@ -15,5 +15,8 @@ void vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *devi
 void vb_daemon_component_failed (const char *uuid, guint component, int error, gpointer user_data);
 /* State names for D-Bus. */
 const char *vb_daemon_device_state (VbDaemon *daemon, const VbDeviceConfig *config);
+/* Component @index of @d as D-Bus shows its State: "in-sync", "rebuilding",
+ * "faulty", "missing", "spare". */
+const char *vb_component_state_of (VbDaemon *daemon, const VbDeviceConfig *d, guint index);
 
 G_END_DECLS
