@@ -456,7 +456,9 @@ vb_mgr_wait_check (VbMgrWait *w)
       if (object != NULL && vb_mgr_job_running (j->job))
         running = TRUE;
     }
-  if (!running && w->device_path != NULL && vb_mgr_wait_settling (w))
+  if (running)
+    g_clear_handle_id (&w->settle_id, g_source_remove); /* a new job: no settling */
+  else if (w->device_path != NULL && vb_mgr_wait_settling (w))
     return;
   if (!running)
     vb_mgr_wait_stop (w);

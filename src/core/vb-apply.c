@@ -16,8 +16,8 @@
 #include "vb-reconfig.h"
 #include "vb-util.h"
 
-static const char *const kind_names[] = { "stop",        "unexport", "remove", "delete", "create",
-                                          "reconfigure", "set",      "add",    "start",  "export" };
+static const char *const kind_names[] = { "unexport",    "remove", "delete", "stop",  "create",
+                                          "reconfigure", "set",    "add",    "start", "export" };
 
 const char *
 vb_apply_kind_name (VbApplyKind kind)
@@ -359,6 +359,19 @@ plan_reconfigure (const VbDeviceConfig *old, const VbDeviceConfig *want, const c
   return TRUE;
 }
 
+/* Whether size attribute @name going from @was to @to loses what the
+ * device holds: a smaller size (0 is "to the end": any other is smaller),
+ * or a window's offset moved (the device shows other bytes). */
+static gboolean
+loses_data (const char *name, const char *was, const char *to)
+{
+  guint64 before = g_ascii_strtoull (was, NULL, 10), after = g_ascii_strtoull (to, NULL, 10);
+
+  if (strcmp (name, "size") == 0)
+    return before == 0 ? after != 0 : after != 0 && after < before;
+  return strcmp (name, "offset") == 0;
+}
+
 /* Attributes, backend, autostart: one step, from @now (after a
  * reconfiguration) to @want. */
 static void
@@ -381,11 +394,11 @@ plan_set (const VbDeviceConfig *now, const VbDeviceConfig *want, const char *pat
       g_hash_table_insert (step->attributes, g_strdup (l->data), g_strdup (to));
       g_string_append_printf (why, "%s%s: %s -> %s", why->len ? "; " : "", (char *) l->data,
                               was ? was : "(none)", to);
-      if (spec && spec->type == VB_ATTR_SIZE && strcmp (l->data, "size") == 0 && was
-          && g_ascii_strtoull (to, NULL, 10) < g_ascii_strtoull (was, NULL, 10))
+      if (spec && spec->type == VB_ATTR_SIZE && was && loses_data (l->data, was, to))
         {
           step->loses_data = TRUE;
-          g_string_append (why, " (shrinks the device)");
+          g_string_append (why, strcmp (l->data, "size") == 0 ? " (shrinks the device)"
+                                                              : " (the device shows other bytes)");
         }
     }
   if (strcmp (now->backend, want->backend) != 0)
@@ -540,7 +553,7 @@ typedef struct {
 static gint
 order_key (const VbApplyStep *step, Order *o)
 {
-  if (step->kind <= VB_APPLY_DELETE)
+  if (step->kind <= VB_APPLY_STOP)
     return -(gint) depth_of (o->current, step->device, o->current_depth);
   return (gint) depth_of (o->spec, step->device, o->spec_depth);
 }

@@ -14,10 +14,10 @@ G_BEGIN_DECLS
 /* In the order the plan runs them (within a kind: dependents first for
  * stops and deletes, dependencies first for the rest). */
 typedef enum {
-  VB_APPLY_STOP,
   VB_APPLY_UNEXPORT,
   VB_APPLY_REMOVE, /* a spare, or a component a spare replaced */
-  VB_APPLY_DELETE,
+  VB_APPLY_DELETE, /* before stops: a device kept stopped may lose a user it deletes */
+  VB_APPLY_STOP,
   VB_APPLY_CREATE,
   VB_APPLY_RECONFIGURE,
   VB_APPLY_SET, /* attributes, backend, autostart */
@@ -44,7 +44,8 @@ typedef struct {
 } VbApplyStep;
 
 /* Steps that would lose data are refused unless allowed: DELETE by
- * @prune, the others (a shrinking size) by their id in @confirm. */
+ * @prune, the others (a window's size shrunk, its offset moved) by their
+ * id in @confirm. */
 typedef struct {
   gboolean prune;
   const char *const *confirm; /* vb_apply_step_id()s, NULL-terminated, or NULL */

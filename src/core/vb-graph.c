@@ -9,7 +9,6 @@
 
 #include "vb-error.h"
 
-
 typedef struct {
   char *name;
   gboolean exists;       /* a device of the state, not only referenced */

@@ -138,8 +138,27 @@ out=$(vb_as_nobody "$VBMGR" apply "$T/drop.json" --dry-run --prune --json | jq -
 vb_assert_eq "delete:swapwin" "$out" "an unprivileged dry run"
 vb_assert_unchanged "bad specs"
 
+# apply_broken_at_step4 SPEC [OPTION...] — vbmgr apply held before step 4,
+# while broken.img (its component) becomes a directory, which no device
+# can take; the apply must fail; its stderr in $err
+apply_broken_at_step4 () {
+  local held apply rc=0
+  touch "$hold"
+  held=$(grep -c "holding at apply:step-4" "$VB_LOG" || true)
+  vb_bg vbmgr apply "$@" 2> "$T/apply.err"
+  apply=$VB_BG_PID
+  vb_wait_until 20 eval "[ \"\$(grep -c 'holding at apply:step-4' \"\$VB_LOG\")\" -gt $held ]" ||
+    vb_fail "apply did not reach step 4"
+  rm "$T/broken.img"
+  mkdir "$T/broken.img"
+  rm "$hold"
+  wait "$apply" || rc=$?
+  vb_assert_eq 1 "$rc" "exit status of the failed apply"
+  err=$(cat "$T/apply.err")
+  vb_log "$err"
+}
+
 vb_log "a step failing at run time: the steps before it undone, last first"
-touch "$hold"
 vb_snapshot
 jq ".devices += [{\"name\": \"n1\", \"driver\": \"linear\", \"components\": [\"$T/x.img\"], \"started\": false},
                  {\"name\": \"n2\", \"driver\": \"raid1\", \"components\": [\"$T/y.img\", \"$T/z.img\"], \"started\": false},
@@ -151,20 +170,7 @@ vb_mkimg "$T/broken.img" 16M
 schema_valid "$T/four.json" || vb_fail "four.json is not valid against the schema"
 plan=$(vbmgr apply "$T/four.json" --dry-run --json | jq -r '[.steps[].id] | join(" ")')
 vb_assert_eq "create:n1 create:n2 create:n4 create:n3" "$plan" "the plan of four"
-held=$(grep -c "holding at apply:step-4" "$VB_LOG" || true)
-vb_bg vbmgr apply "$T/four.json" 2> "$T/apply.err"
-apply=$VB_BG_PID
-vb_wait_until 20 eval "[ \"\$(grep -c 'holding at apply:step-4' \"\$VB_LOG\")\" -gt $held ]" ||
-  vb_fail "apply did not reach step 4"
-# step 4's component becomes a directory, which no device can take
-rm "$T/broken.img"
-mkdir "$T/broken.img"
-rm "$hold"
-rc=0
-wait "$apply" || rc=$?
-vb_assert_eq 1 "$rc" "exit status of the failed apply"
-err=$(cat "$T/apply.err")
-vb_log "$err"
+apply_broken_at_step4 "$T/four.json"
 vb_assert_contains "$err" "step 4 of 4 (create:n3) failed" "the failed step"
 vb_assert_contains "$err" "undone: 3 create:n4, 2 create:n2, 1 create:n1" "the steps undone"
 vb_assert_contains "$err" "not done: none" "no step left"
@@ -172,4 +178,21 @@ vb_assert_unchanged "a failed apply"
 for f in q x y z; do
   vb_expect_fail NotFound vbmgr examine "$T/$f.img"
 done
+vb_log "a deleted device whose component a later step wrote on: not undone, and said so"
+rm -rf "$T/broken.img"
+vb_mkimg "$T/broken.img" 16M
+vb_mkimg "$T/r.img" 16M
+jq "del(.devices[1]) | .devices += [
+      {\"name\": \"reuse\", \"driver\": \"linear\", \"components\": [\"$T/w.img\"], \"started\": false},
+      {\"name\": \"ok2\", \"driver\": \"linear\", \"components\": [\"$T/r.img\"], \"started\": false},
+      {\"name\": \"bad\", \"driver\": \"linear\", \"components\": [\"$T/broken.img\"], \"started\": false}]" \
+  "$T/spec3.json" > "$T/reuse.json"
+plan=$(vbmgr apply "$T/reuse.json" --dry-run --prune --json | jq -r '[.steps[].id] | join(" ")')
+vb_assert_eq "delete:swapwin create:reuse create:ok2 create:bad" "$plan" "the plan reusing w.img"
+apply_broken_at_step4 "$T/reuse.json" --prune
+vb_assert_contains "$err" "undone: 3 create:ok2, 2 create:reuse; not undone: 1 delete:swapwin" "the steps"
+vb_assert_contains "$err" "step 2 (create:reuse) wrote its own superblocks on components of 'swapwin', which stays deleted" \
+  "why the delete stays"
+vb_expect_fail NotFound vbmgr show swapwin
+vb_expect_fail NotFound vbmgr examine "$T/r.img"
 vb_log "ok"

@@ -50,6 +50,33 @@ vb_pid_alive "$waiter" || vb_fail "wait --state stopped returned before the stop
 vbmgr stop r
 wait "$waiter" || vb_fail "wait --state stopped after the stop"
 
+vb_log "Device.WaitState on D-Bus: at once, after the change, timed out, refused"
+wait_state () { # wait_state DEVICE STATE [TIMEOUT_MS] — as vbmgr shows errors
+  local out rc=0 opts="{}"
+  [ -z "${3:-}" ] || opts="{'timeout': <uint32 $3>}"
+  out=$(gdbus call --system --dest org.vblk.VBlk1 --timeout 60 \
+          --object-path "/org/vblk/VBlk1/devices/$1" \
+          --method org.vblk.VBlk1.Device.WaitState "$2" "$opts" 2>&1) || rc=$?
+  [ "$rc" -eq 0 ] ||
+    { sed -E 's/.*org\.vblk\.VBlk1\.Error\.([A-Za-z]+): /gdbus: \1: /' <<< "$out" >&2; return 1; }
+}
+wait_state r stopped || vb_fail "WaitState of the state it is in"
+vb_bg wait_state r degraded 20000
+waiter=$VB_BG_PID
+sleep 0.5
+vb_pid_alive "$waiter" || vb_fail "WaitState degraded returned while r was stopped"
+vbmgr start r
+wait "$waiter" || vb_fail "WaitState degraded after the start"
+vb_expect_fail Failed wait_state r active 300
+vb_assert_contains "$VB_ERR" "timed out after 300 ms: device 'r' is degraded, not active" "WaitState's timeout"
+vb_expect_fail InvalidArgument wait_state r sleeping
+out=$(gdbus call --system --dest org.vblk.VBlk1 --object-path /org/vblk/VBlk1/devices/r \
+        --method org.vblk.VBlk1.Device.WaitState active "{'timeout': <'x'>}" 2>&1) &&
+  vb_fail "WaitState took a string timeout"
+vb_assert_contains "$out" "InvalidArgument: option 'timeout': expected type 'u', got 's'" \
+  "a string timeout"
+vbmgr stop r
+
 vb_log "cancel: not by an unprivileged user, by root"
 vbmgr create c --driver raid1 --attr sync_speed_max=4M --start "$T/c.img" "$T/d.img"
 job=$(vbmgr jobs --json | jq -r '[.[] | select(.device == "c" and .operation == "resync")][0].path')

@@ -247,6 +247,63 @@ test_shrink_confirmed (void)
   g_assert_true (((VbApplyStep *) plan->pdata[0])->loses_data);
 }
 
+/* A device pruned goes before a stop of the device it runs on (which
+ * would be refused while it is a user). */
+static void
+test_delete_before_stop (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) plan = plan_for (
+      "{\"version\": 1, \"devices\": ["
+      " {\"name\": \"r1\", \"driver\": \"raid1\", \"started\": false,"
+      "  \"components\": [\"/a\", \"/b\", {\"source\": \"/s\", \"role\": \"spare\"}]}]}",
+      TRUE, &error);
+  g_autofree char *text = NULL;
+
+  g_assert_no_error (error);
+  text = plan_text (plan);
+  g_assert_cmpstr (text, ==, "delete:l stop:r1");
+}
+
+/* A window's size from 0 ("to the end") to any other, or its offset
+ * moved, loses what the device shows. */
+static void
+test_window_losses (void)
+{
+  static const char *const changes[] = { "\"size\": \"1G\"", "\"offset\": \"1M\"" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (changes); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (VbState) current = current_state ();
+      g_autoptr (VbState) spec = NULL;
+      g_autoptr (GPtrArray) plan = NULL;
+      g_autofree char *json = NULL;
+      VbApplyOptions options = { .prune = TRUE };
+      VbDeviceConfig *w
+          = vb_device_config_new ("w", "55555555-5555-4555-8555-555555555555", "window", NULL);
+      GHashTable *resolved;
+
+      g_ptr_array_add (w->components, vb_component_config_new ("/big", "0", UC));
+      resolved
+          = vb_driver_resolve_attributes (vb_driver_lookup ("window"), NULL, w->attributes, &error);
+      g_assert_no_error (error);
+      g_hash_table_unref (w->attributes);
+      w->attributes = resolved;
+      g_ptr_array_set_size (current->devices, 0);
+      g_ptr_array_add (current->devices, w);
+      json = g_strdup_printf ("{\"version\": 1, \"devices\": [{\"name\": \"w\", \"driver\": "
+                              "\"window\", \"components\": [\"/big\"], \"started\": false, "
+                              "\"attributes\": {%s}}]}",
+                              changes[i]);
+      spec = vb_spec_from_json (json, -1, "spec", &error);
+      g_assert_no_error (error);
+      plan = vb_apply_plan (current, spec, &options, &error);
+      g_test_message ("%s: %s", changes[i], error ? error->message : "(accepted)");
+      g_assert_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA);
+    }
+}
+
 /* Bad specs: each refused naming its JSON path. */
 static void
 test_bad_specs (void)
@@ -345,6 +402,8 @@ main (int argc, char **argv)
   g_test_add_func ("/apply/changes", test_changes);
   g_test_add_func ("/apply/prune", test_prune);
   g_test_add_func ("/apply/shrink-confirmed", test_shrink_confirmed);
+  g_test_add_func ("/apply/delete-before-stop", test_delete_before_stop);
+  g_test_add_func ("/apply/window-losses", test_window_losses);
   g_test_add_func ("/apply/bad-specs", test_bad_specs);
   g_test_add_func ("/apply/json", test_json);
   return g_test_run ();

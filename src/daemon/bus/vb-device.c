@@ -82,7 +82,8 @@ authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer user_d
       return;
     }
   req = g_steal_pointer (&p->req);
-  if (p->method->job)
+  /* a job for a device that is there (the op refuses the others at once) */
+  if (p->method->job && vb_state_lookup (daemon->desired, req->name))
     vb_request_start_job (req, daemon, p->method->job);
   vb_daemon_submit (daemon, req->name, p->method->mutate, p->method->mode, p->method->what,
                     vb_request_done, req, (GDestroyNotify) vb_request_free);
@@ -268,6 +269,7 @@ vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device)
   g_signal_connect (device, "handle-reconfigure", G_CALLBACK (handle_reconfigure), daemon);
   g_signal_connect (device, "handle-export", G_CALLBACK (handle_export), daemon);
   g_signal_connect (device, "handle-check", G_CALLBACK (handle_check), daemon);
+  g_signal_connect (device, "handle-wait-state", G_CALLBACK (vb_device_handle_wait_state), daemon);
 }
 
 VbDeviceConfig *

@@ -11,6 +11,11 @@ void vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component
  * for, or NULL with NOT_FOUND. */
 VbDeviceConfig *vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index,
                                  GError **error);
+/* Device.WaitState (vb-device-wait.c); vb_device_waits_check answers the
+ * waits whose device reached its state (after the objects are published) */
+gboolean vb_device_handle_wait_state (VbDBusDevice *iface, GDBusMethodInvocation *inv,
+                                      const char *state, GVariant *options, VbDaemon *daemon);
+void vb_device_waits_check (VbDaemon *daemon);
 /* Component.Replace (vb-device-replace.c) */
 gboolean vb_component_handle_replace (VbDBusComponent *iface, GDBusMethodInvocation *inv,
                                       const char *source, GVariant *options, VbDaemon *daemon);

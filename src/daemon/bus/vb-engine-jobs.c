@@ -277,6 +277,9 @@ publish_job (gpointer data)
         {
           static const char *const states[] = { "running", "finished", "cancelled", "failed" };
           g_autofree char *summary = NULL;
+          /* the device's state (a leg in sync now) is out before the job's end */
+          if (d)
+            vb_daemon_publish_sync (daemon);
           if (note->message == NULL)
             summary = g_strdup_printf ("%s: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT
                                        " mismatches",

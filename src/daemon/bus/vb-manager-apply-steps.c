@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "vb-device-mutate.h"
+#include "vb-graph.h"
 #include "vb-manager.h"
 #include "vb-manager-apply.h"
 #include "vb-request.h"
@@ -158,22 +159,38 @@ vb_apply_step_request (Apply *a, guint i, StepRun *run)
 /* ------------------------------------------------------------------ */
 /* Undo                                                                 */
 
+static gboolean
+component_has_source (gconstpointer component, gconstpointer source)
+{
+  return strcmp (((const VbComponentConfig *) component)->source, source) == 0;
+}
+
 static const VbDeviceConfig *
 device_in (const VbState *state, const char *name)
 {
   return state ? vb_state_lookup (state, name) : NULL;
 }
 
-/* Each device's "started" that the step changed, back as before. */
+/* The "started" the step changed, back as before: of the device a stop
+ * stopped, or of the device a start started and those it started under
+ * it — and only where it is still what the step left (a start or stop
+ * someone else asked for since stays). */
 static void
 undo_started (Apply *a, guint i, VbState *candidate, VbOpIntent *intent)
 {
-  for (guint k = 0; k < a->after[i]->devices->len; k++)
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  g_autoptr (VbGraph) graph = vb_graph_new (a->after[i]);
+  g_auto (GStrv) scope = step->kind == VB_APPLY_START
+                             ? vb_graph_start_order (graph, step->device)
+                             : g_strdupv ((char *[]){ step->device, NULL });
+
+  for (guint k = 0; scope[k]; k++)
     {
-      const VbDeviceConfig *after = a->after[i]->devices->pdata[k];
-      const VbDeviceConfig *before = device_in (a->before[i], after->name);
-      VbDeviceConfig *now = vb_state_lookup (candidate, after->name);
-      if (before && now && before->started != after->started)
+      const VbDeviceConfig *after = device_in (a->after[i], scope[k]);
+      const VbDeviceConfig *before = device_in (a->before[i], scope[k]);
+      VbDeviceConfig *now = vb_state_lookup (candidate, scope[k]);
+      if (before && after && now && before->started != after->started
+          && now->started == after->started)
         {
           now->started = before->started;
           vb_op_intent_touch (intent, now->name);
@@ -181,28 +198,92 @@ undo_started (Apply *a, guint i, VbState *candidate, VbOpIntent *intent)
     }
 }
 
-/* A device the step deleted, back where it was. */
+/* A later step of the apply, done, that wrote on a component of @d (a
+ * create, a spare or a leg added): its index, or -1. */
+static gint
+reused_by (Apply *a, guint i, const VbDeviceConfig *d)
+{
+  for (guint k = i + 1; k < a->plan->len; k++)
+    {
+      const VbApplyStep *later = vb_apply_step_at (a, k);
+      if (strcmp (a->status[k], "not-done") == 0)
+        continue;
+      for (guint c = 0; c < d->components->len; c++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[c])->source;
+          if ((later->config
+               && g_ptr_array_find_with_equal_func (later->config->components, source,
+                                                    component_has_source, NULL))
+              || g_strcmp0 (later->source, source) == 0
+              || (later->add && g_strv_contains ((const char *const *) later->add, source)))
+            return (gint) k;
+        }
+    }
+  return -1;
+}
+
+/* The device the step deleted, back where it was — unless a later step
+ * wrote on its components (its superblocks are gone: it stays deleted). */
 static gboolean
 undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError **error)
 {
-  const VbState *before = a->before[i];
+  const VbApplyStep *step = vb_apply_step_at (a, i);
+  const VbDeviceConfig *d = device_in (a->before[i], step->device);
+  gint k = d ? vb_state_index_of (a->before[i], d->name) : -1;
+  gint later;
 
-  for (guint k = 0; k < before->devices->len; k++)
+  if (d == NULL)
     {
-      const VbDeviceConfig *d = before->devices->pdata[k];
-      if (device_in (a->after[i], d->name) != NULL)
-        continue;
-      if (vb_state_lookup (candidate, d->name))
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
-                       "device '%s' exists again meanwhile", d->name);
-          return FALSE;
-        }
-      g_ptr_array_insert (candidate->devices, MIN (k, candidate->devices->len),
-                          vb_device_config_copy (d));
-      vb_op_intent_touch (intent, d->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' was not there before",
+                   step->device);
+      return FALSE;
     }
+  if ((later = reused_by (a, i, d)) >= 0)
+    {
+      g_autofree char *id = vb_apply_step_id (vb_apply_step_at (a, later));
+      g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
+                   "step %d (%s) wrote its own superblocks on components of '%s', which stays "
+                   "deleted",
+                   later + 1, id, d->name);
+      return FALSE;
+    }
+  if (vb_state_lookup (candidate, d->name))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' exists again meanwhile",
+                   d->name);
+      return FALSE;
+    }
+  g_ptr_array_insert (candidate->devices, MIN ((guint) k, candidate->devices->len),
+                      vb_device_config_copy (d));
+  vb_op_intent_touch (intent, d->name);
   return TRUE;
+}
+
+/* Attributes, backend and autostart the step set, back as before where
+ * they are still what it left. */
+static void
+undo_set (const VbDeviceConfig *before, const VbDeviceConfig *after, VbDeviceConfig *now,
+          VbOpIntent *intent)
+{
+  GHashTableIter iter;
+  gpointer k, v;
+
+  g_hash_table_iter_init (&iter, after->attributes);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    {
+      const char *was = g_hash_table_lookup (before->attributes, k);
+      if (g_strcmp0 (was, v) != 0 && g_strcmp0 (g_hash_table_lookup (now->attributes, k), v) == 0
+          && was)
+        g_hash_table_insert (now->attributes, g_strdup (k), g_strdup (was));
+    }
+  if (strcmp (before->backend, after->backend) != 0 && strcmp (now->backend, after->backend) == 0)
+    {
+      g_free (now->backend);
+      now->backend = g_strdup (before->backend);
+    }
+  if (before->autostart != after->autostart && now->autostart == after->autostart)
+    now->autostart = before->autostart;
+  vb_op_intent_touch (intent, now->name);
 }
 
 /* A component the step removed, back as it was (a spare or a replaced one). */
@@ -254,14 +335,9 @@ vb_apply_mutate_undo (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
     case VB_APPLY_UNEXPORT:
       return vb_mutate_export (daemon, candidate, user_data, intent, error);
     case VB_APPLY_SET:
-      if (now == NULL || before == NULL)
+      if (now == NULL || before == NULL || device_in (a->after[i], step->device) == NULL)
         break;
-      g_hash_table_unref (now->attributes);
-      now->attributes = attributes_copy (before->attributes);
-      g_free (now->backend);
-      now->backend = g_strdup (before->backend);
-      now->autostart = before->autostart;
-      vb_op_intent_touch (intent, now->name);
+      undo_set (before, device_in (a->after[i], step->device), now, intent);
       return TRUE;
     case VB_APPLY_RECONFIGURE:
       return vb_mutate_reconfigure (daemon, candidate, user_data, intent, error);

@@ -47,41 +47,59 @@ apply_free (Apply *a)
 
 /* What an undone step had written on components it brought in (a new
  * device's superblocks, a spare's, a new leg's) is wiped, so that they
- * are as blank as before and the same spec can be applied again. */
+ * are as blank as before and the same spec can be applied again. Under
+ * the world's lock, against what is saved and served at that moment: an
+ * op that has just taken one of these paths (saved before it formats)
+ * has its component refused to the wipe, and one that takes it after
+ * formats it after the wipe. */
 typedef struct {
   Apply *apply;
-  VbState *state;
-  GHashTable *started; /* device UUIDs */
   GPtrArray *paths;
 } Leftovers;
 
 static void
 leftovers_free (Leftovers *l)
 {
-  vb_state_free (l->state);
-  g_hash_table_unref (l->started);
   g_ptr_array_unref (l->paths);
   g_free (l);
+}
+
+static void
+wipe_paths_locked (VbDaemon *daemon, GPtrArray *paths)
+{
+  g_autoptr (GHashTable) started = g_hash_table_new (g_str_hash, g_str_equal);
+  const VbState *state = daemon->world_desired;
+
+  for (guint k = 0; k < state->devices->len; k++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[k];
+      if (g_hash_table_contains (daemon->world_running, d->uuid))
+        g_hash_table_add (started, d->uuid);
+    }
+  for (guint i = 0; i < paths->len; i++)
+    {
+      g_autoptr (GError) local = NULL;
+      g_auto (GStrv) erased = NULL;
+      if (vb_wipe (paths->pdata[i], state, started, FALSE, FALSE, &erased, &local))
+        {
+          g_autofree char *what = g_strjoinv (", ", erased);
+          g_message ("vblk: apply: undone: wiped %s from %s", what, (char *) paths->pdata[i]);
+        }
+      else
+        g_message ("vblk: apply: undone: %s left as it is: %s", (char *) paths->pdata[i],
+                   local->message);
+    }
 }
 
 static void
 leftovers_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
   Leftovers *l = task_data;
+  VbDaemon *daemon = l->apply->daemon;
 
-  for (guint i = 0; i < l->paths->len; i++)
-    {
-      g_autoptr (GError) local = NULL;
-      g_auto (GStrv) erased = NULL;
-      if (vb_wipe (l->paths->pdata[i], l->state, l->started, FALSE, FALSE, &erased, &local))
-        {
-          g_autofree char *what = g_strjoinv (", ", erased);
-          g_message ("vblk: apply: undone: wiped %s from %s", what, (char *) l->paths->pdata[i]);
-        }
-      else
-        g_message ("vblk: apply: undone: %s left as it is: %s", (char *) l->paths->pdata[i],
-                   local->message);
-    }
+  g_rec_mutex_lock (&daemon->world_lock);
+  wipe_paths_locked (daemon, l->paths);
+  g_rec_mutex_unlock (&daemon->world_lock);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -132,14 +150,6 @@ wipe_leftovers (Apply *a, guint i)
     add_path (a->daemon, l->paths, step->source);
   for (guint k = 0; step->kind == VB_APPLY_RECONFIGURE && step->add && step->add[k]; k++)
     add_path (a->daemon, l->paths, step->add[k]);
-  l->state = vb_state_copy (a->daemon->desired);
-  l->started = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  for (guint k = 0; k < l->state->devices->len; k++)
-    {
-      const VbDeviceConfig *d = l->state->devices->pdata[k];
-      if (g_hash_table_contains (a->daemon->running, d->uuid))
-        g_hash_table_add (l->started, g_strdup (d->uuid));
-    }
   task = g_task_new (NULL, NULL, leftovers_done, l);
   g_task_set_task_data (task, l, NULL);
   g_task_run_in_thread (task, leftovers_thread);
@@ -317,6 +327,35 @@ cancel_apply (VbJob *job, gpointer user_data)
 /* ------------------------------------------------------------------ */
 /* Checks before the first step                                         */
 
+/* A path that is a component of two devices of @state at once (two
+ * windows may share one), or NULL. The final state is checked against the
+ * real components; this is for the states between the steps (a disk
+ * that moves from one device to a new one is taken by the create before
+ * the reconfiguration frees it). */
+static char *
+shared_component (const VbState *state)
+{
+  g_autoptr (GHashTable) owner = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
+          const VbDeviceConfig *other = g_hash_table_lookup (owner, source);
+          if (g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+            continue;
+          if (other && other != d
+              && !(strcmp (other->driver, "window") == 0 && strcmp (d->driver, "window") == 0))
+            return g_strdup_printf ("'%s' is a component of '%s' and '%s' at once", source,
+                                    other->name, d->name);
+          g_hash_table_insert (owner, (gpointer) source, (gpointer) d);
+        }
+    }
+  return NULL;
+}
+
 /* Every step, in order, on the op's copy of the desired state. */
 static gboolean
 mutate_replay (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
@@ -331,7 +370,17 @@ mutate_replay (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
       gboolean ok = run.mutate (daemon, candidate, sr, intent, error);
       g_autofree char *id = vb_apply_step_id (vb_apply_step_at (a, i));
 
+      g_autofree char *shared = NULL;
+
       vb_apply_step_request_free (sr);
+      if (ok && (shared = shared_component (candidate)) != NULL)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                       "%s (the plan cannot order this change: apply it in two specs, the "
+                       "first freeing the component)",
+                       shared);
+          ok = FALSE;
+        }
       if (!ok)
         {
           g_prefix_error (error, "step %u of %u (%s): ", i + 1, a->plan->len, id);

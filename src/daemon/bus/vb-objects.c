@@ -170,6 +170,8 @@ sync_components (VbDaemon *daemon, const VbDeviceConfig *d, GPtrArray *paths)
       vb_dbus_component_set_state (iface, component_state (daemon, d, i, c, &errors));
       vb_dbus_component_set_errors (iface, errors);
       vb_dbus_component_set_device (iface, device_path);
+      /* out now, not at the next idle: see sync_device */
+      g_dbus_interface_skeleton_flush (G_DBUS_INTERFACE_SKELETON (iface));
       g_ptr_array_add (paths, g_steal_pointer (&path));
     }
   /* components removed since: unexport */
@@ -230,6 +232,10 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   vb_dbus_device_set_exports (iface, (const char *const *) d->exports->pdata);
   g_ptr_array_remove_index (d->exports, d->exports->len - 1);
   g_object_thaw_notify (G_OBJECT (iface));
+  /* the changes go out now, in order with what follows on the bus (a job
+   * that ends after its device's state changed says so after it: a client
+   * that looks at the state once the job ended sees the new one) */
+  g_dbus_interface_skeleton_flush (G_DBUS_INTERFACE_SKELETON (iface));
 }
 
 void
@@ -257,6 +263,7 @@ vb_objects_sync (VbDaemon *daemon)
       g_dbus_object_manager_server_unexport (daemon->bus->object_manager, path);
       g_hash_table_iter_remove (&iter);
     }
+  vb_device_waits_check (daemon);
 }
 
 typedef struct {
