@@ -124,7 +124,7 @@ bad NotFound "spec: devices[0].components[0]: source: vblk:nothing names no devi
 bad InvalidArgument "spec: devices[1]: attributes: attribute 'size'" '.devices[1].attributes.size = "9Q"'
 bad InvalidArgument "spec: devices[1].attributes.offset: expected a string, a number or a boolean" \
   '.devices[1].attributes.offset = [1]'
-bad NotFound "$T/gone.img" ".devices += [{\"name\": \"new\", \"driver\": \"linear\", \"components\": [\"$T/gone.img\"]}]"
+bad NotFound "spec: devices[3].components[0]: component '$T/gone.img'" ".devices += [{\"name\": \"new\", \"driver\": \"linear\", \"components\": [\"$T/gone.img\"]}]"
 vb_expect_fail InvalidArgument vb_manager_call Apply "'{}'" "{'prune': <'yes'>}"
 vb_assert_contains "$VB_ERR" "option 'prune': expected type 'b', got 's'" "a bad option"
 vb_expect_fail InvalidArgument vb_manager_call Apply "'{}'" "{'force': <true>}"

@@ -42,6 +42,7 @@ apply_free (Apply *a)
   g_clear_error (&a->error);
   g_string_free (a->not_undone, TRUE);
   g_clear_pointer (&a->job, vb_job_unref);
+  g_clear_pointer (&a->spec, vb_state_free);
   g_free (a);
 }
 
@@ -409,6 +410,26 @@ start_steps (Apply *a)
   run_next (a);
 }
 
+/* The JSON path of the spec's component that @message names ('SOURCE'),
+ * or NULL: the check against the real components says what is wrong with
+ * a path, this says where the spec has it. */
+static char *
+spec_place (const VbState *spec, const char *message)
+{
+  for (guint i = 0; spec && i < spec->devices->len; i++)
+    {
+      const VbDeviceConfig *d = spec->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          g_autofree char *quoted
+              = g_strdup_printf ("'%s'", ((VbComponentConfig *) d->components->pdata[j])->source);
+          if (strstr (message, quoted))
+            return g_strdup_printf ("devices[%u].components[%u]", i, j);
+        }
+    }
+  return NULL;
+}
+
 static void
 checked (VbDaemon *daemon, const GError *error, gpointer user_data)
 {
@@ -416,7 +437,11 @@ checked (VbDaemon *daemon, const GError *error, gpointer user_data)
 
   if (error)
     {
-      vb_invocation_return_gerror (a->invocation, error);
+      g_autoptr (GError) placed = g_error_copy (error);
+      g_autofree char *where = spec_place (a->spec, error->message);
+      if (where)
+        g_prefix_error (&placed, "spec: %s: ", where);
+      vb_invocation_return_gerror (a->invocation, placed);
       apply_free (a);
     }
   else if (vb_options_get_bool (a->options, "dry-run", FALSE))
@@ -482,7 +507,7 @@ static gboolean
 make_plan (Apply *a)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (VbState) spec = vb_spec_from_json (a->spec_json, -1, "spec", &error);
+  VbState *spec = a->spec = vb_spec_from_json (a->spec_json, -1, "spec", &error);
   g_autofree const char **confirm = NULL;
   VbApplyOptions options = { .prune = vb_options_get_bool (a->options, "prune", FALSE) };
 

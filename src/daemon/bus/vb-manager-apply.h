@@ -26,6 +26,7 @@ typedef struct {
   GString *not_undone; /* why undos failed */
   VbJob *job;
   gboolean cancelled;
+  VbState *spec; /* as parsed: the JSON paths of its components */
 } Apply;
 
 static inline VbApplyStep *
