@@ -30,7 +30,8 @@ vb_assert_eq "$bd" "$(vb_loops_of "$img")" "A's loop device after B exited"
 vb_log "instance A adopts it again"
 VB_STATE_DIR=$state_a
 vb_start_daemon
-vb_assert_eq active "$(vb_state_of disk)" "state after restart of A"
+# the start-up op adopts the node a moment after vblkd owns its name
+vb_wait_state disk active 10
 vb_assert_eq "$bd" "$(vb_blockdev_of disk)" "block device after restart of A"
 
 vb_log "--replace: a new vblkd takes over; the old one exits 0; nothing is recreated"

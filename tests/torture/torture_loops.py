@@ -30,14 +30,21 @@ class Loops:
             f.write("%d\n" % n)
 
     def attach(self, path, number=None):
-        """Attach PATH at NUMBER, or at the next free number of the range."""
-        for _ in range(64):
+        """Attach PATH at NUMBER, or at the next free number of the range.
+        Numbers whose device exists (a host may keep hundreds of unused
+        ones: CI's machine had loop0 to loop499) are passed over without
+        counting as a try; 64 tries of losetup fail before it gives up."""
+        tries = 0
+        while tries < 64:
             with self.lock:
                 n = number if number is not None else self.next
                 if number is None:
                     self.next += 1
             if number is None and os.path.exists("/sys/block/loop%d" % n):
+                if n >= (1 << 20) - 1:
+                    break  # loop's minor numbers end there
                 continue
+            tries += 1
             self._created(n)
             rc, _, err = self.run.run(["losetup", "/dev/loop%d" % n, path], timeout=30)
             if rc == 0:
