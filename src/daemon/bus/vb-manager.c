@@ -47,6 +47,20 @@ add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *co
   return TRUE;
 }
 
+/* A valid name no device of @candidate has. */
+static gboolean
+name_is_free (const VbState *candidate, const char *name, GError **error)
+{
+  if (!vb_name_is_valid (name, "name", error))
+    return FALSE;
+  if (vb_state_lookup (candidate, name))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists", name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean start,
                          VbOpIntent *intent, GError **error)
@@ -55,13 +69,8 @@ vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean st
   g_autoptr (VbGraph) graph = NULL;
   const char *name = d->name;
 
-  if (!vb_name_is_valid (name, "name", error))
+  if (!name_is_free (candidate, name, error))
     return FALSE;
-  if (vb_state_lookup (candidate, name))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists", name);
-      return FALSE;
-    }
   if (g_strcmp0 (g_hash_table_lookup (d->attributes, "metadata"), "md1") == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -102,10 +111,7 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   GHashTable *resolved;
 
   /* the name first: an existing one is refused whatever else is wrong */
-  if (!vb_name_is_valid (req->name, "name", error)
-      || (vb_state_lookup (candidate, req->name)
-          && !vb_mutate_create_device (candidate, vb_device_config_new (req->name, NULL, "", NULL),
-                                       FALSE, intent, error)))
+  if (!name_is_free (candidate, req->name, error))
     return FALSE;
   driver = vb_driver_lookup (req->driver);
   if (driver == NULL)
