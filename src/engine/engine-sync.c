@@ -35,11 +35,12 @@ struct _EngineSync {
   SyncOp op;
   const char *operation;
   guint64 id;
-  gint cancel;    /* atomic */
-  gboolean done;  /* the thread has ended */
-  gint component; /* the slot rebuilt onto, or -1 */
-  gboolean full;  /* every byte, not only the bitmap's dirty chunks */
-  guint64 resume; /* full rebuild: below it only dirty chunks (a stopped rebuild's point) */
+  gint cancel;      /* atomic */
+  gboolean done;    /* the thread has ended */
+  gint component;   /* the slot rebuilt onto, or -1 */
+  gboolean full;    /* every byte, not only the bitmap's dirty chunks */
+  guint64 resume;   /* full rebuild: below it only dirty chunks (a stopped rebuild's point) */
+  gboolean unequal; /* no bitmap, and the copies may differ (an unclean stop, a resync cut short) */
   guint64 bytes, progress, mismatches;
   gint64 last_report;
   GArray *synced; /* chunks made equal whose bits are not cleared yet */
@@ -291,6 +292,11 @@ plan_job (EngineSync *s)
   guint64 size = e->layout.size;
 
   s->full = TRUE;
+  /* without a bitmap, nothing says where copies differ: a rebuild that
+   * starts before a resync has ended (the power went while a slot was
+   * being rebuilt, a spare cut a resync short) makes every copy equal too,
+   * or reads past its frontier would pick either of two different copies */
+  s->unequal = bm == NULL && __atomic_load_n (&e->resync_frontier, __ATOMIC_ACQUIRE) < size;
   if (bm && (s->op == OP_RESYNC || s->op == OP_REBUILD))
     {
       s->full = FALSE;
@@ -347,7 +353,8 @@ run_full (EngineSync *s, int *err)
   for (guint64 off = 0; off < size && ok; off += step)
     {
       guint64 chunk_no = bm ? off / step : 0;
-      gboolean dirty = bm == NULL ? s->op == OP_RESYNC : vb_bitmap_test (bm, chunk_no);
+      gboolean dirty
+          = bm == NULL ? s->op == OP_RESYNC || s->unequal : vb_bitmap_test (bm, chunk_no);
       if (off + step <= s->resume && !dirty)
         {
           done_to = off + step;
