@@ -198,7 +198,7 @@ start_engine (const VbBackendRequest *request, GError **error)
     return NULL;
   mountpoint = g_build_filename (vb_backends_run_dir (), "engine", request->uuid, NULL);
   tag_for (request->instance, request->uuid, TRUE, tag);
-  fuse = vb_fuse_server_new (mountpoint, "data", tag, &vb_engine_switch_ops, rt->sw, error);
+  fuse = vb_fuse_server_new (mountpoint, "data", tag, rt->sw, error);
   if (fuse == NULL)
     goto fail;
   rt->transport = fuse;

@@ -321,13 +321,13 @@ engine_component_release (VbEngine *e, guint i)
 
   if (!engine_is_faulty (c) || c->fd < 0 || c->released)
     return FALSE;
-  g_rw_lock_writer_lock (&e->barrier);
+  engine_barrier_close (&e->barrier);
   if (engine_is_faulty (c) && !c->released && engine_component_let_go (c))
     {
       c->released = TRUE;
       c->direct = FALSE;
       now = TRUE;
     }
-  g_rw_lock_writer_unlock (&e->barrier);
+  engine_barrier_open (&e->barrier);
   return now;
 }

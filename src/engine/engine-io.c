@@ -1,111 +1,101 @@
-/* The engine's data path: splits each request along the driver's
- * placement, issues the pieces to the components with io_uring from the
- * calling thread's own ring, and applies one redundancy rule for every
- * driver: read one healthy copy (retry another on error, marking the
- * failed one faulty), write every healthy copy, succeed while one copy of
- * each piece landed. Nothing on this path allocates per request beyond a
- * per-thread buffer that only grows. Servers (FUSE, NBD) reach it through
- * vb_engine_ops. */
+/* The engine's data path, asynchronous: a request is split along the
+ * driver's placement into batches of pieces, each piece's copies go into
+ * the submitting thread's ring, and the request goes on from the
+ * completions. One redundancy rule for every driver: read one healthy copy
+ * (another on error, the failed one marked faulty), write every healthy
+ * copy, succeed while one copy of each piece landed. What may block — a
+ * failure recorded in the superblocks, a new bitmap bit made durable, a
+ * write held by a job's step, a trim — never holds the ring's thread: it
+ * runs on the slow lane (a worker) or waits as a ring operation, and the
+ * request goes on when it comes back. Nothing here allocates per request:
+ * the state is the caller's, per tag. */
 #include "config.h"
+
+#include "engine-io.h"
 
 #include "engine-meta.h"
 
 #include <errno.h>
-#include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Per thread: a ring, an aligned bounce buffer and the piece table. */
-typedef struct {
-  struct io_uring ring;
-  gboolean ring_ok;
-  void *bounce;
-  gsize bounce_size;
-  VbMapping pieces[MAX_PIECES];
-} ThreadState;
+static void next_batch (EngineIoState *st);
+static void finish (EngineIoState *st, int res);
+static void flush_start (EngineIoState *st);
 
-/* A device stacked on a device of this process calls it in place, on the
- * same thread: each nesting level gets its own state. */
-#define MAX_DEPTH 8
-
-typedef struct {
-  ThreadState *levels[MAX_DEPTH];
-  guint depth;
-} ThreadStates;
-
-static void
-thread_states_free (gpointer data)
+EngineIoState *
+engine_io_state_new (void)
 {
-  ThreadStates *all = data;
-
-  for (guint i = 0; i < MAX_DEPTH; i++)
-    if (all->levels[i])
-      {
-        if (all->levels[i]->ring_ok)
-          io_uring_queue_exit (&all->levels[i]->ring);
-        free (all->levels[i]->bounce);
-        g_free (all->levels[i]);
-      }
-  g_free (all);
+  return g_new0 (EngineIoState, 1);
 }
 
-static GPrivate thread_states_key = G_PRIVATE_INIT (thread_states_free);
-
-/* The state of this thread at the current nesting level; NULL when nested
- * too deep. Every acquire is paired with a release. */
-static ThreadState *
-thread_state_acquire (void)
+void
+engine_io_state_free (EngineIoState *st)
 {
-  ThreadStates *all = g_private_get (&thread_states_key);
-  ThreadState *ts;
+  if (st == NULL)
+    return;
+  free (st->bounce);
+  g_free (st);
+}
 
-  if (all == NULL)
+void
+vb_engine_io_init (VbEngineIo *io)
+{
+  memset (io, 0, sizeof *io);
+  io->state = engine_io_state_new ();
+}
+
+void
+vb_engine_io_clear (VbEngineIo *io)
+{
+  g_clear_pointer (&io->state, engine_io_state_free);
+}
+
+/* --- the slow lane ------------------------------------------------------- */
+
+static void
+slow_run (gpointer data, gpointer user_data)
+{
+  EngineIoState *st = data;
+  int r = st->slow (st);
+
+  vb_ring_post (st->ring, &st->resume, r);
+}
+
+/* Workers for what may block. Unbounded: a worker waiting for a failure
+ * to be recorded must never keep the worker that records it from running. */
+static GThreadPool *
+slow_lane (void)
+{
+  static GThreadPool *pool;
+  static gsize once;
+
+  if (g_once_init_enter (&once))
     {
-      all = g_new0 (ThreadStates, 1);
-      g_private_set (&thread_states_key, all);
+      pool = g_thread_pool_new (slow_run, NULL, -1, FALSE, NULL);
+      g_once_init_leave (&once, 1);
     }
-  if (all->depth >= MAX_DEPTH)
-    return NULL;
-  ts = all->levels[all->depth];
-  if (ts == NULL)
-    {
-      ts = g_new0 (ThreadState, 1);
-      ts->ring_ok = io_uring_queue_init (RING_ENTRIES, &ts->ring, 0) == 0;
-      all->levels[all->depth] = ts;
-    }
-  all->depth++;
-  return ts;
+  return pool;
 }
 
 static void
-thread_state_release (void)
+on_resume (VbRingOp *op, int res)
 {
-  ThreadStates *all = g_private_get (&thread_states_key);
+  EngineIoState *st = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (EngineIoState, resume));
 
-  all->depth--;
+  st->then (st, res);
 }
 
-static void *
-bounce_buffer (ThreadState *ts, gsize size)
+static void
+go_slow (EngineIoState *st, EngineSlowFunc slow, EngineThenFunc then)
 {
-  if (ts->bounce_size < size)
-    {
-      free (ts->bounce);
-      ts->bounce = NULL;
-      ts->bounce_size = 0;
-      if (posix_memalign (&ts->bounce, BUFFER_ALIGN, size) != 0)
-        return NULL;
-      ts->bounce_size = size;
-    }
-  return ts->bounce;
+  st->slow = slow;
+  st->then = then;
+  st->resume.func = on_resume;
+  g_thread_pool_push (slow_lane (), st, NULL);
 }
 
-typedef struct {
-  guint piece;
-  guint copy; /* index into the piece's copies */
-  int res;
-  gboolean refused; /* a read not issued: the leg is not in sync any more */
-} Sub;
+/* --- pieces and component I/O -------------------------------------------- */
 
 static int
 check_range (VbEngine *e, guint64 length, guint64 offset)
@@ -117,69 +107,73 @@ check_range (VbEngine *e, guint64 length, guint64 offset)
   return 0;
 }
 
-/* Fills ts->pieces for [offset, offset + length); returns how many and
- * sets *covered to the bytes they cover (the caller loops for the rest). */
-static guint
-map_pieces (VbEngine *e, ThreadState *ts, guint64 offset, guint64 length, guint64 *covered)
+/* The next batch's pieces from where the request got to. */
+static void
+map_batch (EngineIoState *st)
 {
+  VbEngine *e = st->e;
+  guint64 offset = st->io->offset + st->done, length = st->io->length - st->done;
+  guint64 covered = 0;
   guint n = 0;
-  guint64 done = 0;
 
-  while (done < length && n < MAX_PIECES)
+  while (covered < length && n < IO_BATCH)
     {
-      e->driver->map (&e->layout, offset + done, length - done, &ts->pieces[n]);
-      g_assert (ts->pieces[n].length > 0 && ts->pieces[n].offset == offset + done);
-      done += ts->pieces[n].length;
+      e->driver->map (&e->layout, offset + covered, length - covered, &st->pieces[n]);
+      g_assert (st->pieces[n].length > 0 && st->pieces[n].offset == offset + covered);
+      covered += st->pieces[n].length;
       n++;
     }
-  *covered = done;
-  return n;
+  st->n_pieces = n;
+  st->covered = covered;
 }
 
-static void
-reap (ThreadState *ts, Sub *subs, guint *inflight)
+static Component *
+sub_component (EngineIoState *st, const IoSub *s)
 {
-  if (*inflight == 0)
-    return;
-  io_uring_submit_and_wait (&ts->ring, *inflight);
-  while (*inflight > 0)
-    {
-      struct io_uring_cqe *cqe;
-      if (io_uring_wait_cqe (&ts->ring, &cqe) < 0)
-        break;
-      Sub *s = &subs[io_uring_cqe_get_data64 (cqe)];
-      VbMapping *p = &ts->pieces[s->piece];
-      /* a short transfer on a component of the right size is an error */
-      s->res = cqe->res < 0 ? cqe->res : ((guint64) cqe->res == p->length ? 0 : -EIO);
-      io_uring_cqe_seen (&ts->ring, cqe);
-      (*inflight)--;
-    }
+  return &st->e->components[st->pieces[s->piece].copies[s->copy].component];
 }
 
-/* Runs @n subs (read or write of their piece's copy) and stores each one's
- * result; in-process components are called in place. */
-static void
-run_subs (VbEngine *e, ThreadState *ts, Sub *subs, guint n, gboolean write, guint8 *buf,
-          guint64 base, gboolean fua)
-{
-  guint inflight = 0;
+static void round_done (EngineIoState *st);
 
-  for (guint i = 0; i < n; i++)
+static void
+on_sub (VbRingOp *op, int res)
+{
+  IoSub *s = (IoSub *) op;
+  EngineIoState *st = s->st;
+  const VbMapping *p = &st->pieces[s->piece];
+
+  /* a short transfer on a component of the right size is an error */
+  s->res = res < 0 ? res : ((guint64) res == p->length ? 0 : -EIO);
+  if (--st->pending == 0)
+    round_done (st);
+}
+
+/* Issues subs [0, n_subs); in-process components are called in place.
+ * TRUE when some went into the ring (the round ends in on_sub). */
+static gboolean
+issue_subs (EngineIoState *st, gboolean write)
+{
+  VbEngine *e = st->e;
+
+  st->pending = 0;
+  for (guint i = 0; i < st->n_subs; i++)
     {
-      Sub *s = &subs[i];
-      VbMapping *p = &ts->pieces[s->piece];
-      Component *c = &e->components[p->copies[s->copy].component];
+      IoSub *s = &st->subs[i];
+      const VbMapping *p = &st->pieces[s->piece];
+      Component *c = sub_component (st, s);
       guint64 coff = c->data_offset + p->copies[s->copy].offset;
-      guint8 *data = buf + (p->offset - base);
+      guint8 *data = st->data + (p->offset - st->io->offset);
       struct io_uring_sqe *sqe;
 
+      s->st = st;
+      s->res = 0;
+      s->refused = FALSE;
       if (!write && G_UNLIKELY (!engine_leg_readable (c)))
         {
           /* picked in sync, not any more: failed meanwhile (another
            * request's error), and another copy is read. A leg put behind
-           * without failing first is a bug (assembly puts legs behind
-           * before anything is served, a re-add only faulty ones): loud,
-           * and fatal in tests, but still never read */
+           * without failing first is a bug: loud, and fatal in tests,
+           * but still never read */
           if (!engine_is_faulty (c))
             g_critical ("%s: a read went to component %s, which is not in sync; another copy "
                         "is read",
@@ -190,31 +184,52 @@ run_subs (VbEngine *e, ThreadState *ts, Sub *subs, guint n, gboolean write, guin
         }
       if (c->fd < 0)
         {
-          s->res = write ? c->ops->pwrite (c->handle, data, p->length, coff, fua)
+          s->res = write ? c->ops->pwrite (c->handle, data, p->length, coff, st->io->fua)
                          : c->ops->pread (c->handle, data, p->length, coff);
           continue;
         }
-      if ((sqe = io_uring_get_sqe (&ts->ring)) == NULL)
-        {
-          reap (ts, subs, &inflight);
-          sqe = io_uring_get_sqe (&ts->ring);
-        }
+      s->op.func = on_sub;
+      sqe = vb_ring_sqe (st->ring, &s->op);
       if (write)
         io_uring_prep_write (sqe, c->fd, data, p->length, coff);
       else
         io_uring_prep_read (sqe, c->fd, data, p->length, coff);
-      if (write && fua)
+      if (write && st->io->fua)
         sqe->rw_flags = RWF_DSYNC;
-      io_uring_sqe_set_data64 (sqe, i);
-      inflight++;
+      st->pending++;
     }
-  reap (ts, subs, &inflight);
+  return st->pending > 0;
 }
+
+/* Slow lane: every failed component I/O of the round is counted and its
+ * component turns faulty (recorded in the superblocks before this returns). */
+static int
+record_failures (EngineIoState *st)
+{
+  for (guint i = 0; i < st->n_subs; i++)
+    {
+      IoSub *s = &st->subs[i];
+      if (s->res < 0 && !s->refused)
+        engine_component_failed (st->e, st->pieces[s->piece].copies[s->copy].component, s->res);
+    }
+  return 0;
+}
+
+static gboolean
+round_failed (EngineIoState *st)
+{
+  for (guint i = 0; i < st->n_subs; i++)
+    if (st->subs[i].res < 0 && !st->subs[i].refused)
+      return TRUE;
+  return FALSE;
+}
+
+/* --- reads ---------------------------------------------------------------- */
 
 /* Read balancing: the copy of @p to read, round robin from @start among
  * the legs known to be in sync only (a leg behind a rebuild or resync has
- * holes or stale chunks: never read); -1 when none is. run_subs checks it
- * again as the read is issued. */
+ * holes or stale chunks: never read); -1 when none is. issue_subs checks
+ * it again as the read is issued. */
 static gint
 pick_in_sync (VbEngine *e, const VbMapping *p, guint start)
 {
@@ -228,93 +243,428 @@ pick_in_sync (VbEngine *e, const VbMapping *p, guint start)
   return -1;
 }
 
-static int
-read_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base)
+static void
+read_round (EngineIoState *st)
 {
-  Sub subs[MAX_PIECES];
-  guint tried[MAX_PIECES] = { 0 };
-  guint pending = n;
-  guint start = g_atomic_int_add (&e->rr, 1);
-  guint64 frontier = __atomic_load_n (&e->resync_frontier, __ATOMIC_ACQUIRE);
+  if (!issue_subs (st, FALSE))
+    round_done (st);
+}
 
-  for (guint i = 0; i < n; i++)
+static void
+read_batch (EngineIoState *st)
+{
+  VbEngine *e = st->e;
+  guint64 frontier = __atomic_load_n (&e->resync_frontier, __ATOMIC_ACQUIRE);
+  guint start = g_atomic_int_add (&e->rr, 1);
+
+  map_batch (st);
+  for (guint i = 0; i < st->n_pieces; i++)
     {
-      const VbMapping *p = &ts->pieces[i];
+      const VbMapping *p = &st->pieces[i];
       /* not made equal yet: the first copy, the one the job copies from */
       gint copy = pick_in_sync (e, p, p->offset + p->length > frontier ? 0 : start + i);
       if (copy < 0)
-        return -EIO;
-      subs[i] = (Sub){ i, copy, 0 };
-    }
-  while (pending > 0)
-    {
-      guint again = 0;
-      run_subs (e, ts, subs, pending, FALSE, buf, base, FALSE);
-      for (guint i = 0; i < pending; i++)
         {
-          Sub *s = &subs[i];
-          VbMapping *p = &ts->pieces[s->piece];
-          gint next;
-          if (s->res == 0)
-            continue;
-          if (!s->refused)
-            engine_component_failed (e, p->copies[s->copy].component, s->res);
-          if (++tried[s->piece] >= p->n_copies || (next = pick_in_sync (e, p, s->copy + 1)) < 0)
-            return s->res < 0 ? s->res : -EIO;
-          subs[again++] = (Sub){ s->piece, next, 0 };
+          finish (st, -EIO);
+          return;
         }
-      pending = again;
+      st->tried[i] = 0;
+      st->subs[i] = (IoSub){ .piece = i, .copy = copy };
+    }
+  st->n_subs = st->n_pieces;
+  read_round (st);
+}
+
+/* After the failures of a round are recorded: the failed pieces from
+ * another copy, or the batch is done. */
+static void
+read_retry (EngineIoState *st, int unused)
+{
+  guint again = 0;
+
+  for (guint i = 0; i < st->n_subs; i++)
+    {
+      IoSub *s = &st->subs[i];
+      const VbMapping *p = &st->pieces[s->piece];
+      gint next;
+      if (s->res == 0)
+        continue;
+      if (++st->tried[s->piece] >= p->n_copies || (next = pick_in_sync (st->e, p, s->copy + 1)) < 0)
+        {
+          finish (st, s->res < 0 ? s->res : -EIO);
+          return;
+        }
+      st->subs[again++] = (IoSub){ .piece = s->piece, .copy = next };
+    }
+  st->n_subs = again;
+  if (again > 0)
+    {
+      read_round (st);
+      return;
+    }
+  st->done += st->covered;
+  next_batch (st);
+}
+
+/* --- writes --------------------------------------------------------------- */
+
+static int
+wait_recorded (EngineIoState *st)
+{
+  for (guint i = 0; i < st->n_pieces; i++)
+    for (guint k = 0; k < st->pieces[i].n_copies; k++)
+      {
+        guint ci = st->pieces[i].copies[k].component;
+        if (engine_is_faulty (&st->e->components[ci]))
+          engine_meta_wait_recorded (st->e, ci);
+      }
+  return 0;
+}
+
+static void
+write_issue (EngineIoState *st, int unused)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < st->n_pieces; i++)
+    {
+      st->landed[i] = 0;
+      for (guint k = 0; k < st->pieces[i].n_copies; k++)
+        if (!engine_is_faulty (&st->e->components[st->pieces[i].copies[k].component]))
+          st->subs[n++] = (IoSub){ .piece = i, .copy = k };
+    }
+  st->n_subs = n;
+  if (!issue_subs (st, TRUE))
+    round_done (st);
+}
+
+static void
+write_batch (EngineIoState *st)
+{
+  VbEngine *e = st->e;
+
+  map_batch (st);
+  /* skipping a copy is only safe once the metadata says it failed */
+  if (e->meta)
+    for (guint i = 0; i < st->n_pieces; i++)
+      for (guint k = 0; k < st->pieces[i].n_copies; k++)
+        {
+          Component *c = &e->components[st->pieces[i].copies[k].component];
+          if (engine_is_faulty (c) && !g_atomic_int_get (&c->recorded))
+            {
+              go_slow (st, wait_recorded, write_issue);
+              return;
+            }
+        }
+  write_issue (st, 0);
+}
+
+static void
+write_tally (EngineIoState *st, int unused)
+{
+  int err = 0;
+
+  for (guint i = 0; i < st->n_subs; i++)
+    {
+      IoSub *s = &st->subs[i];
+      if (s->res == 0)
+        {
+          if (!g_atomic_int_get (&sub_component (st, s)->rebuilding))
+            st->landed[s->piece]++;
+        }
+      else
+        err = s->res;
+    }
+  for (guint i = 0; i < st->n_pieces; i++)
+    if (st->landed[i] == 0)
+      {
+        finish (st, err < 0 ? err : -EIO);
+        return;
+      }
+  st->done += st->covered;
+  next_batch (st);
+}
+
+/* A round of a read or write batch has ended. */
+static void
+round_done (EngineIoState *st)
+{
+  gboolean write = st->io->kind == VB_ENGINE_IO_WRITE;
+
+  if (round_failed (st))
+    go_slow (st, record_failures, write ? write_tally : read_retry);
+  else if (write)
+    write_tally (st, 0);
+  else
+    read_retry (st, 0);
+}
+
+static void
+next_batch (EngineIoState *st)
+{
+  if (st->done >= st->io->length)
+    finish (st, 0);
+  else if (st->io->kind == VB_ENGINE_IO_WRITE)
+    write_batch (st);
+  else
+    read_batch (st);
+}
+
+/* --- flush ---------------------------------------------------------------- */
+
+static void complete (EngineIoState *st, int res);
+
+static int
+record_flush_failures (EngineIoState *st)
+{
+  for (guint i = 0; i < st->e->n; i++)
+    if (st->flush_res[i] < 0 && !engine_is_faulty (&st->e->components[i]))
+      engine_component_failed (st->e, i, st->flush_res[i]);
+  return 0;
+}
+
+/* Flush reaches every healthy component; a copy that cannot be made
+ * durable is no copy: without redundancy any failed flush fails, with it
+ * a surviving copy of everything must remain. */
+static void
+flush_tally (EngineIoState *st, int unused)
+{
+  VbEngine *e = st->e;
+  gboolean any = FALSE;
+  int err = 0;
+
+  for (guint i = 0; i < e->n; i++)
+    {
+      if (st->flush_res[i] < 0)
+        err = st->flush_res[i];
+      else if (!engine_is_faulty (&e->components[i]))
+        any = TRUE;
+    }
+  if (!e->redundant)
+    complete (st, err);
+  else
+    complete (st, any ? 0 : (err < 0 ? err : -EIO));
+}
+
+static void
+flush_done (EngineIoState *st)
+{
+  for (guint i = 0; i < st->e->n; i++)
+    if (st->flush_res[i] < 0)
+      {
+        go_slow (st, record_flush_failures, flush_tally);
+        return;
+      }
+  flush_tally (st, 0);
+}
+
+static void
+on_flush (VbRingOp *op, int res)
+{
+  IoSub *s = (IoSub *) op;
+  EngineIoState *st = s->st;
+
+  st->flush_res[s->piece] = res < 0 ? res : 0;
+  if (--st->pending == 0)
+    flush_done (st);
+}
+
+static void
+flush_start (EngineIoState *st)
+{
+  VbEngine *e = st->e;
+
+  st->pending = 0;
+  for (guint i = 0; i < e->n; i++)
+    {
+      Component *c = &e->components[i];
+      IoSub *s = &st->subs[i];
+      struct io_uring_sqe *sqe;
+
+      st->flush_res[i] = 0;
+      if (engine_is_faulty (c))
+        continue;
+      if (c->fd < 0)
+        {
+          st->flush_res[i] = c->ops->flush (c->handle);
+          continue;
+        }
+      *s = (IoSub){ .op.func = on_flush, .st = st, .piece = i };
+      sqe = vb_ring_sqe (st->ring, &s->op);
+      io_uring_prep_fsync (sqe, c->fd, IORING_FSYNC_DATASYNC);
+      st->pending++;
+    }
+  if (st->pending == 0)
+    flush_done (st);
+}
+
+/* --- trims ---------------------------------------------------------------- */
+
+/* Slow lane: discard or write zeroes on every healthy copy (ioctls and
+ * fallocate, which io_uring of the kernels vblk runs on lacks for block
+ * devices). */
+static int
+trim_slow (EngineIoState *st)
+{
+  VbEngine *e = st->e;
+  gboolean zero = st->io->kind == VB_ENGINE_IO_WRITE_ZEROES;
+
+  while (st->done < st->io->length)
+    {
+      map_batch (st);
+      for (guint i = 0; i < st->n_pieces; i++)
+        {
+          const VbMapping *p = &st->pieces[i];
+          guint landed = 0;
+          int err = 0;
+          for (guint k = 0; k < p->n_copies; k++)
+            {
+              Component *c = &e->components[p->copies[k].component];
+              int res;
+              if (engine_is_faulty (c))
+                continue;
+              res = engine_component_trim (c, p->length, c->data_offset + p->copies[k].offset,
+                                           zero);
+              if (res == 0)
+                landed++;
+              else
+                {
+                  err = res;
+                  engine_component_failed (e, p->copies[k].component, res);
+                }
+            }
+          if (landed == 0)
+            return err < 0 ? err : -EIO;
+        }
+      st->done += st->covered;
     }
   return 0;
 }
 
-static int
-write_batch (VbEngine *e, ThreadState *ts, guint n, guint8 *buf, guint64 base, gboolean fua)
+static void
+trim_then (EngineIoState *st, int res)
 {
-  Sub subs[MAX_PIECES * VB_MAX_COPIES / 4];
-  guint landed[MAX_PIECES] = { 0 };
-  guint nsubs = 0, first_piece = 0;
-  int err = 0;
+  finish (st, res);
+}
 
-  for (guint i = 0; i <= n; i++)
+/* --- a request's start and end -------------------------------------------- */
+
+static void
+release_holds (EngineIoState *st)
+{
+  if (st->in_meta)
     {
-      /* run when the sub table is full or every piece is queued */
-      if (i == n || nsubs + ts->pieces[i].n_copies > G_N_ELEMENTS (subs))
-        {
-          run_subs (e, ts, subs, nsubs, TRUE, buf, base, fua);
-          for (guint k = 0; k < nsubs; k++)
-            if (subs[k].res == 0)
-              {
-                Component *c
-                    = &e->components[ts->pieces[subs[k].piece].copies[subs[k].copy].component];
-                if (!g_atomic_int_get (&c->rebuilding))
-                  landed[subs[k].piece]++;
-              }
-            else
-              {
-                err = subs[k].res;
-                engine_component_failed (
-                    e, ts->pieces[subs[k].piece].copies[subs[k].copy].component, subs[k].res);
-              }
-          for (guint p = first_piece; p < i; p++)
-            if (landed[p] == 0)
-              return err < 0 ? err : -EIO;
-          first_piece = i;
-          nsubs = 0;
-          if (i == n)
-            break;
-        }
-      for (guint k = 0; k < ts->pieces[i].n_copies; k++)
-        {
-          guint ci = ts->pieces[i].copies[k].component;
-          if (!engine_is_faulty (&e->components[ci]))
-            subs[nsubs++] = (Sub){ i, k, 0 };
-          else if (e->meta)
-            /* skipping a copy is only safe once the metadata says it failed */
-            engine_meta_wait_recorded (e, ci);
-        }
+      engine_meta_write_end (st->e, st->io->offset, st->io->length);
+      st->in_meta = FALSE;
     }
-  return 0;
+  if (st->in_barrier)
+    {
+      engine_barrier_leave (&st->e->barrier);
+      st->in_barrier = FALSE;
+    }
+}
+
+static void
+complete (EngineIoState *st, int res)
+{
+  VbEngineIo *io = st->io;
+
+  io->done (io, res);
+}
+
+static void
+finish (EngineIoState *st, int res)
+{
+  VbEngineIo *io = st->io;
+
+  release_holds (st);
+  if (res == 0 && io->kind == VB_ENGINE_IO_READ && st->data != io->buf)
+    memcpy (io->buf, st->data, io->length);
+  /* a trim with FUA: durable before done, as a write is */
+  if (res == 0 && io->fua
+      && (io->kind == VB_ENGINE_IO_DISCARD || io->kind == VB_ENGINE_IO_WRITE_ZEROES))
+    {
+      flush_start (st);
+      return;
+    }
+  complete (st, res);
+}
+
+static void
+start_data (EngineIoState *st)
+{
+  switch (st->io->kind)
+    {
+    case VB_ENGINE_IO_WRITE:
+      write_batch (st);
+      break;
+    case VB_ENGINE_IO_DISCARD:
+    case VB_ENGINE_IO_WRITE_ZEROES:
+      go_slow (st, trim_slow, trim_then);
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static int
+meta_begin_slow (EngineIoState *st)
+{
+  return engine_meta_write_begin (st->e, st->io->offset, st->io->length);
+}
+
+static void
+meta_begun (EngineIoState *st, int res)
+{
+  if (res < 0)
+    {
+      finish (st, res);
+      return;
+    }
+  st->in_meta = TRUE;
+  start_data (st);
+}
+
+/* In the barrier: the bits of the range durable (or the superblocks
+ * saying "not clean") before the data goes out. */
+static void
+meta_begin (EngineIoState *st)
+{
+  int r;
+
+  if (st->e->meta == NULL)
+    {
+      start_data (st);
+      return;
+    }
+  r = engine_meta_try_write_begin (st->e, st->io->offset, st->io->length);
+  if (r == -EAGAIN)
+    go_slow (st, meta_begin_slow, meta_begun);
+  else
+    meta_begun (st, r);
+}
+
+static void enter_barrier (EngineIoState *st);
+
+static void
+on_barrier_open (VbRingOp *op, int res)
+{
+  EngineIoState *st = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (EngineIoState, waiter));
+
+  enter_barrier (st);
+}
+
+/* Every write of a redundant device (or one with metadata) holds the
+ * barrier: a job's copy of a unit must not race with it. */
+static void
+enter_barrier (EngineIoState *st)
+{
+  st->waiter.op.func = on_barrier_open;
+  st->waiter.ring = st->ring;
+  if (!engine_barrier_try_enter (&st->e->barrier, &st->waiter))
+    return;
+  st->in_barrier = TRUE;
+  meta_begin (st);
 }
 
 static gboolean
@@ -328,284 +678,83 @@ needs_bounce (VbEngine *e, const void *buf)
   return FALSE;
 }
 
+/* Where the data goes: the caller's buffer, or an aligned one of the
+ * request's own (grown once, kept). */
 static int
-engine_rw_in (VbEngine *e, ThreadState *ts, gboolean write, guint8 *buf, guint64 length,
-              guint64 offset, gboolean fua)
+choose_buffer (EngineIoState *st)
 {
-  guint8 *io = buf;
+  VbEngineIo *io = st->io;
+
+  st->data = io->buf;
+  if (!needs_bounce (st->e, io->buf))
+    return 0;
+  if (st->bounce_size < io->length)
+    {
+      free (st->bounce);
+      st->bounce = NULL;
+      st->bounce_size = 0;
+      if (posix_memalign (&st->bounce, BUFFER_ALIGN, io->length) != 0)
+        return -ENOMEM;
+      st->bounce_size = io->length;
+    }
+  st->data = st->bounce;
+  if (io->kind == VB_ENGINE_IO_WRITE)
+    memcpy (st->data, io->buf, io->length);
+  return 0;
+}
+
+/* The checks a request passes before anything is issued: 0 or -errno. */
+static int
+admit (EngineIoState *st)
+{
+  VbEngine *e = st->e;
+  VbEngineIo *io = st->io;
+  gboolean write = io->kind != VB_ENGINE_IO_READ;
   int r;
 
-  if ((r = check_range (e, length, offset)) < 0)
+  if (io->kind == VB_ENGINE_IO_FLUSH)
+    return e->fault ? vb_fault_check (e->fault, TRUE, 0, 0) : 0;
+  if ((r = check_range (e, io->length, io->offset)) < 0)
     return r;
   if (write && e->read_only)
     return -EPERM;
-  if (!ts->ring_ok)
-    return -ENOMEM;
-  if (needs_bounce (e, buf))
-    {
-      io = bounce_buffer (ts, length);
-      if (io == NULL)
-        return -ENOMEM;
-      if (write)
-        memcpy (io, buf, length);
-    }
-  for (guint64 done = 0; done < length;)
-    {
-      guint64 covered;
-      guint n = map_pieces (e, ts, offset + done, length - done, &covered);
-      r = write ? write_batch (e, ts, n, io + done, offset + done, fua)
-                : read_batch (e, ts, n, io + done, offset + done);
-      if (r < 0)
-        return r;
-      done += covered;
-    }
-  if (!write && io != buf)
-    memcpy (buf, io, length);
-  return 0;
-}
-
-static int
-engine_rw (VbEngine *e, gboolean write, guint8 *buf, guint64 length, guint64 offset, gboolean fua)
-{
-  ThreadState *ts = thread_state_acquire ();
-  int r;
-
-  if (ts == NULL)
-    return -ELOOP;
-  __atomic_add_fetch (&e->io_count, 1, __ATOMIC_RELAXED);
-  if (e->fault && (r = vb_fault_check (e->fault, write, offset, length)) < 0)
-    {
-      thread_state_release ();
-      return r;
-    }
-  if (write && e->meta && g_atomic_int_get (&e->lost))
-    {
-      /* the device failed: a write would land on no complete copy */
-      thread_state_release ();
-      return -EIO;
-    }
-  /* every write of a redundant device holds the barrier, with metadata or
-   * without: a rebuild's copy of a unit must not race with it */
-  if (write && (e->meta || e->redundant))
-    {
-      g_rw_lock_reader_lock (&e->barrier);
-      if (e->meta == NULL || (r = engine_meta_write_begin (e, offset, length)) == 0)
-        {
-          r = engine_rw_in (e, ts, write, buf, length, offset, fua);
-          if (e->meta)
-            engine_meta_write_end (e, offset, length);
-        }
-      g_rw_lock_reader_unlock (&e->barrier);
-    }
-  else
-    r = engine_rw_in (e, ts, write, buf, length, offset, fua);
-  thread_state_release ();
-  return r;
-}
-
-static int
-engine_pread (void *handle, void *buf, guint64 length, guint64 offset)
-{
-  return engine_rw (handle, FALSE, buf, length, offset, FALSE);
-}
-
-static int
-engine_pwrite (void *handle, const void *buf, guint64 length, guint64 offset, gboolean fua)
-{
-  return engine_rw (handle, TRUE, (guint8 *) buf, length, offset, fua);
-}
-
-/* Flush reaches every healthy component; a copy that cannot be made
- * durable is no copy. */
-static int
-engine_flush (void *handle)
-{
-  VbEngine *e = handle;
-  ThreadState *ts = thread_state_acquire ();
-  int results[e->n];
-  guint queued = 0;
-  int err = 0;
-  gboolean any = FALSE;
-
-  if (ts == NULL)
-    return -ELOOP;
-  if (!ts->ring_ok)
-    {
-      thread_state_release ();
-      return -ENOMEM;
-    }
-  if (e->fault)
-    {
-      int f = vb_fault_check (e->fault, TRUE, 0, 0);
-      if (f < 0)
-        {
-          thread_state_release ();
-          return f;
-        }
-    }
-  for (guint i = 0; i < e->n; i++)
-    {
-      Component *c = &e->components[i];
-      results[i] = 0;
-      if (engine_is_faulty (c))
-        continue;
-      if (c->fd < 0)
-        {
-          results[i] = c->ops->flush (c->handle);
-          continue;
-        }
-      struct io_uring_sqe *sqe = io_uring_get_sqe (&ts->ring);
-      io_uring_prep_fsync (sqe, c->fd, IORING_FSYNC_DATASYNC);
-      io_uring_sqe_set_data64 (sqe, i);
-      queued++;
-    }
-  if (queued)
-    io_uring_submit_and_wait (&ts->ring, queued);
-  while (queued > 0)
-    {
-      struct io_uring_cqe *cqe;
-      if (io_uring_wait_cqe (&ts->ring, &cqe) < 0)
-        break;
-      results[io_uring_cqe_get_data64 (cqe)] = cqe->res < 0 ? cqe->res : 0;
-      io_uring_cqe_seen (&ts->ring, cqe);
-      queued--;
-    }
-  thread_state_release ();
-  for (guint i = 0; i < e->n; i++)
-    {
-      if (engine_is_faulty (&e->components[i]))
-        continue;
-      if (results[i] < 0)
-        {
-          err = results[i];
-          engine_component_failed (e, i, results[i]);
-        }
-      else
-        any = TRUE;
-    }
-  /* without redundancy any failed flush fails; with it, a surviving copy
-   * of everything must remain (the failed ones were just dropped) */
-  if (!e->redundant)
-    return err;
-  return any ? 0 : (err < 0 ? err : -EIO);
-}
-
-static int
-engine_trim_in (VbEngine *e, ThreadState *ts, guint64 length, guint64 offset, gboolean zero)
-{
-  int r;
-
-  if ((r = check_range (e, length, offset)) < 0)
+  if (io->kind == VB_ENGINE_IO_READ || io->kind == VB_ENGINE_IO_WRITE)
+    __atomic_add_fetch (&e->io_count, 1, __ATOMIC_RELAXED);
+  if (e->fault && (r = vb_fault_check (e->fault, write, io->offset, io->length)) < 0)
     return r;
-  if (e->read_only)
-    return -EPERM;
-  for (guint64 done = 0; done < length;)
-    {
-      guint64 covered;
-      guint n = map_pieces (e, ts, offset + done, length - done, &covered);
-      for (guint i = 0; i < n; i++)
-        {
-          VbMapping *p = &ts->pieces[i];
-          guint landed = 0;
-          int err = 0;
-          for (guint k = 0; k < p->n_copies; k++)
-            {
-              Component *c = &e->components[p->copies[k].component];
-              if (engine_is_faulty (c))
-                continue;
-              int res = engine_component_trim (c, p->length, c->data_offset + p->copies[k].offset,
-                                               zero);
-              if (res == 0)
-                landed++;
-              else
-                {
-                  err = res;
-                  engine_component_failed (e, p->copies[k].component, res);
-                }
-            }
-          if (landed == 0)
-            return err < 0 ? err : -EIO;
-        }
-      done += covered;
-    }
+  /* the device failed: a write would land on no complete copy */
+  if (io->kind == VB_ENGINE_IO_WRITE && e->meta && g_atomic_int_get (&e->lost))
+    return -EIO;
+  if (io->kind == VB_ENGINE_IO_READ || io->kind == VB_ENGINE_IO_WRITE)
+    return choose_buffer (st);
   return 0;
 }
 
-static int
-engine_trim (VbEngine *e, guint64 length, guint64 offset, gboolean zero, gboolean fua)
+void
+vb_engine_submit (VbEngine *e, VbRing *ring, VbEngineIo *io)
 {
-  ThreadState *ts = thread_state_acquire ();
+  EngineIoState *st = io->state;
   int r;
 
-  if (ts == NULL)
-    return -ELOOP;
-  if (e->fault && (r = vb_fault_check (e->fault, TRUE, offset, length)) < 0)
+  g_return_if_fail (st != NULL && io->done != NULL);
+  st->io = io;
+  st->e = e;
+  st->ring = ring;
+  st->done = 0;
+  st->in_barrier = st->in_meta = FALSE;
+  if ((r = admit (st)) < 0)
     {
-      thread_state_release ();
-      return r;
+      complete (st, r);
+      return;
     }
-  if (e->meta || e->redundant)
-    {
-      g_rw_lock_reader_lock (&e->barrier);
-      if (e->meta == NULL || (r = engine_meta_write_begin (e, offset, length)) == 0)
-        {
-          r = engine_trim_in (e, ts, length, offset, zero);
-          if (e->meta)
-            engine_meta_write_end (e, offset, length);
-        }
-      g_rw_lock_reader_unlock (&e->barrier);
-    }
+  if (io->kind == VB_ENGINE_IO_FLUSH)
+    flush_start (st);
+  else if (io->length == 0)
+    complete (st, 0);
+  else if (io->kind == VB_ENGINE_IO_READ)
+    read_batch (st);
+  else if (e->meta || e->redundant)
+    enter_barrier (st);
   else
-    r = engine_trim_in (e, ts, length, offset, zero);
-  thread_state_release ();
-  return r == 0 && fua ? engine_flush (e) : r;
+    start_data (st);
 }
-
-static int
-engine_discard (void *handle, guint64 length, guint64 offset)
-{
-  return engine_trim (handle, length, offset, FALSE, FALSE);
-}
-
-static int
-engine_write_zeroes (void *handle, guint64 length, guint64 offset, gboolean fua)
-{
-  return engine_trim (handle, length, offset, TRUE, fua);
-}
-
-static guint64
-engine_size (void *handle)
-{
-  return ((VbEngine *) handle)->layout.size;
-}
-
-static guint32
-engine_block_size (void *handle)
-{
-  return ((VbEngine *) handle)->block_size;
-}
-
-static gboolean
-engine_read_only (void *handle)
-{
-  return ((VbEngine *) handle)->read_only;
-}
-
-static gboolean
-engine_can_multi_conn (void *handle)
-{
-  /* a flush flushes every component, whichever connection wrote */
-  return TRUE;
-}
-
-const VbBlockOps vb_engine_ops = {
-  .size = engine_size,
-  .block_size = engine_block_size,
-  .read_only = engine_read_only,
-  .can_multi_conn = engine_can_multi_conn,
-  .pread = engine_pread,
-  .pwrite = engine_pwrite,
-  .flush = engine_flush,
-  .discard = engine_discard,
-  .write_zeroes = engine_write_zeroes,
-};

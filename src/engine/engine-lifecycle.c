@@ -84,7 +84,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   e->read_only = read_only;
   e->n = n_components;
   e->components = g_new0 (Component, n_components);
-  g_rw_lock_init (&e->barrier);
+  engine_barrier_init (&e->barrier);
   g_mutex_init (&e->sync_lock);
   g_mutex_init (&e->slot_lock);
   for (guint i = 0; i < n_components; i++)
@@ -155,7 +155,7 @@ vb_engine_free (VbEngine *e)
     close (g_array_index (e->kept_fds, int, i));
   g_clear_pointer (&e->kept_fds, g_array_unref);
   vb_fault_free (e->fault);
-  g_rw_lock_clear (&e->barrier);
+  engine_barrier_clear (&e->barrier);
   g_mutex_clear (&e->sync_lock);
   g_mutex_clear (&e->slot_lock);
   g_free (e->components);

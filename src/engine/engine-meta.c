@@ -173,9 +173,10 @@ engine_meta_record_gone (VbEngine *e, guint i)
     {
       m->sb.roles[i].state = VB_ROLE_MISSING;
       engine_meta_write_all_locked (e);
-      engine_report (e, VB_REPORT_INFO,
-                     "component %u (%s) went away; recorded as missing at events %" G_GUINT64_FORMAT,
-                     i, e->components[i].path, m->sb.events);
+      engine_report (
+          e, VB_REPORT_INFO,
+          "component %u (%s) went away; recorded as missing at events %" G_GUINT64_FORMAT, i,
+          e->components[i].path, m->sb.events);
     }
   g_mutex_unlock (&m->lock);
 }
@@ -413,6 +414,18 @@ engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length)
       g_mutex_unlock (&m->lock);
     }
   return 0;
+}
+
+int
+engine_meta_try_write_begin (VbEngine *e, guint64 offset, guint64 length)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (length == 0)
+    return 0;
+  if (m->bitmap)
+    return vb_bitmap_try_start_write (m->bitmap, offset, length);
+  return g_atomic_int_get (&m->settled) ? -EAGAIN : 0;
 }
 
 void

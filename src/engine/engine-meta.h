@@ -39,6 +39,9 @@ void engine_meta_wait_recorded (VbEngine *e, guint i);
 /* Writes every healthy component's superblock after a state change. */
 void engine_meta_update (VbEngine *e);
 int engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length);
+/* engine_meta_write_begin when it need not write (the bits are durable,
+ * the superblocks say "not clean"): 0, else -EAGAIN and nothing done. */
+int engine_meta_try_write_begin (VbEngine *e, guint64 offset, guint64 length);
 /* No bitmap: the superblocks say clean until the next write (which has
  * them say otherwise first); the caller holds the barrier, every leg in
  * sync and flushed. */

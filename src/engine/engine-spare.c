@@ -27,7 +27,7 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
   /* the job that runs (a resync, say) ends first; the rebuild started
    * after this covers what it had left */
   engine_sync_stop (e);
-  g_rw_lock_writer_lock (&e->barrier);
+  engine_barrier_close (&e->barrier);
   /* readers skip the slot (faulty, then rebuilding); the old fd stays open
    * until the engine ends, so a request still holding it never reaches
    * another file */
@@ -61,7 +61,7 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
   __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
   g_atomic_int_set (&c->recorded, 0);
   g_atomic_int_set (&c->faulty, 0);
-  g_rw_lock_writer_unlock (&e->barrier);
+  engine_barrier_open (&e->barrier);
   if (!engine_meta_active (e))
     return; /* metadata=none: the desired state records the slot behind */
   engine_meta_set_role (e, slot, uuid, VB_ROLE_REBUILDING);

@@ -8,14 +8,13 @@
  * component failed) goes through a function the upper layer sets. */
 #pragma once
 
+#include "engine-barrier.h"
 #include "engine.h"
 #include "fault.h"
 
 #include <glib.h>
 
-#define RING_ENTRIES 128
 #define BUFFER_ALIGN 4096
-#define MAX_PIECES 256 /* per batch; a longer request is done in batches */
 #define ZERO_CHUNK (1u << 20)
 
 typedef struct {
@@ -74,7 +73,7 @@ struct _VbEngine {
   /* Writes hold it shared; a resync, rebuild or check step holds it
    * exclusively while it copies, so no write lands between its read and
    * its write. */
-  GRWLock barrier;
+  EngineBarrier barrier;
   gint lost;        /* atomic: some data has no healthy copy (failed) */
   guint64 io_count; /* atomic: requests served, so that jobs see a busy device */
   GMutex sync_lock; /* the job below */

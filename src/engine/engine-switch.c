@@ -17,7 +17,38 @@ struct _VbEngineSwitch {
   gboolean held;
   gint64 held_since;
   GRWLock engine_lock; /* readers: status calls; writer: the replacement */
+  VbEngineIo *waiting; /* asynchronous requests held, newest first */
+  /* the current engine's, set with it (atomic) */
+  guint64 size;
+  guint32 block_size;
+  gint read_only;
 };
+
+static void
+note_engine (VbEngineSwitch *sw, VbEngine *e)
+{
+  __atomic_store_n (&sw->size, vb_engine_ops.size (e), __ATOMIC_RELEASE);
+  __atomic_store_n (&sw->block_size, vb_engine_ops.block_size (e), __ATOMIC_RELEASE);
+  g_atomic_int_set (&sw->read_only, vb_engine_ops.read_only (e));
+}
+
+guint64
+vb_engine_switch_size (VbEngineSwitch *sw)
+{
+  return __atomic_load_n (&sw->size, __ATOMIC_ACQUIRE);
+}
+
+guint32
+vb_engine_switch_block_size (VbEngineSwitch *sw)
+{
+  return __atomic_load_n (&sw->block_size, __ATOMIC_ACQUIRE);
+}
+
+gboolean
+vb_engine_switch_read_only (VbEngineSwitch *sw)
+{
+  return g_atomic_int_get (&sw->read_only);
+}
 
 VbEngineSwitch *
 vb_engine_switch_new (VbEngine *engine)
@@ -29,6 +60,7 @@ vb_engine_switch_new (VbEngine *engine)
   g_cond_init (&sw->released);
   g_rw_lock_init (&sw->engine_lock);
   sw->engine = engine;
+  note_engine (sw, engine);
   return sw;
 }
 
@@ -86,6 +118,31 @@ leave (VbEngineSwitch *sw)
   g_mutex_unlock (&sw->lock);
 }
 
+/* Lock held: the hold ends; returns the asynchronous requests it held. */
+static VbEngineIo *
+release_locked (VbEngineSwitch *sw)
+{
+  VbEngineIo *waiting = sw->waiting;
+
+  sw->held = FALSE;
+  sw->waiting = NULL;
+  g_cond_broadcast (&sw->released);
+  return waiting;
+}
+
+/* Each held request enters again, on its own ring's thread. */
+static void
+post_released (VbEngineIo *io)
+{
+  while (io)
+    {
+      VbEngineIo *next = io->held_next;
+      io->held_next = NULL;
+      vb_ring_post (io->ring, &io->held, 0);
+      io = next;
+    }
+}
+
 int
 vb_engine_switch_suspend (VbEngineSwitch *sw, guint timeout_ms)
 {
@@ -99,9 +156,9 @@ vb_engine_switch_suspend (VbEngineSwitch *sw, guint timeout_ms)
   while (sw->in_flight > 0)
     if (!g_cond_wait_until (&sw->drained, &sw->lock, deadline) && sw->in_flight > 0)
       {
-        sw->held = FALSE;
-        g_cond_broadcast (&sw->released);
+        VbEngineIo *waiting = release_locked (sw);
         g_mutex_unlock (&sw->lock);
+        post_released (waiting);
         return -ETIMEDOUT;
       }
   g_mutex_unlock (&sw->lock);
@@ -123,6 +180,7 @@ vb_engine_switch_replace (VbEngineSwitch *sw, VbEngine *engine)
   g_warn_if_fail (sw->held && sw->in_flight == 0);
   old = sw->engine;
   sw->engine = engine;
+  note_engine (sw, engine);
   g_mutex_unlock (&sw->lock);
   g_rw_lock_writer_unlock (&sw->engine_lock);
   return old;
@@ -133,11 +191,13 @@ vb_engine_switch_resume (VbEngineSwitch *sw)
 {
   gint64 held;
 
+  VbEngineIo *waiting;
+
   g_mutex_lock (&sw->lock);
   held = sw->held ? g_get_monotonic_time () - sw->held_since : 0;
-  sw->held = FALSE;
-  g_cond_broadcast (&sw->released);
+  waiting = release_locked (sw);
   g_mutex_unlock (&sw->lock);
+  post_released (waiting);
   return held;
 }
 
@@ -253,3 +313,47 @@ const VbBlockOps vb_engine_switch_ops = {
   .discard = sw_discard,
   .write_zeroes = sw_write_zeroes,
 };
+
+/* the asynchronous path */
+
+static void
+switch_io_done (VbEngineIo *io, int res)
+{
+  VbEngineSwitch *sw = io->switch_;
+
+  io->done = io->caller_done;
+  leave (sw);
+  io->done (io, res);
+}
+
+static void
+on_released (VbRingOp *op, int res)
+{
+  VbEngineIo *io = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (VbEngineIo, held));
+
+  vb_engine_switch_submit (io->switch_, io->ring, io);
+}
+
+void
+vb_engine_switch_submit (VbEngineSwitch *sw, VbRing *ring, VbEngineIo *io)
+{
+  VbEngine *e;
+
+  io->switch_ = sw;
+  io->ring = ring;
+  g_mutex_lock (&sw->lock);
+  if (sw->held)
+    {
+      io->held.func = on_released;
+      io->held_next = sw->waiting;
+      sw->waiting = io;
+      g_mutex_unlock (&sw->lock);
+      return;
+    }
+  sw->in_flight++;
+  e = sw->engine;
+  g_mutex_unlock (&sw->lock);
+  io->caller_done = io->done;
+  io->done = switch_io_done;
+  vb_engine_submit (e, ring, io);
+}

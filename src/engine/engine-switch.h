@@ -38,4 +38,15 @@ gint64 vb_engine_switch_resume (VbEngineSwitch *sw);
 
 extern const VbBlockOps vb_engine_switch_ops;
 
+/* The current engine's size, block size and read-only flag, without
+ * entering: never held by a swap, so a serving thread may ask them. */
+guint64 vb_engine_switch_size (VbEngineSwitch *sw);
+guint32 vb_engine_switch_block_size (VbEngineSwitch *sw);
+gboolean vb_engine_switch_read_only (VbEngineSwitch *sw);
+
+/* The asynchronous path: @io enters (while a swap holds requests, it waits
+ * as an operation of @ring), goes to the current engine, and leaves as it
+ * completes, before its done function runs. */
+void vb_engine_switch_submit (VbEngineSwitch *sw, VbRing *ring, VbEngineIo *io);
+
 G_END_DECLS

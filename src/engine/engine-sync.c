@@ -194,7 +194,7 @@ sync_range (EngineSync *s, guint64 offset, guint64 length, gboolean dirty)
   VbEngine *e = s->engine;
   int r = 0;
 
-  g_rw_lock_writer_lock (&e->barrier);
+  engine_barrier_close (&e->barrier);
   for (guint64 done = 0; done < length && r == 0;)
     {
       VbMapping p;
@@ -211,7 +211,7 @@ sync_range (EngineSync *s, guint64 offset, guint64 length, gboolean dirty)
       if (!engine_is_faulty (c) && s->op != OP_CHECK && (f = engine_component_flush (c)) < 0)
         engine_component_failed (e, i, f);
     }
-  g_rw_lock_writer_unlock (&e->barrier);
+  engine_barrier_open (&e->barrier);
   return r;
 }
 
@@ -644,12 +644,12 @@ vb_engine_settle (VbEngine *e)
       if (engine_meta_needs_sync (e))
         return -EBUSY;
       /* no write in flight while the superblocks say clean */
-      g_rw_lock_writer_lock (&e->barrier);
+      engine_barrier_close (&e->barrier);
       for (guint i = 0; i < e->n; i++)
         if (!engine_is_faulty (&e->components[i]))
           engine_component_flush (&e->components[i]);
       engine_meta_mark_clean (e);
-      g_rw_lock_writer_unlock (&e->barrier);
+      engine_barrier_open (&e->barrier);
       return engine_every_leg_readable (e) ? 0 : -EBUSY;
     }
   for (guint i = 0; i < e->n; i++)

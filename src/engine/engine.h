@@ -7,6 +7,7 @@
 
 #include "block-ops.h"
 #include "driver.h"
+#include "engine-ring.h"
 
 G_BEGIN_DECLS
 
@@ -156,7 +157,50 @@ gboolean vb_engine_can_lose (VbEngine *engine, guint component);
  * -ECANCELED. */
 int vb_engine_set_faulty (VbEngine *engine, guint component);
 
+/* The blocking entry points: a request on the calling thread's own ring
+ * (vb_ring_of_thread), waited for. */
 extern const VbBlockOps vb_engine_ops;
+
+/* The asynchronous data path. A request is the caller's storage, one per
+ * tag of a queue: made once with vb_engine_io_init, submitted any number
+ * of times (one submission at a time), never allocated per request. */
+typedef enum {
+  VB_ENGINE_IO_READ,
+  VB_ENGINE_IO_WRITE,
+  VB_ENGINE_IO_FLUSH,
+  VB_ENGINE_IO_DISCARD,
+  VB_ENGINE_IO_WRITE_ZEROES,
+} VbEngineIoKind;
+
+typedef struct _VbEngineIo VbEngineIo;
+
+/* Runs once per submission, on the ring's thread: 0 or -errno. */
+typedef void (*VbEngineIoFunc) (VbEngineIo *io, int res);
+
+struct _VbEngineIo {
+  VbEngineIoKind kind;
+  void *buf; /* read into, written from (reads and writes) */
+  guint64 offset;
+  guint64 length;
+  gboolean fua; /* writes and write-zeroes: durable before done */
+  VbEngineIoFunc done;
+  gpointer user_data;
+  struct _EngineIoState *state; /* the engine's */
+  /* the engine switch's, while it passes the request on */
+  VbEngineIoFunc caller_done;
+  VbRingOp held;
+  VbRing *ring;
+  void *switch_;
+  struct _VbEngineIo *held_next;
+};
+
+void vb_engine_io_init (VbEngineIo *io);
+void vb_engine_io_clear (VbEngineIo *io);
+/* Starts @io on @engine; its component I/O goes into @ring, whose thread
+ * must go on running it (vb_ring_run) until @io->done has run. What may
+ * block (a superblock written after a failure, a new bitmap bit made
+ * durable, a trim) runs on a worker and comes back through the ring. */
+void vb_engine_submit (VbEngine *engine, VbRing *ring, VbEngineIo *io);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbEngine, vb_engine_free)
 

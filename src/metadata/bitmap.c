@@ -336,6 +336,32 @@ vb_bitmap_start_write (VbBitmap *bm, guint64 offset, guint64 length)
   return r;
 }
 
+int
+vb_bitmap_try_start_write (VbBitmap *bm, guint64 offset, guint64 length)
+{
+  guint64 first, last;
+
+  g_return_val_if_fail (bm != NULL, -EINVAL);
+  g_return_val_if_fail (range_valid (bm, offset, length), -EINVAL);
+
+  if (!chunk_range (bm, offset, length, &first, &last))
+    return 0;
+  g_mutex_lock (&bm->lock);
+  for (guint64 k = first; k <= last; k++)
+    if (!bit_get (bm->bits, k) || bit_get (bm->pending, k))
+      {
+        g_mutex_unlock (&bm->lock);
+        return -EAGAIN;
+      }
+  for (guint64 k = first; k <= last; k++)
+    {
+      bm->in_flight[k]++;
+      bit_set (bm->written, k);
+    }
+  g_mutex_unlock (&bm->lock);
+  return 0;
+}
+
 void
 vb_bitmap_end_write (VbBitmap *bm, guint64 offset, guint64 length)
 {
@@ -422,8 +448,8 @@ vb_bitmap_sweep (VbBitmap *bm, gboolean may_clear)
        * writes the block as it is in memory at that time. */
       r = persist_until (bm, b, bm->blocks[b].gen);
       if (r < 0)
-        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s",
-                   b, g_strerror (-r));
+        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s", b,
+                   g_strerror (-r));
     }
   g_mutex_unlock (&bm->lock);
   return cleared;
@@ -518,8 +544,8 @@ vb_bitmap_mark_all (VbBitmap *bm)
 
       /* The bits stay set and pending: the next writer of a chunk persists. */
       if (r < 0)
-        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s",
-                   b, g_strerror (-r));
+        vb_report ("write-intent bitmap", VB_REPORT_WARNING, "persisting block %u failed: %s", b,
+                   g_strerror (-r));
     }
   g_mutex_unlock (&bm->lock);
 }

@@ -47,6 +47,11 @@ void vb_bitmap_set_clear_func (VbBitmap *bm, VbBitmapClearFunc func, gpointer us
  * per chunk +1. Returns 0 or the persist error (then nothing is counted in
  * flight; the bit stays set in memory). A range of length 0 is ignored. */
 int vb_bitmap_start_write (VbBitmap *bm, guint64 offset, guint64 length);
+/* vb_bitmap_start_write without waiting: 0 when every bit the range needs
+ * is set and durable already (counted in flight), -EAGAIN when one must be
+ * persisted first (nothing changed: call vb_bitmap_start_write where a
+ * thread may block). */
+int vb_bitmap_try_start_write (VbBitmap *bm, guint64 offset, guint64 length);
 /* After the write completed on every component it went to (same range). */
 void vb_bitmap_end_write (VbBitmap *bm, guint64 offset, guint64 length);
 

@@ -1,211 +1,250 @@
-/* The FUSE server: one file in a private FUSE mount, whose bytes are a
- * block device served through VbBlockOps, so the kernel loop driver can
- * make a real block node of an engine device. direct_io everywhere: the
- * page cache never holds the file, so writeback can never wait on the very
- * threads that serve it. */
-#define FUSE_USE_VERSION 314
-
+/* The FUSE server: one file in a private FUSE mount, whose bytes are an
+ * engine device, so the kernel loop driver can make a real block node of
+ * it. vblkd mounts it itself and speaks the protocol (fuse-proto.c) on a
+ * few serving threads, each reading its own clone of the session's
+ * /dev/fuse fd when the ring says a request waits, and serving requests
+ * asynchronously on its own ring: many in flight per thread, answered as
+ * they complete. */
 #include "config.h"
 
 #include "fuse-server.h"
 
+#include "fuse-proto.h"
 #include "vb-error.h"
 #include "vb-report.h"
 
 #include <errno.h>
-#include <fuse3/fuse.h>
+#include <fcntl.h>
 #include <libmount.h>
-#include <linux/falloc.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define FUSE_THREADS 8
-#define FUSE_MAX_WRITE (1u << 20)
+#define MAX_THREADS 4
+#define RING_ENTRIES 256
 
-struct _VbFuseServer {
-  char *mountpoint;
-  char *file_name; /* without the leading '/' */
-  char *path;      /* mountpoint/file_name */
-  const VbBlockOps *ops;
-  void *handle;
-  struct fuse *fuse;
-  GThread *thread;
-  gboolean mounted;
-  guint connection; /* the kernel's connection number (fusectl), 0: unknown */
-};
+/* --- a serving thread ------------------------------------------------------- */
 
-static VbFuseServer *
-server (void)
+static void arm_poll (FuseThread *t);
+
+void
+vb_fuse_slot_release (FuseSlot *slot)
 {
-  return fuse_get_context ()->private_data;
+  FuseThread *t = slot->thread;
+
+  slot->next_free = t->free;
+  t->free = slot;
+  t->in_flight--;
+  /* the reads stopped for want of a slot go on */
+  if (!t->polling && !t->stopping)
+    arm_poll (t);
 }
 
-static gboolean
-is_data (const char *path)
+/* Reads the requests that wait, each into a free slot, until none waits
+ * (then the ring watches the fd again) or no slot is free (then the next
+ * slot released does). */
+static void
+read_requests (FuseThread *t)
 {
-  return path[0] == '/' && strcmp (path + 1, server ()->file_name) == 0;
-}
-
-static void *
-fs_init (struct fuse_conn_info *conn, struct fuse_config *cfg)
-{
-  cfg->direct_io = 1;
-  cfg->kernel_cache = 0;
-  cfg->attr_timeout = 1.0;
-  cfg->entry_timeout = 1.0;
-  cfg->use_ino = 1;
-  conn->max_write = FUSE_MAX_WRITE;
-  conn->want &= ~FUSE_CAP_SPLICE_READ;
-  return fuse_get_context ()->private_data;
-}
-
-static int
-fs_getattr (const char *path, struct stat *st, struct fuse_file_info *fi)
-{
-  VbFuseServer *s = server ();
-
-  memset (st, 0, sizeof *st);
-  st->st_uid = getuid ();
-  st->st_gid = getgid ();
-  if (strcmp (path, "/") == 0)
+  while (t->free && !t->stopping)
     {
-      st->st_ino = 1;
-      st->st_mode = S_IFDIR | 0700;
-      st->st_nlink = 2;
-      return 0;
+      FuseSlot *slot = t->free;
+      struct iovec iov[2] = { { slot->head, FUSE_HEAD_BYTES }, { slot->data, FUSE_DATA_BYTES } };
+      gssize n = readv (t->fd, iov, 2);
+
+      if (n < 0)
+        {
+          if (errno == EAGAIN)
+            {
+              arm_poll (t);
+              return;
+            }
+          /* ENOENT: a request interrupted before it was read */
+          if (errno == EINTR || errno == ENOENT)
+            continue;
+          /* ENODEV: the connection ended (unmounted, aborted) */
+          if (errno != ENODEV)
+            vb_report (t->server->path, VB_REPORT_WARNING, "reading /dev/fuse: %s",
+                       g_strerror (errno));
+          t->stopping = TRUE;
+          return;
+        }
+      t->free = slot->next_free;
+      t->in_flight++;
+      vb_fuse_handle (slot, (gsize) n);
     }
-  if (!is_data (path))
-    return -ENOENT;
-  st->st_ino = 2;
-  st->st_mode = S_IFREG | (s->ops->read_only (s->handle) ? 0400 : 0600);
-  st->st_nlink = 1;
-  st->st_size = s->ops->size (s->handle);
-  st->st_blksize = s->ops->block_size (s->handle);
-  st->st_blocks = st->st_size / 512;
-  return 0;
 }
 
-static int
-fs_readdir (const char *path, void *buf, fuse_fill_dir_t fill, off_t offset,
-            struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+static void
+on_poll (VbRingOp *op, int res)
 {
-  if (strcmp (path, "/") != 0)
-    return -ENOTDIR;
-  fill (buf, ".", NULL, 0, 0);
-  fill (buf, "..", NULL, 0, 0);
-  fill (buf, server ()->file_name, NULL, 0, 0);
-  return 0;
+  FuseThread *t = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (FuseThread, poll_op));
+
+  t->polling = FALSE;
+  read_requests (t);
 }
 
-static int
-fs_open (const char *path, struct fuse_file_info *fi)
+static void
+arm_poll (FuseThread *t)
 {
-  VbFuseServer *s = server ();
+  struct io_uring_sqe *sqe = vb_ring_sqe (t->ring, &t->poll_op);
 
-  if (!is_data (path))
-    return -ENOENT;
-  if ((fi->flags & O_ACCMODE) != O_RDONLY && s->ops->read_only (s->handle))
-    return -EROFS;
-  fi->direct_io = 1;
-  fi->keep_cache = 0;
-  return 0;
+  io_uring_prep_poll_add (sqe, t->fd, POLLIN);
+  t->polling = TRUE;
 }
 
-static int
-fs_read (const char *path, char *buf, size_t size, off_t offset, struct fuse_file_info *fi)
+static void
+on_quit (VbRingOp *op, int res)
 {
-  VbFuseServer *s = server ();
-  guint64 end = s->ops->size (s->handle);
-  int r;
+  FuseThread *t = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (FuseThread, quit_op));
 
-  if ((guint64) offset >= end)
-    return 0;
-  size = MIN (size, end - offset);
-  r = s->ops->pread (s->handle, buf, size, offset);
-  return r < 0 ? r : (int) size;
+  t->stopping = TRUE;
 }
 
-static int
-fs_write (const char *path, const char *buf, size_t size, off_t offset, struct fuse_file_info *fi)
-{
-  VbFuseServer *s = server ();
-  gboolean fua = (fi->flags & (O_DSYNC | O_SYNC)) != 0;
-  int r = s->ops->pwrite (s->handle, buf, size, offset, fua);
-
-  return r < 0 ? r : (int) size;
-}
-
-static int
-fs_fsync (const char *path, int datasync, struct fuse_file_info *fi)
-{
-  VbFuseServer *s = server ();
-
-  return s->ops->flush (s->handle);
-}
-
-static int
-fs_fallocate (const char *path, int mode, off_t offset, off_t length, struct fuse_file_info *fi)
-{
-  VbFuseServer *s = server ();
-
-  if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
-    return s->ops->discard (s->handle, length, offset);
-  if ((mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE)
-    return s->ops->write_zeroes (s->handle, length, offset, FALSE);
-  return -EOPNOTSUPP;
-}
-
-static int
-fs_truncate (const char *path, off_t size, struct fuse_file_info *fi)
-{
-  VbFuseServer *s = server ();
-
-  /* O_TRUNC of the same size is harmless; the size itself is the device's */
-  return (guint64) size == s->ops->size (s->handle) ? 0 : -EPERM;
-}
-
-static const struct fuse_operations fs_operations = {
-  .init = fs_init,
-  .getattr = fs_getattr,
-  .readdir = fs_readdir,
-  .open = fs_open,
-  .read = fs_read,
-  .write = fs_write,
-  .fsync = fs_fsync,
-  .fallocate = fs_fallocate,
-  .truncate = fs_truncate,
-};
-
+/* Until the connection ends and every request it started is answered. */
 static gpointer
 serve (gpointer data)
 {
-  VbFuseServer *s = data;
-  struct fuse_loop_config *config = fuse_loop_cfg_create ();
+  FuseThread *t = data;
 
-  fuse_loop_cfg_set_max_threads (config, FUSE_THREADS);
-  fuse_loop_cfg_set_idle_threads (config, 2);
-  fuse_loop_mt (s->fuse, config);
-  fuse_loop_cfg_destroy (config);
+  read_requests (t);
+  while (!t->stopping || t->in_flight > 0)
+    {
+      int r = vb_ring_run (t->ring, TRUE);
+      if (r < 0)
+        {
+          vb_report (t->server->path, VB_REPORT_WARNING, "FUSE thread: io_uring: %s",
+                     g_strerror (-r));
+          break;
+        }
+    }
   return NULL;
+}
+
+static gboolean
+thread_init (VbFuseServer *s, FuseThread *t, GError **error)
+{
+  t->server = s;
+  t->fd = -1;
+  t->poll_op.func = on_poll;
+  t->quit_op.func = on_quit;
+  for (guint i = 0; i < FUSE_SLOTS; i++)
+    {
+      FuseSlot *slot = &t->slots[i];
+      vb_engine_io_init (&slot->io);
+      slot->thread = t;
+      if (posix_memalign ((void **) &slot->data, 4096, FUSE_DATA_BYTES) != 0)
+        g_error ("out of memory");
+      slot->next_free = t->free;
+      t->free = slot;
+    }
+  t->ring = vb_ring_new (RING_ENTRIES, error);
+  return t->ring != NULL;
+}
+
+static void
+thread_clear (FuseThread *t)
+{
+  for (guint i = 0; i < FUSE_SLOTS; i++)
+    {
+      vb_engine_io_clear (&t->slots[i].io);
+      free (t->slots[i].data);
+    }
+  g_clear_pointer (&t->ring, vb_ring_free);
+  if (t->fd >= 0 && t->fd != t->server->fd)
+    close (t->fd);
+}
+
+/* The session's fd for thread 0, a clone of it (FUSE_DEV_IOC_CLONE: the
+ * kernel answers a request only on the fd it was read from) for the
+ * others; non-blocking, as the ring polls them. */
+static int
+thread_fd (VbFuseServer *s, guint i)
+{
+  guint32 session = (guint32) s->fd;
+  int fd;
+
+  if (i == 0)
+    return s->fd;
+  fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0 && ioctl (fd, FUSE_DEV_IOC_CLONE, &session) < 0)
+    {
+      int e = errno;
+      close (fd);
+      errno = e;
+      return -1;
+    }
+  return fd;
+}
+
+/* --- the mount --------------------------------------------------------------- */
+
+static gboolean
+mount_fuse (VbFuseServer *s, const char *fsname, GError **error)
+{
+  g_autofree char *options = NULL;
+  int e;
+
+  s->fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  if (s->fd < 0)
+    {
+      e = errno;
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "/dev/fuse: %s", g_strerror (e));
+      return FALSE;
+    }
+  /* the mount's source names its owner, so that who serves a loop device
+   * over this file is known from mountinfo without opening anything */
+  options = g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions",
+                             s->fd, getuid (), getgid ());
+  if (mount (fsname, s->mountpoint, "fuse.vblk", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
+    {
+      e = errno;
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "FUSE mount on %s failed: %s", s->mountpoint,
+                   g_strerror (e));
+      return FALSE;
+    }
+  s->mounted = TRUE;
+  return TRUE;
+}
+
+static gboolean
+start_threads (VbFuseServer *s, GError **error)
+{
+  s->n_threads = CLAMP (g_get_num_processors (), 1, MAX_THREADS);
+  s->threads = g_new0 (FuseThread, s->n_threads);
+  for (guint i = 0; i < s->n_threads; i++)
+    {
+      FuseThread *t = &s->threads[i];
+      if (!thread_init (s, t, error))
+        return FALSE;
+      t->fd = thread_fd (s, i);
+      if (t->fd < 0)
+        {
+          int e = errno;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "cloning /dev/fuse: %s", g_strerror (e));
+          return FALSE;
+        }
+      t->thread = g_thread_new ("vblk-fuse", serve, t);
+    }
+  return TRUE;
 }
 
 VbFuseServer *
 vb_fuse_server_new (const char *mountpoint, const char *file_name, const char *fsname,
-                    const VbBlockOps *ops, void *handle, GError **error)
+                    VbEngineSwitch *sw, GError **error)
 {
   VbFuseServer *s = g_new0 (VbFuseServer, 1);
-  struct fuse_args args = FUSE_ARGS_INIT (0, NULL);
-  g_autofree char *options = NULL;
 
   s->mountpoint = g_strdup (mountpoint);
   s->file_name = g_strdup (file_name);
   s->path = g_build_filename (mountpoint, file_name, NULL);
-  s->ops = ops;
-  s->handle = handle;
-
+  s->sw = sw;
+  s->fd = -1;
   if (g_mkdir_with_parents (mountpoint, 0700) < 0)
     {
       int e = errno;
@@ -213,25 +252,13 @@ vb_fuse_server_new (const char *mountpoint, const char *file_name, const char *f
       vb_fuse_server_free (s);
       return NULL;
     }
-  fuse_opt_add_arg (&args, "vblkd");
-  fuse_opt_add_arg (&args, "-o");
-  /* the mount's source names its owner, so that who serves a loop device
-   * over this file is known from mountinfo without opening anything */
-  options = g_strdup_printf ("fsname=%s,subtype=vblk,default_permissions", fsname);
-  fuse_opt_add_arg (&args, options);
-  s->fuse = fuse_new (&args, &fs_operations, sizeof fs_operations, s);
-  fuse_opt_free_args (&args);
-  if (s->fuse == NULL || fuse_mount (s->fuse, mountpoint) != 0)
+  if (!mount_fuse (s, fsname, error) || !start_threads (s, error))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "FUSE mount on %s failed (is /dev/fuse there?)", mountpoint);
       vb_fuse_server_free (s);
       return NULL;
     }
-  s->mounted = TRUE;
-  s->thread = g_thread_new ("vblk-fuse", serve, s);
   {
-    /* (a stat waits for the kernel's INIT, which the thread answers) */
+    /* (a stat waits for the kernel's INIT, which thread 0 answers) */
     struct stat st;
     if (stat (mountpoint, &st) == 0 && major (st.st_dev) == 0)
       s->connection = minor (st.st_dev);
@@ -308,21 +335,26 @@ vb_fuse_server_free (VbFuseServer *s)
 {
   if (s == NULL)
     return;
-  if (s->fuse)
-    {
-      fuse_exit (s->fuse);
-      /* unmounting ends the kernel connection, which wakes every serving
-       * thread blocked on /dev/fuse — but only once the last reference to
-       * the mount is gone, and a process that made a mount namespace
-       * since (a service started with its own /tmp, say) holds a copy of
-       * it: the connection is ended by hand, nothing uses it any more */
-      if (s->mounted)
-        fuse_unmount (s->fuse);
-      abort_connection (s);
-      if (s->thread)
-        g_thread_join (s->thread);
-      fuse_destroy (s->fuse);
-    }
+  /* unmounting ends the kernel connection, which wakes every serving
+   * thread — but only once the last reference to the mount is gone, and a
+   * process that made a mount namespace since (a service started with its
+   * own /tmp, say) holds a copy of it: the connection is ended by hand,
+   * nothing uses it any more */
+  if (s->mounted)
+    umount2 (s->mountpoint, MNT_DETACH);
+  abort_connection (s);
+  for (guint i = 0; s->threads && i < s->n_threads; i++)
+    if (s->threads[i].thread)
+      {
+        /* (the connection's end wakes its poll; this, one never armed) */
+        vb_ring_post (s->threads[i].ring, &s->threads[i].quit_op, 0);
+        g_clear_pointer (&s->threads[i].thread, g_thread_join);
+      }
+  for (guint i = 0; s->threads && i < s->n_threads; i++)
+    thread_clear (&s->threads[i]);
+  g_free (s->threads);
+  if (s->fd >= 0)
+    close (s->fd);
   rmdir (s->mountpoint);
   g_free (s->mountpoint);
   g_free (s->file_name);
@@ -344,18 +376,15 @@ vb_fuse_server_abort (VbFuseServer *s)
 int
 vb_fuse_server_size_changed (VbFuseServer *s)
 {
-  g_autofree char *path = g_strconcat ("/", s->file_name, NULL);
   struct stat st;
-  int r;
+  int r = vb_fuse_notify_size (s);
 
-  r = fuse_invalidate_path (s->fuse, path);
-  /* -ENOENT: the kernel holds no inode of it (nothing to drop) */
-  if (r < 0 && r != -ENOENT)
+  if (r < 0)
     return r;
   /* a getattr now sets the inode's size, which loop reads */
   if (stat (s->path, &st) < 0)
     return -errno;
-  return (guint64) st.st_size == s->ops->size (s->handle) ? 0 : -EAGAIN;
+  return (guint64) st.st_size == vb_engine_switch_size (s->sw) ? 0 : -EAGAIN;
 }
 
 const char *

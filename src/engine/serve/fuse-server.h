@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "block-ops.h"
+#include "engine-switch.h"
 
 G_BEGIN_DECLS
 
@@ -16,10 +16,10 @@ typedef struct _VbFuseServer VbFuseServer;
 char *vb_fuse_source_of (const char *path);
 
 /* Mounts a FUSE file system on @mountpoint (created if missing) holding
- * one file @file_name, its source (mountinfo) @fsname; serves it on its
- * own threads until freed. */
+ * one file @file_name, its source (mountinfo) @fsname, whose bytes are the
+ * device behind @sw; serves it on its own threads until freed. */
 VbFuseServer *vb_fuse_server_new (const char *mountpoint, const char *file_name, const char *fsname,
-                                  const VbBlockOps *ops, void *handle, GError **error);
+                                  VbEngineSwitch *sw, GError **error);
 const char *vb_fuse_server_path (VbFuseServer *server);
 /* Unmounts and joins the serving threads. Nothing may hold the file open. */
 void vb_fuse_server_free (VbFuseServer *server);

@@ -1,0 +1,49 @@
+/* A serving thread's io_uring: every completion goes to the operation that
+ * asked for it (a component I/O of an engine request, a ublk command, a
+ * socket read of an NBD connection), and other threads can hand a thread
+ * work back through it (a barrier opening, a superblock written). One
+ * thread owns a ring and is the only one to call it, but for
+ * vb_ring_post. */
+#pragma once
+
+#include <glib.h>
+#include <liburing.h>
+
+G_BEGIN_DECLS
+
+typedef struct _VbRing VbRing;
+typedef struct _VbRingOp VbRingOp;
+
+/* Runs on the ring's thread with the operation's result (a CQE's res, or
+ * what vb_ring_post was given). */
+typedef void (*VbRingFunc) (VbRingOp *op, int res);
+
+/* Embedded in whatever waits on the ring: no allocation per operation. */
+struct _VbRingOp {
+  VbRingFunc func;
+  /* private: a posted operation's place in the list and result */
+  VbRingOp *next;
+  int posted_res;
+};
+
+VbRing *vb_ring_new (guint entries, GError **error);
+void vb_ring_free (VbRing *ring);
+/* A free submission entry whose completion goes to @op (the ring submits
+ * what it holds when it is full, so this never fails). */
+struct io_uring_sqe *vb_ring_sqe (VbRing *ring, VbRingOp *op);
+/* From any thread: @op's function runs on the ring's thread with @res. */
+void vb_ring_post (VbRing *ring, VbRingOp *op, int res);
+/* Submits what is queued and runs the completions there are; with @wait,
+ * blocks until there is at least one. How many ran, or -errno. */
+int vb_ring_run (VbRing *ring, gboolean wait);
+/* The ring's own io_uring, for the few who set up more than one SQE's
+ * worth (registered files and buffers). */
+struct io_uring *vb_ring_uring (VbRing *ring);
+
+/* The calling thread's ring for blocking calls at nesting level @depth
+ * (a blocking call made from a completion on that thread's ring takes a
+ * level of its own); made on first use, freed with the thread. NULL when
+ * io_uring cannot be set up. */
+VbRing *vb_ring_of_thread (guint depth);
+
+G_END_DECLS
