@@ -10,7 +10,9 @@
 #     (O_DIRECT everywhere: nothing comes from the page cache);
 #  4. raid1 writes with the write-intent bitmap (64M and 1M chunks) vs
 #     without on-component metadata, and the initial resync's speed.
-# Prints tables of throughput, ratios and CPU seconds per GiB of the server.
+# Prints tables of throughput, ratios, CPU seconds of the server per GiB and
+# per million requests, and where vblkd's time goes on the block node's 4 KiB
+# random jobs (perf's top functions; BENCH_PROFILE=0 leaves it out).
 # Usage: bash bench/bench-engine.sh [SECONDS_PER_JOB]   (as root; builds first)
 set -euo pipefail
 
@@ -57,9 +59,9 @@ trap 'cleanup_extra; vb_cleanup' EXIT
 cpu_of () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }   # utime + stime, clock ticks
 hz=$(getconf CLK_TCK)
 
-# run_fio NAME PID ARGS... — prints "MiB/s cpu_s_per_GiB"
+# run_fio NAME PID ARGS... — prints "MiB/s cpu_s_per_GiB cpu_s_per_million_requests"
 run_fio () {
-  local name=$1 pid=$2 json c0 c1 bytes
+  local name=$1 pid=$2 json c0 c1 bytes ios
   shift 2
   c0=$(cpu_of "$pid")
   fio --name="$name" --output-format=json --output="$T/fio.json" --time_based \
@@ -69,9 +71,24 @@ run_fio () {
   # fio may print notes before the JSON document
   json=$(sed -n '/^{/,$p' "$T/fio.json")
   bytes=$(jq '[.jobs[0].read.io_bytes, .jobs[0].write.io_bytes] | add' <<< "$json")
-  jq -r --argjson c "$(((c1 - c0)))" --argjson hz "$hz" --argjson b "$bytes" \
+  ios=$(jq '[.jobs[0].read.total_ios, .jobs[0].write.total_ios] | add' <<< "$json")
+  jq -r --argjson c "$((c1 - c0))" --argjson hz "$hz" --argjson b "$bytes" --argjson n "$ios" \
     '((.jobs[0].read.bw_bytes + .jobs[0].write.bw_bytes) / 1048576) as $mib
-     | "\($mib) \(if $b > 0 then ($c / $hz) / ($b / 1073741824) else 0 end)"' <<< "$json"
+     | "\($mib) \(if $b > 0 then ($c / $hz) / ($b / 1073741824) else 0 end) \(if $n > 0 then ($c / $hz) / ($n / 1000000) else 0 end)"' <<< "$json"
+}
+
+# profile NAME PID ARGS... — fio as run_fio, with perf sampling PID meanwhile;
+# the top functions of PID's samples go to $T/profile-NAME.txt
+profile () {
+  local name=$1 pid=$2 perf_pid
+  shift 2
+  perf record -q -F 999 -g -p "$pid" -o "$T/perf-$name.data" -- sleep "$((runtime + 1))" \
+    > /dev/null 2>&1 &
+  perf_pid=$!
+  run_fio "$name" "$pid" "$@" > /dev/null
+  wait "$perf_pid" || true
+  perf report -q -i "$T/perf-$name.data" --stdio --no-children --sort symbol 2> /dev/null |
+    grep -E '^ +[0-9.]+%' | head -12 > "$T/profile-$name.txt" || true
 }
 
 declare -A result
@@ -129,6 +146,13 @@ for w in "${node_workloads[@]}"; do
   # shellcheck disable=SC2086
   result[loop,$name]=$(run_fio "$name" "$VBLKD_PID" --ioengine=io_uring --direct=1 --filename="$plain" $args)
 done
+if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf > /dev/null; then
+  for name in rand-read-4K-qd32 rand-write-4K-qd32; do
+    rw=${name%%-4K*}; rw=${rw/rand-/rand}
+    profile "$name" "$VBLKD_PID" --ioengine=io_uring --direct=1 --filename="$node" \
+      --rw="$rw" --bs=4k --iodepth=32
+  done
+fi
 losetup -d "$plain"
 
 # --- 3. raid0 over two components vs one ----------------------------------------
@@ -186,7 +210,8 @@ done
 
 # --- tables ---------------------------------------------------------------
 mib () { echo "${1%% *}"; }
-cpu () { echo "${1#* }"; }
+cpu () { local r=${1#* }; echo "${r%% *}"; }
+cpu_mreq () { echo "${1##* }"; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 echo
@@ -200,15 +225,28 @@ for w in "${workloads[@]}"; do
     "$(mib "$q")" "$(ratio "$(mib "$v")" "$(mib "$k")")" "$(ratio "$(mib "$v")" "$(mib "$q")")" \
     "$(cpu "$v")" "$(cpu "$k")" "$(cpu "$q")"
 done
+echo "CPU seconds per million requests of the server:"
+printf '%-34s %9s %9s %9s\n' workload vblk nbdkit qsd
+for w in "${workloads[@]}"; do
+  name=${w%%:*}
+  printf '%-34s %9.1f %9.1f %9.1f\n' "$name" "$(cpu_mreq "${result[vblk,$name]}")" \
+    "$(cpu_mreq "${result[nbdkit,$name]}")" "$(cpu_mreq "${result[qsd,$name]}")"
+done
 
 echo
 echo "Block node (FUSE + loop, direct I/O) vs plain loop --direct-io on the same file, fio io_uring O_DIRECT (MiB/s)"
-printf '%-22s %9s %9s %9s %12s\n' workload vblk-node loop ratio cpu-vblk-s/GiB
+printf '%-22s %9s %9s %9s %12s %12s\n' workload vblk-node loop ratio cpu-s/GiB cpu-s/Mreq
 for w in "${node_workloads[@]}"; do
   name=${w%%:*}
   n=${result[node,$name]} l=${result[loop,$name]}
-  printf '%-22s %9.1f %9.1f %9s %12.2f\n' "$name" "$(mib "$n")" "$(mib "$l")" \
-    "$(ratio "$(mib "$n")" "$(mib "$l")")" "$(cpu "$n")"
+  printf '%-22s %9.1f %9.1f %9s %12.2f %12.1f\n' "$name" "$(mib "$n")" "$(mib "$l")" \
+    "$(ratio "$(mib "$n")" "$(mib "$l")")" "$(cpu "$n")" "$(cpu_mreq "$n")"
+done
+for f in "$T"/profile-*.txt; do
+  [ -s "$f" ] || continue
+  name=${f##*/profile-}
+  echo "where vblkd's time goes, block node, ${name%.txt} (perf, share of vblkd's samples):"
+  sed 's/^/  /' "$f"
 done
 
 echo

@@ -147,3 +147,42 @@ eb_auto_reason () {
   vb_expect_fail NotSupported vbmgr create x --driver window --attr offset=0 --attr size=8M \
     --backend "$EB_BACKEND" "$T/r-a0.img"
 }
+
+# Queue depth 128 under fio verify on a raid1 of three legs of the backend,
+# while a leg fails and the engine is swapped (a fourth leg added online):
+# fio sees no error and verifies the blocks it wrote as it goes; the device
+# ends with the failed leg faulty, the new one in sync, and every copy in
+# sync the same byte for byte. Deletes device "st".
+eb_stress () {
+  local bd
+  for f in s0 s1 s2 s3; do vb_mkimg "$T/s-$f.img" 64M; done
+  vbmgr create st --driver raid1 --backend "$EB_BACKEND" --start "$T/s-s0.img" "$T/s-s1.img" \
+    "$T/s-s2.img"
+  eb_node_of st
+  bd=$EB_BD
+  vbmgr wait st > /dev/null || vb_fail "initial sync of st"
+  fio --name=stress --filename="$bd" --ioengine=io_uring --direct=1 --rw=randwrite --bs=4k \
+      --iodepth=128 --size=48M --verify=crc32c --verify_backlog=4096 --verify_fatal=1 \
+      --time_based --runtime=16 --output="$T/stress.log" &
+  local fio_pid=$!
+  VB_BG_PIDS+=("$fio_pid")
+  sleep 4
+  vbmgr fail st "$T/s-s1.img"
+  vb_log "st: a leg failed under QD 128"
+  sleep 3
+  vbmgr reconfigure st --add "$T/s-s3.img"
+  vb_log "st: the engine swapped under QD 128 (a leg added)"
+  wait "$fio_pid" || vb_fail "fio under the failure and the swap: $(tail -20 "$T/stress.log")"
+  grep -q "err= 0" "$T/stress.log" || vb_fail "fio errors: $(cat "$T/stress.log")"
+  vb_log "st: $(grep -oE '(WRITE|READ): bw=[^,]*' "$T/stress.log" | tr '\n' ' ')no error"
+  vbmgr wait st > /dev/null || vb_fail "rebuild of st's new leg"
+  vb_assert_eq "in-sync faulty in-sync in-sync" "$(vb_json st '[.components[].state] | join(" ")')" \
+    "st's legs after the failure and the swap"
+  vbmgr stop st
+  # the copies in sync hold the same bytes (past the metadata's first MiB)
+  for f in s2 s3; do
+    cmp -i 1M "$T/s-s0.img" "$T/s-$f.img" > /dev/null ||
+      vb_fail "st: legs s0 and $f differ after the failure and the swap"
+  done
+  vbmgr delete st
+}

@@ -39,6 +39,8 @@ vb_log "auto: nbd where backend kernel cannot run the driver (and no ublk)"
 eb_auto_reason
 vb_log "ext4 on nbd raid1 under fio verify; vblkd SIGKILLed and started again"
 eb_kill_restart
+vb_log "QD 128 under fio verify on nbd raid1, a leg failed, the engine swapped"
+eb_stress
 
 vb_log "online reconfiguration that grows the size: linear on nbd, the kernel sees it"
 vb_mkimg "$T/g0.img" 40M

@@ -38,6 +38,8 @@ vb_log "auto: ublk where backend kernel cannot run the driver"
 eb_auto_reason
 vb_log "ext4 on ublk raid1 under fio verify; vblkd SIGKILLed and started again"
 eb_kill_restart
+vb_log "QD 128 under fio verify on ublk raid1, a leg failed, the engine swapped"
+eb_stress
 
 vb_log "a reconfiguration that changes the size is refused on ublk; nothing changes"
 vb_mkimg "$T/g0.img" 40M
