@@ -167,8 +167,8 @@ set_ready (UblkQueue *q, int error)
 }
 
 /* The queue's thread: fetch, serve, commit, until the driver aborts every
- * tag (the device stopped, or this process ends) and no request is left
- * in the engine. */
+ * tag (the device stopped, or this process ends) or it is told to quit,
+ * and no request is left in the engine. */
 static gpointer
 queue_thread (gpointer data)
 {
@@ -181,7 +181,8 @@ queue_thread (gpointer data)
   set_ready (q, r < 0 ? r : 0);
   if (r < 0)
     return NULL;
-  while (!q->quit && !(q->aborted == QUEUE_DEPTH && q->in_engine == 0))
+  /* (requests in the engine hold the ring and the tags: they end first) */
+  while (q->in_engine > 0 || !(q->quit || q->aborted == QUEUE_DEPTH))
     {
       r = vb_ring_run (q->ring, TRUE);
       if (r < 0)

@@ -82,6 +82,9 @@ engine_barrier_open (EngineBarrier *b)
   b->closed = FALSE;
   w = b->waiting;
   b->waiting = NULL;
+  /* the waiting writes enter now, before anyone can close it again */
+  for (EngineBarrierWaiter *x = w; x; x = x->next)
+    b->writers++;
   /* blocked writers and closers */
   g_cond_broadcast (&b->cond);
   g_mutex_unlock (&b->lock);

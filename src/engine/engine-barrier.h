@@ -14,7 +14,7 @@
 typedef struct _EngineBarrierWaiter EngineBarrierWaiter;
 
 struct _EngineBarrierWaiter {
-  VbRingOp op; /* run on @ring when the barrier opens: try again */
+  VbRingOp op; /* run on @ring when the barrier opens, entered */
   VbRing *ring;
   EngineBarrierWaiter *next;
 };
@@ -33,7 +33,8 @@ void engine_barrier_clear (EngineBarrier *b);
 /* Blocking: waits while it is closed. */
 void engine_barrier_enter (EngineBarrier *b);
 /* TRUE: entered. FALSE: closed; @w's operation runs on its ring once it
- * opens (then try again). */
+ * opens, entered on its behalf by then (a job closing it again at once
+ * cannot keep a waiting write out for ever). */
 gboolean engine_barrier_try_enter (EngineBarrier *b, EngineBarrierWaiter *w);
 void engine_barrier_leave (EngineBarrier *b);
 

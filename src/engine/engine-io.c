@@ -203,6 +203,20 @@ issue_subs (EngineIoState *st, gboolean write)
 
 /* Slow lane: every failed component I/O of the round is counted and its
  * component turns faulty (recorded in the superblocks before this returns). */
+/* @i failed under this request: counted, faulty, and — when another
+ * request's failure got there first — recorded before this returns all
+ * the same (engine_component_failed returns at once for all but the
+ * first). Slow lane only. */
+static void
+fail_and_wait (VbEngine *e, guint i, int err)
+{
+  engine_component_failed (e, i, err);
+  if (e->meta)
+    engine_meta_wait_recorded (e, i);
+}
+
+/* Slow lane: every failed component I/O of the round is counted and its
+ * component turns faulty, recorded in the superblocks before this returns. */
 static int
 record_failures (EngineIoState *st)
 {
@@ -210,7 +224,7 @@ record_failures (EngineIoState *st)
     {
       IoSub *s = &st->subs[i];
       if (s->res < 0 && !s->refused)
-        engine_component_failed (st->e, st->pieces[s->piece].copies[s->copy].component, s->res);
+        fail_and_wait (st->e, st->pieces[s->piece].copies[s->copy].component, s->res);
     }
   return 0;
 }
@@ -321,17 +335,30 @@ wait_recorded (EngineIoState *st)
   return 0;
 }
 
+/* The batch's writes, to every copy not faulty. Skipping a copy is only
+ * safe once the metadata says it failed: checked copy by copy as they are
+ * chosen, every time (a copy may fail while this request waits); one not
+ * recorded yet sends the request to wait for it, nothing issued. */
 static void
 write_issue (EngineIoState *st, int unused)
 {
+  VbEngine *e = st->e;
   guint n = 0;
 
   for (guint i = 0; i < st->n_pieces; i++)
     {
       st->landed[i] = 0;
       for (guint k = 0; k < st->pieces[i].n_copies; k++)
-        if (!engine_is_faulty (&st->e->components[st->pieces[i].copies[k].component]))
-          st->subs[n++] = (IoSub){ .piece = i, .copy = k };
+        {
+          Component *c = &e->components[st->pieces[i].copies[k].component];
+          if (!engine_is_faulty (c))
+            st->subs[n++] = (IoSub){ .piece = i, .copy = k };
+          else if (e->meta && !g_atomic_int_get (&c->recorded))
+            {
+              go_slow (st, wait_recorded, write_issue);
+              return;
+            }
+        }
     }
   st->n_subs = n;
   if (!issue_subs (st, TRUE))
@@ -341,21 +368,7 @@ write_issue (EngineIoState *st, int unused)
 static void
 write_batch (EngineIoState *st)
 {
-  VbEngine *e = st->e;
-
   map_batch (st);
-  /* skipping a copy is only safe once the metadata says it failed */
-  if (e->meta)
-    for (guint i = 0; i < st->n_pieces; i++)
-      for (guint k = 0; k < st->pieces[i].n_copies; k++)
-        {
-          Component *c = &e->components[st->pieces[i].copies[k].component];
-          if (engine_is_faulty (c) && !g_atomic_int_get (&c->recorded))
-            {
-              go_slow (st, wait_recorded, write_issue);
-              return;
-            }
-        }
   write_issue (st, 0);
 }
 
@@ -419,7 +432,7 @@ record_flush_failures (EngineIoState *st)
 {
   for (guint i = 0; i < st->e->n; i++)
     if (st->flush_res[i] < 0 && !engine_is_faulty (&st->e->components[i]))
-      engine_component_failed (st->e, i, st->flush_res[i]);
+      fail_and_wait (st->e, i, st->flush_res[i]);
   return 0;
 }
 
@@ -522,7 +535,12 @@ trim_slow (EngineIoState *st)
               Component *c = &e->components[p->copies[k].component];
               int res;
               if (engine_is_faulty (c))
-                continue;
+                {
+                  /* (skipped once its failure is recorded, as a write's) */
+                  if (e->meta)
+                    engine_meta_wait_recorded (e, p->copies[k].component);
+                  continue;
+                }
               res = engine_component_trim (c, p->length, c->data_offset + p->copies[k].offset,
                                            zero);
               if (res == 0)
@@ -530,7 +548,7 @@ trim_slow (EngineIoState *st)
               else
                 {
                   err = res;
-                  engine_component_failed (e, p->copies[k].component, res);
+                  fail_and_wait (e, p->copies[k].component, res);
                 }
             }
           if (landed == 0)
@@ -644,14 +662,14 @@ meta_begin (EngineIoState *st)
     meta_begun (st, r);
 }
 
-static void enter_barrier (EngineIoState *st);
-
+/* The barrier opened, and entered for this request. */
 static void
 on_barrier_open (VbRingOp *op, int res)
 {
   EngineIoState *st = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (EngineIoState, waiter));
 
-  enter_barrier (st);
+  st->in_barrier = TRUE;
+  meta_begin (st);
 }
 
 /* Every write of a redundant device (or one with metadata) holds the

@@ -21,6 +21,9 @@ struct _VbRing {
   VbRingOp event_op; /* the armed read of event_fd */
   GMutex lock;
   VbRingOp *posted; /* newest first */
+  /* completions taken off a full CQ to make room, not run yet (the ring's
+   * thread only), oldest first */
+  VbRingOp *deferred, *deferred_tail;
 };
 
 static void
@@ -69,12 +72,13 @@ ring_init (VbRing *r, guint entries)
   int e;
 
   p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN;
-  p.cq_entries = MAX (entries * 16, 4096);
+  p.cq_entries = MAX (entries * 16, 16384);
   e = io_uring_queue_init_params (entries, &r->ring, &p);
   if (e == -EINVAL)
     {
       /* a kernel before 5.19: no cooperative task running */
-      p = (struct io_uring_params){ .flags = IORING_SETUP_CQSIZE, .cq_entries = entries * 16 };
+      p = (struct io_uring_params){ .flags = IORING_SETUP_CQSIZE,
+                                    .cq_entries = MAX (entries * 16, 16384) };
       e = io_uring_queue_init_params (entries, &r->ring, &p);
     }
   return e;
@@ -121,6 +125,28 @@ vb_ring_free (VbRing *r)
   g_free (r);
 }
 
+/* The kernel will not take more submissions until completions are
+ * reaped: they are taken off the CQ now and run at the next vb_ring_run
+ * (not here: a function run from here could re-enter its caller). */
+static void
+defer_completions (VbRing *r)
+{
+  struct io_uring_cqe *cqe;
+
+  while (io_uring_peek_cqe (&r->ring, &cqe) == 0)
+    {
+      VbRingOp *op = io_uring_cqe_get_data (cqe);
+      op->posted_res = cqe->res;
+      op->next = NULL;
+      if (r->deferred_tail)
+        r->deferred_tail->next = op;
+      else
+        r->deferred = op;
+      r->deferred_tail = op;
+      io_uring_cqe_seen (&r->ring, cqe);
+    }
+}
+
 struct io_uring_sqe *
 vb_ring_sqe (VbRing *r, VbRingOp *op)
 {
@@ -128,9 +154,16 @@ vb_ring_sqe (VbRing *r, VbRingOp *op)
 
   while (sqe == NULL)
     {
-      /* full: what is queued goes to the kernel (the CQ ring is twice the
-       * SQ's, and IORING_FEAT_NODROP keeps overflows) */
-      io_uring_submit (&r->ring);
+      /* full: what is queued goes to the kernel */
+      int e = io_uring_submit (&r->ring);
+      if (e < 0 && e != -EINTR)
+        {
+          /* -EBUSY, -EAGAIN: the CQ is full (IORING_FEAT_NODROP keeps
+           * the overflow) and wants reaping before it takes more */
+          defer_completions (r);
+          if (e != -EBUSY && e != -EAGAIN)
+            g_usleep (1000);
+        }
       sqe = io_uring_get_sqe (&r->ring);
     }
   io_uring_sqe_set_data (sqe, op);
@@ -160,8 +193,21 @@ vb_ring_run (VbRing *r, gboolean wait)
   struct io_uring_cqe *cqe;
   int ran = 0, e;
 
+  while (r->deferred)
+    {
+      VbRingOp *op = r->deferred;
+      r->deferred = op->next;
+      if (r->deferred == NULL)
+        r->deferred_tail = NULL;
+      op->next = NULL;
+      op->func (op, op->posted_res);
+      ran++;
+      wait = FALSE;
+    }
   e = wait ? io_uring_submit_and_wait (&r->ring, 1) : io_uring_submit (&r->ring);
-  if (e < 0 && e != -EINTR && e != -EBUSY)
+  /* -EBUSY, -EAGAIN: completions to reap first; -EBADR: the kernel lost
+   * an overflowed one (no memory) — nothing to do but go on */
+  if (e < 0 && e != -EINTR && e != -EBUSY && e != -EAGAIN && e != -EBADR)
     return e;
   /* one completion at a time: a function may queue more (and even wait
    * on a deeper ring), so the CQ head moves before it runs */

@@ -241,9 +241,10 @@ do_read (FuseSlot *slot, const struct fuse_read_in *in)
   guint64 end = device_size (slot->thread->server);
   guint64 length = in->offset >= end ? 0 : MIN ((guint64) in->size, end - in->offset);
 
-  if (in->size > FUSE_DATA_BYTES)
+  if (in->size > FUSE_DATA_BYTES || length == 0)
     {
-      vb_fuse_reply (slot->thread, slot->unique, -EINVAL, NULL, 0);
+      /* at or past the end: no bytes (end of file), as a file answers */
+      vb_fuse_reply (slot->thread, slot->unique, length == 0 ? 0 : -EINVAL, NULL, 0);
       vb_fuse_slot_release (slot);
       return;
     }
@@ -392,6 +393,9 @@ vb_fuse_handle (FuseSlot *slot, gsize n)
   if (n < sizeof *h || h->len != n)
     {
       vb_report (t->server->path, VB_REPORT_WARNING, "FUSE request of %zu bytes: malformed", n);
+      /* (with a whole header, its sender is told rather than left waiting) */
+      if (n >= sizeof *h)
+        vb_fuse_reply (t, h->unique, -EIO, NULL, 0);
       vb_fuse_slot_release (slot);
       return;
     }

@@ -39,6 +39,7 @@ struct _FuseThread {
   VbRingOp poll_op;
   VbRingOp quit_op;
   gboolean polling;
+  gboolean starved; /* reading stopped for want of a free slot */
   gboolean stopping;
   guint in_flight;
   FuseSlot slots[FUSE_SLOTS];

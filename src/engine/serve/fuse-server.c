@@ -41,8 +41,11 @@ vb_fuse_slot_release (FuseSlot *slot)
   t->free = slot;
   t->in_flight--;
   /* the reads stopped for want of a slot go on */
-  if (!t->polling && !t->stopping)
-    arm_poll (t);
+  if (t->starved && !t->stopping)
+    {
+      t->starved = FALSE;
+      arm_poll (t);
+    }
 }
 
 /* Reads the requests that wait, each into a free slot, until none waits
@@ -51,6 +54,7 @@ vb_fuse_slot_release (FuseSlot *slot)
 static void
 read_requests (FuseThread *t)
 {
+  t->starved = t->free == NULL;
   while (t->free && !t->stopping)
     {
       FuseSlot *slot = t->free;
@@ -77,6 +81,7 @@ read_requests (FuseThread *t)
       t->free = slot->next_free;
       t->in_flight++;
       vb_fuse_handle (slot, (gsize) n);
+      t->starved = t->free == NULL;
     }
 }
 
@@ -92,7 +97,11 @@ on_poll (VbRingOp *op, int res)
 static void
 arm_poll (FuseThread *t)
 {
-  struct io_uring_sqe *sqe = vb_ring_sqe (t->ring, &t->poll_op);
+  struct io_uring_sqe *sqe;
+
+  if (t->polling)
+    return;
+  sqe = vb_ring_sqe (t->ring, &t->poll_op);
 
   io_uring_prep_poll_add (sqe, t->fd, POLLIN);
   t->polling = TRUE;
@@ -153,7 +162,7 @@ thread_clear (FuseThread *t)
   for (guint i = 0; i < FUSE_SLOTS; i++)
     {
       vb_engine_io_clear (&t->slots[i].io);
-      free (t->slots[i].data);
+      g_clear_pointer (&t->slots[i].data, free);
     }
   g_clear_pointer (&t->ring, vb_ring_free);
   if (t->fd >= 0 && t->fd != t->server->fd)
@@ -217,6 +226,12 @@ start_threads (VbFuseServer *s, GError **error)
 {
   s->n_threads = CLAMP (g_get_num_processors (), 1, MAX_THREADS);
   s->threads = g_new0 (FuseThread, s->n_threads);
+  /* (so that a failure part way leaves every thread clearable) */
+  for (guint i = 0; i < s->n_threads; i++)
+    {
+      s->threads[i].server = s;
+      s->threads[i].fd = -1;
+    }
   for (guint i = 0; i < s->n_threads; i++)
     {
       FuseThread *t = &s->threads[i];
