@@ -22,16 +22,6 @@ engine_barrier_clear (EngineBarrier *b)
   g_cond_clear (&b->cond);
 }
 
-void
-engine_barrier_enter (EngineBarrier *b)
-{
-  g_mutex_lock (&b->lock);
-  while (b->closed)
-    g_cond_wait (&b->cond, &b->lock);
-  b->writers++;
-  g_mutex_unlock (&b->lock);
-}
-
 gboolean
 engine_barrier_try_enter (EngineBarrier *b, EngineBarrierWaiter *w)
 {

@@ -30,8 +30,6 @@ typedef struct {
 void engine_barrier_init (EngineBarrier *b);
 void engine_barrier_clear (EngineBarrier *b);
 
-/* Blocking: waits while it is closed. */
-void engine_barrier_enter (EngineBarrier *b);
 /* TRUE: entered. FALSE: closed; @w's operation runs on its ring once it
  * opens, entered on its behalf by then (a job closing it again at once
  * cannot keep a waiting write out for ever). */

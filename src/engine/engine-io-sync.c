@@ -11,8 +11,12 @@
 #include <errno.h>
 
 #define MAX_DEPTH 8
+#define RING_ENTRIES 256
 
+/* Per thread: a ring and a request state for each nesting level, made on
+ * first use, freed with the thread. */
 typedef struct {
+  VbRing *rings[MAX_DEPTH];
   EngineIoState *states[MAX_DEPTH];
   guint depth;
 } SyncThread;
@@ -23,7 +27,10 @@ sync_thread_free (gpointer data)
   SyncThread *t = data;
 
   for (guint i = 0; i < MAX_DEPTH; i++)
-    engine_io_state_free (t->states[i]);
+    {
+      engine_io_state_free (t->states[i]);
+      vb_ring_free (t->rings[i]);
+    }
   g_free (t);
 }
 
@@ -56,8 +63,12 @@ run_sync (VbEngine *e, VbEngineIoKind kind, void *buf, guint64 length, guint64 o
       t = g_new0 (SyncThread, 1);
       g_private_set (&sync_thread_key, t);
     }
-  if (t->depth >= MAX_DEPTH || (ring = vb_ring_of_thread (t->depth)) == NULL)
-    return t->depth >= MAX_DEPTH ? -ELOOP : -ENOMEM;
+  if (t->depth >= MAX_DEPTH)
+    return -ELOOP;
+  if (t->rings[t->depth] == NULL)
+    t->rings[t->depth] = vb_ring_new (RING_ENTRIES, NULL);
+  if ((ring = t->rings[t->depth]) == NULL)
+    return -ENOMEM;
   if (t->states[t->depth] == NULL)
     t->states[t->depth] = engine_io_state_new ();
   call.io.state = t->states[t->depth];

@@ -40,9 +40,6 @@ struct _EngineIoState {
   IoSub subs[IO_SUBS];
   guint n_subs;
   guint pending; /* subs issued and not completed */
-  int err;
-  guint64 frontier;
-  guint start;
   gboolean in_barrier;
   gboolean in_meta;
   EngineBarrierWaiter waiter;

@@ -11,9 +11,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 8
-#define THREAD_RING_ENTRIES 256
-
 struct _VbRing {
   struct io_uring ring;
   int event_fd;
@@ -227,37 +224,4 @@ struct io_uring *
 vb_ring_uring (VbRing *r)
 {
   return &r->ring;
-}
-
-typedef struct {
-  VbRing *rings[MAX_DEPTH];
-} ThreadRings;
-
-static void
-thread_rings_free (gpointer data)
-{
-  ThreadRings *all = data;
-
-  for (guint i = 0; i < MAX_DEPTH; i++)
-    vb_ring_free (all->rings[i]);
-  g_free (all);
-}
-
-static GPrivate thread_rings_key = G_PRIVATE_INIT (thread_rings_free);
-
-VbRing *
-vb_ring_of_thread (guint depth)
-{
-  ThreadRings *all = g_private_get (&thread_rings_key);
-
-  if (depth >= MAX_DEPTH)
-    return NULL;
-  if (all == NULL)
-    {
-      all = g_new0 (ThreadRings, 1);
-      g_private_set (&thread_rings_key, all);
-    }
-  if (all->rings[depth] == NULL)
-    all->rings[depth] = vb_ring_new (THREAD_RING_ENTRIES, NULL);
-  return all->rings[depth];
 }

@@ -40,10 +40,4 @@ int vb_ring_run (VbRing *ring, gboolean wait);
  * worth (registered files and buffers). */
 struct io_uring *vb_ring_uring (VbRing *ring);
 
-/* The calling thread's ring for blocking calls at nesting level @depth
- * (a blocking call made from a completion on that thread's ring takes a
- * level of its own); made on first use, freed with the thread. NULL when
- * io_uring cannot be set up. */
-VbRing *vb_ring_of_thread (guint depth);
-
 G_END_DECLS

@@ -159,8 +159,8 @@ gboolean vb_engine_can_lose (VbEngine *engine, guint component);
  * -ECANCELED. */
 int vb_engine_set_faulty (VbEngine *engine, guint component);
 
-/* The blocking entry points: a request on the calling thread's own ring
- * (vb_ring_of_thread), waited for. */
+/* The blocking entry points: a request on a ring of the calling thread's
+ * own (engine-io-sync.c), waited for. */
 extern const VbBlockOps vb_engine_ops;
 
 /* The asynchronous data path. A request is the caller's storage, one per

@@ -66,8 +66,8 @@ fill_attr (VbFuseServer *s, guint64 node, struct fuse_attr *a)
 static void
 do_init (FuseThread *t, guint64 unique, const struct fuse_init_in *in)
 {
-  VbFuseServer *s = t->server;
   struct fuse_init_out out = { 0 };
+  guint32 minor;
   guint32 want
       = FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_ASYNC_DIO | FUSE_MAX_PAGES | FUSE_PARALLEL_DIROPS;
 
@@ -79,9 +79,9 @@ do_init (FuseThread *t, guint64 unique, const struct fuse_init_in *in)
       vb_fuse_reply (t, unique, in->major < FUSE_KERNEL_VERSION ? -EPROTO : 0, &out, 8);
       return;
     }
-  s->minor = MIN (in->minor, (guint32) FUSE_KERNEL_MINOR_VERSION);
+  minor = MIN (in->minor, (guint32) FUSE_KERNEL_MINOR_VERSION);
   out.major = FUSE_KERNEL_VERSION;
-  out.minor = s->minor;
+  out.minor = minor;
   out.max_readahead = in->max_readahead;
   out.flags = in->flags & want;
   out.max_background = MAX_BACKGROUND;
@@ -89,7 +89,7 @@ do_init (FuseThread *t, guint64 unique, const struct fuse_init_in *in)
   out.max_write = FUSE_MAX_WRITE;
   out.time_gran = 1;
   out.max_pages = FUSE_MAX_WRITE / 4096;
-  vb_fuse_reply (t, unique, 0, &out, s->minor < 23 ? 24 : sizeof out);
+  vb_fuse_reply (t, unique, 0, &out, minor < 23 ? 24 : sizeof out);
 }
 
 static void

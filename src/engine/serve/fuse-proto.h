@@ -56,7 +56,6 @@ struct _VbFuseServer {
   FuseThread *threads;
   gboolean mounted;
   guint connection; /* the kernel's connection number (fusectl), 0: unknown */
-  guint32 minor;    /* the protocol's minor version agreed at INIT */
 };
 
 /* A request of @n bytes read into @slot: answered now (metadata), or

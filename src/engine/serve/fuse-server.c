@@ -135,11 +135,10 @@ serve (gpointer data)
   return NULL;
 }
 
+/* (t->server and t->fd are set by start_threads) */
 static gboolean
-thread_init (VbFuseServer *s, FuseThread *t, GError **error)
+thread_init (FuseThread *t, GError **error)
 {
-  t->server = s;
-  t->fd = -1;
   t->poll_op.func = on_poll;
   t->quit_op.func = on_quit;
   for (guint i = 0; i < FUSE_SLOTS; i++)
@@ -235,7 +234,7 @@ start_threads (VbFuseServer *s, GError **error)
   for (guint i = 0; i < s->n_threads; i++)
     {
       FuseThread *t = &s->threads[i];
-      if (!thread_init (s, t, error))
+      if (!thread_init (t, error))
         return FALSE;
       t->fd = thread_fd (s, i);
       if (t->fd < 0)
