@@ -1,11 +1,15 @@
 /* What a server (NBD, FUSE) needs from a block device it serves: the one
- * interface between the engine and whatever exposes it. Every call is
- * blocking, may come from any thread at once, and returns 0 or -errno. */
+ * interface between the engine and whatever exposes it. Every call but
+ * submit is blocking, may come from any thread at once, and returns 0 or
+ * -errno. */
 #pragma once
 
 #include <glib.h>
 
 G_BEGIN_DECLS
+
+struct _VbRing;
+struct _VbEngineIo;
 
 typedef struct {
   guint64 (*size) (void *handle);
@@ -18,6 +22,10 @@ typedef struct {
   int (*flush) (void *handle);
   int (*discard) (void *handle, guint64 length, guint64 offset);
   int (*write_zeroes) (void *handle, guint64 length, guint64 offset, gboolean fua);
+  /* The asynchronous path (engine.h), NULL where there is none: starts
+   * @io, whose I/O goes into @ring; io->done runs on the ring's thread,
+   * which must go on running the ring until it has. */
+  void (*submit) (void *handle, struct _VbRing *ring, struct _VbEngineIo *io);
 } VbBlockOps;
 
 G_END_DECLS

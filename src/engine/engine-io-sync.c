@@ -139,6 +139,12 @@ engine_can_multi_conn (void *handle)
   return TRUE;
 }
 
+static void
+engine_submit (void *handle, VbRing *ring, VbEngineIo *io)
+{
+  vb_engine_submit (handle, ring, io);
+}
+
 const VbBlockOps vb_engine_ops = {
   .size = engine_size,
   .block_size = engine_block_size,
@@ -149,4 +155,5 @@ const VbBlockOps vb_engine_ops = {
   .flush = engine_flush,
   .discard = engine_discard,
   .write_zeroes = engine_write_zeroes,
+  .submit = engine_submit,
 };

@@ -302,6 +302,12 @@ sw_write_zeroes (void *handle, guint64 length, guint64 offset, gboolean fua)
   return r;
 }
 
+static void
+sw_submit (void *handle, VbRing *ring, VbEngineIo *io)
+{
+  vb_engine_switch_submit (handle, ring, io);
+}
+
 const VbBlockOps vb_engine_switch_ops = {
   .size = sw_size,
   .block_size = sw_block_size,
@@ -312,6 +318,7 @@ const VbBlockOps vb_engine_switch_ops = {
   .flush = sw_flush,
   .discard = sw_discard,
   .write_zeroes = sw_write_zeroes,
+  .submit = sw_submit,
 };
 
 /* the asynchronous path */

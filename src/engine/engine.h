@@ -1,8 +1,8 @@
 /* The engine: vblk's own data path. One VbEngine runs one started device:
  * its driver's placement, over its components, with io_uring on each
  * serving thread. Servers reach it asynchronously (vb_engine_submit on a
- * ring of their own: ublk, FUSE) or through the blocking vb_engine_ops
- * (NBD, a device stacked on this one, tests). */
+ * ring of their own: ublk, FUSE, NBD) or through the blocking
+ * vb_engine_ops (jobs, a device stacked on this one, tests). */
 #pragma once
 
 #include <glib.h>

@@ -1,9 +1,12 @@
 /* The NBD server library without a client program: connections handed over
  * with vb_nbd_server_serve_fd (as the kernel nbd backend will), requests of
- * one connection run at once and answered out of order, the connection cap,
- * shutdown with connections open, and refused arguments. */
+ * one connection run at once and answered out of order — on an export with
+ * only blocking calls and on one with the asynchronous path, as the
+ * engine's — the connection cap, shutdown with connections open, and
+ * refused arguments. */
 #include "config.h"
 
+#include "engine.h"
 #include "nbd-server.h"
 #include "vb-error.h"
 
@@ -190,9 +193,11 @@ test_no_handshake (void)
   mem_disk_free (d);
 }
 
-/* A MemDisk whose reads at GATE_OFFSET block until the test opens the gate.
- * The wait gives up after GATE_TIMEOUT_S, so that a server running one
- * request at a time fails the checks below instead of hanging them. */
+/* A MemDisk whose reads at GATE_OFFSET wait until the test opens the gate:
+ * through the blocking calls, blocking the caller; through the asynchronous
+ * path, held without blocking anyone. The blocking wait gives up after
+ * GATE_TIMEOUT_S, so that a server running one request at a time fails the
+ * checks below instead of hanging them. */
 #define GATE_OFFSET 65536u
 #define GATE_TIMEOUT_S 5
 
@@ -204,6 +209,9 @@ typedef struct {
   guint n_waiting; /* reads blocked at the gate */
   guint n_flushes;
   guint waiting_at_flush; /* n_waiting when flush was last called */
+  /* the asynchronous path: the read held at the gate, and its ring */
+  VbEngineIo *held_io;
+  VbRing *held_ring;
 } GatedDisk;
 
 static guint32
@@ -257,6 +265,64 @@ static const VbBlockOps gated_ops = {
   .flush = gated_flush,
 };
 
+/* The asynchronous path completes each request through the connection's
+ * ring, posted from whichever thread finishes it (the engine's completions
+ * arrive the same way). The request's "held" op, the engine switch's and
+ * unused here, carries the completion. */
+static void
+gated_complete (VbRingOp *op, int res)
+{
+  VbEngineIo *io = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (VbEngineIo, held));
+
+  io->done (io, res);
+}
+
+static void
+gated_submit (void *handle, VbRing *ring, VbEngineIo *io)
+{
+  GatedDisk *g = handle;
+  int r;
+
+  io->held.func = gated_complete;
+  switch (io->kind)
+    {
+    case VB_ENGINE_IO_READ:
+      g_mutex_lock (&g->lock);
+      if (io->offset == GATE_OFFSET && !g->open)
+        {
+          g_assert_null (g->held_io);
+          g->held_io = io;
+          g->held_ring = ring;
+          g->n_waiting++;
+          g_cond_broadcast (&g->cond);
+          g_mutex_unlock (&g->lock);
+          return;
+        }
+      g_mutex_unlock (&g->lock);
+      r = mem_pread (g->mem, io->buf, io->length, io->offset);
+      break;
+    case VB_ENGINE_IO_WRITE:
+      r = mem_pwrite (g->mem, io->buf, io->length, io->offset, io->fua);
+      break;
+    case VB_ENGINE_IO_FLUSH:
+      r = gated_flush (g);
+      break;
+    default:
+      r = -EOPNOTSUPP; /* write-zeroes: the server writes zeroes itself */
+      break;
+    }
+  vb_ring_post (ring, &io->held, r);
+}
+
+static const VbBlockOps gated_async_ops = {
+  .size = mem_size,
+  .block_size = gated_block_size,
+  .pread = gated_pread,
+  .pwrite = gated_pwrite,
+  .flush = gated_flush,
+  .submit = gated_submit,
+};
+
 typedef struct {
   GatedDisk disk;
   VbNbdServer *server;
@@ -272,7 +338,8 @@ gated_setup (Gated *t, gconstpointer data)
   t->disk.mem = mem_disk_new (512);
   g_mutex_init (&t->disk.lock);
   g_cond_init (&t->disk.cond);
-  t->server = vb_nbd_server_new ("gated", NULL, &gated_ops, &t->disk, &error);
+  t->server = vb_nbd_server_new (
+      "gated", NULL, GPOINTER_TO_INT (data) ? &gated_async_ops : &gated_ops, &t->disk, &error);
   g_assert_no_error (error);
   g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
   g_assert_true (vb_nbd_server_serve_fd (t->server, sv[1], VB_NBD_SERVE_NO_HANDSHAKE, &error));
@@ -280,13 +347,12 @@ gated_setup (Gated *t, gconstpointer data)
   t->fd = sv[0];
 }
 
+static void gate_open (GatedDisk *g);
+
 static void
 gated_teardown (Gated *t, gconstpointer data)
 {
-  g_mutex_lock (&t->disk.lock);
-  t->disk.open = TRUE;
-  g_cond_broadcast (&t->disk.cond);
-  g_mutex_unlock (&t->disk.lock);
+  gate_open (&t->disk);
   close (t->fd);
   wait_for_connections (t->server, 0);
   vb_nbd_server_free (t->server);
@@ -311,9 +377,17 @@ gate_wait_blocked (GatedDisk *g)
 static void
 gate_open (GatedDisk *g)
 {
+  VbEngineIo *io;
+
   g_mutex_lock (&g->lock);
   g->open = TRUE;
   g_cond_broadcast (&g->cond);
+  if ((io = g_steal_pointer (&g->held_io)) != NULL)
+    {
+      g->n_waiting--;
+      mem_pread (g->mem, io->buf, io->length, io->offset);
+      vb_ring_post (g->held_ring, &io->held, 0);
+    }
   g_mutex_unlock (&g->lock);
 }
 
@@ -391,6 +465,19 @@ test_disc_waits (Gated *t, gconstpointer data)
   g_assert_cmpuint (error, ==, 0);
   recv_read_data (t, GATE_OFFSET);
   g_assert_cmpint (recv (t->fd, &c, 1, 0), ==, 0);
+}
+
+/* An export whose write-zeroes says it cannot: the server writes zeroes
+ * through the same path, and nothing beyond the range changes. */
+static void
+test_zeroes_by_writing (Gated *t, gconstpointer data)
+{
+  const guint8 *d = t->disk.mem->data;
+
+  send_request (t->fd, 6 /* WRITE_ZEROES */, 1, 8192, 4096);
+  g_assert_cmpuint (recv_simple_reply (t->fd, 1), ==, 0);
+  for (guint i = 8192 - 512; i < 8192 + 4096 + 512; i++)
+    g_assert_cmpuint (d[i], ==, i >= 8192 && i < 8192 + 4096 ? 0 : (guint8) (i * 13));
 }
 
 static void
@@ -483,6 +570,14 @@ main (int argc, char **argv)
               gated_teardown);
   g_test_add ("/nbd-server/disc-waits-for-replies", Gated, NULL, gated_setup, test_disc_waits,
               gated_teardown);
+  g_test_add ("/nbd-server/async/out-of-order", Gated, GINT_TO_POINTER (1), gated_setup,
+              test_out_of_order, gated_teardown);
+  g_test_add ("/nbd-server/async/flush-waits-for-earlier", Gated, GINT_TO_POINTER (1), gated_setup,
+              test_flush_waits, gated_teardown);
+  g_test_add ("/nbd-server/async/disc-waits-for-replies", Gated, GINT_TO_POINTER (1), gated_setup,
+              test_disc_waits, gated_teardown);
+  g_test_add ("/nbd-server/async/write-zeroes-by-writing", Gated, GINT_TO_POINTER (1), gated_setup,
+              test_zeroes_by_writing, gated_teardown);
   g_test_add_func ("/nbd-server/cap-and-free", test_cap_and_free);
   g_test_add_func ("/nbd-server/refused-arguments", test_refused_arguments);
   return g_test_run ();

@@ -198,6 +198,11 @@ main (int argc, char **argv)
   sigaddset (&mask, SIGINT);
   pthread_sigmask (SIG_BLOCK, &mask, NULL);
   signal (SIGPIPE, SIG_IGN);
+  /* The file is served through blocking calls, which the library runs on
+   * GLib's shared thread pool: none is kept idle, so that once every
+   * client is gone only the server's own threads are left (the tests
+   * count them). */
+  g_thread_pool_set_max_unused_threads (0);
 
   server = vb_nbd_server_new (export_name ? export_name : "", description, &file_ops, &f, &error);
   if (server && kernel > 0)

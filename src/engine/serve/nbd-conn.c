@@ -1,116 +1,31 @@
 /* The NBD transmission phase of one connection, after the handshake
- * (nbd-handshake.c): the connection's thread reads requests and a small
- * pool of workers runs them and replies out of order. Every length a client
- * sends is checked against a fixed bound before anything is read into
- * memory, and a connection holds at most VB_NBD_MAX_IN_FLIGHT requests and
- * VB_NBD_BUFFER_BUDGET bytes of buffers, so a hostile client costs a bounded
- * amount of memory. */
+ * (nbd-handshake.c), on the serving model of every front end: the
+ * connection's thread owns a ring, reads requests when the ring says the
+ * socket has bytes, starts each on the export (nbd-run.c) and sends the
+ * replies as they complete, out of order, several in one sendmsg(2).
+ * Every length a client sends is checked against a fixed bound before
+ * anything is read into memory, and a connection holds at most
+ * VB_NBD_MAX_IN_FLIGHT requests and VB_NBD_BUFFER_BUDGET bytes of
+ * buffers, so a hostile client costs a bounded amount of memory. */
 #include "config.h"
 
-#include "nbd-conn.h"
-#include "nbd-handshake.h"
-#include "nbd-server.h"
+#include "nbd-run.h"
 
-#include <errno.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
+#include <poll.h>
+#include <stdlib.h>
 
-/* Wire constants, named and valued as in the NBD protocol (doc/proto.md of
- * NetworkBlockDevice/nbd). */
-#define NBD_REQUEST_MAGIC 0x25609513u
-#define NBD_SIMPLE_REPLY_MAGIC 0x67446698u
-#define NBD_STRUCTURED_REPLY_MAGIC 0x668e33efu
-
-#define NBD_CMD_READ 0u
-#define NBD_CMD_WRITE 1u
-#define NBD_CMD_DISC 2u
-#define NBD_CMD_FLUSH 3u
-#define NBD_CMD_TRIM 4u
-#define NBD_CMD_WRITE_ZEROES 6u
-
-#define NBD_CMD_FLAG_FUA (1u << 0)
-#define NBD_CMD_FLAG_NO_HOLE (1u << 1)
-
-#define NBD_REPLY_FLAG_DONE (1u << 0)
-#define NBD_REPLY_TYPE_NONE 0u
-#define NBD_REPLY_TYPE_OFFSET_DATA 1u
-#define NBD_REPLY_TYPE_ERROR ((1u << 15) + 1)
-
-#define NBD_EPERM 1u
-#define NBD_EIO 5u
-#define NBD_ENOMEM 12u
-#define NBD_EINVAL 22u
-#define NBD_ENOSPC 28u
-#define NBD_EOVERFLOW 75u
-#define NBD_ESHUTDOWN 108u
-
-/* Requests reach the device in pieces of at most this size. */
-#define VB_NBD_IO_CHUNK (4u << 20)
-
-/* Buffers come in power-of-two sizes from a page to VB_NBD_MAX_REQUEST. */
-#define VB_NBD_MIN_BUFFER 4096u
-#define VB_NBD_BUFFER_CLASSES 14u
-/* What the reader takes from the socket at once: many request headers (and
- * small write payloads) per recv(2). At the in-flight limit the reader stops
- * calling recv(2), so this is all it holds beyond the limit. */
+/* What one recv(2) takes at most: many request headers (and small write
+ * payloads). Short of a slot or a buffer nothing more is read, so this is
+ * all a connection holds beyond its limits. A payload of at least half of
+ * it goes straight from the socket to its buffer. */
 #define VB_NBD_RECV_BUFFER (64u << 10)
+/* Pieces of replies given to one sendmsg(2). */
+#define VB_NBD_SEND_IOV 64u
+#define RING_ENTRIES 256u
 
 G_STATIC_ASSERT ((VB_NBD_MIN_BUFFER << (VB_NBD_BUFFER_CLASSES - 1)) == VB_NBD_MAX_REQUEST);
 G_STATIC_ASSERT (VB_NBD_MAX_REQUEST <= VB_NBD_BUFFER_BUDGET);
-
-typedef struct {
-  guint16 flags;
-  guint16 type;
-  guint8 cookie[8]; /* "handle": echoed back untouched */
-  guint64 offset;
-  guint32 length;
-} VbNbdRequest;
-
-/* One request from its header to its reply. */
-typedef struct {
-  VbNbdRequest req;
-  guint8 *buf; /* READ and WRITE: the data, in a buffer of buf_class */
-  guint buf_class;
-  GList queue_link; /* in queue while no worker has taken it */
-  GList order_link; /* in in_flight until completed */
-} VbNbdJob;
-
-typedef struct {
-  const VbNbdExport *export;
-  int fd;
-  VbNbdTerms terms;
-  /* no handshake: the peer (the kernel nbd client) is told of a new size
-   * by its owner, so requests are checked against the size of now */
-  gboolean live_size;
-
-  /* Transmission. rbuf belongs to the reader (the connection's thread);
-   * lock guards everything after send_lock, and send_lock keeps each
-   * reply whole on the socket. */
-  guint8 *rbuf; /* VB_NBD_RECV_BUFFER bytes, rpos to rlen not yet parsed */
-  gsize rpos, rlen;
-  GMutex send_lock;
-  GMutex lock;
-  GCond work_cond; /* a job was queued, or the workers must stop */
-  GCond done_cond; /* a job completed */
-  guint n_done_waiters;
-  GQueue queue;     /* jobs no worker has taken yet, oldest first */
-  GQueue in_flight; /* jobs not completed, in the order received */
-  VbNbdJob jobs[VB_NBD_MAX_IN_FLIGHT];
-  VbNbdJob *free_jobs[VB_NBD_MAX_IN_FLIGHT];
-  guint n_free_jobs;
-  /* Free buffers of each size, linked through their first bytes, so the
-   * steady state allocates nothing. */
-  guint8 *free_bufs[VB_NBD_BUFFER_CLASSES];
-  gsize buf_bytes; /* allocated, in use or free: at most the budget */
-  GThread *workers[VB_NBD_MAX_WORKERS];
-  guint n_workers;
-  guint n_idle; /* workers waiting on work_cond */
-  gboolean stopping;
-  gint broken; /* atomic: a reply could not be sent, so queued jobs are dropped */
-} VbNbdConn;
-
-/* ---- wire helpers ---- */
+G_STATIC_ASSERT (VB_NBD_SEND_IOV >= NBD_JOB_IOV);
 
 static guint32
 nbd_error_from_errno (int r)
@@ -137,155 +52,7 @@ nbd_error_from_errno (int r)
     }
 }
 
-/* ---- transmission: replies ---- */
-
-/* A reply that cannot be sent ends the connection: shutdown(2) wakes the
- * reader and any worker blocked on the socket, and jobs not yet started
- * are dropped. The fd itself stays open until vb_nbd_conn_run returns. */
-static void
-conn_break (VbNbdConn *c)
-{
-  g_atomic_int_set (&c->broken, 1);
-  shutdown (c->fd, SHUT_RDWR);
-}
-
-/* Every reply of the transmission phase is sent whole under send_lock, so
- * the pieces of one reply (a structured read's chunk after its header)
- * never interleave with another's. Replies leave in any order: the client
- * matches them to requests by cookie. */
-static int
-send_reply (VbNbdConn *c, struct iovec *iov, int n)
-{
-  int r;
-
-  g_mutex_lock (&c->send_lock);
-  r = send_iov (c->fd, iov, n);
-  g_mutex_unlock (&c->send_lock);
-  if (r < 0)
-    conn_break (c);
-  return r;
-}
-
-static void
-simple_header (guint8 h[16], const VbNbdRequest *req, guint32 error)
-{
-  put32 (h, NBD_SIMPLE_REPLY_MAGIC);
-  put32 (h + 4, error);
-  memcpy (h + 8, req->cookie, 8);
-}
-
-static void
-chunk_header (guint8 h[20], const VbNbdRequest *req, guint16 flags, guint16 type, guint32 len)
-{
-  put32 (h, NBD_STRUCTURED_REPLY_MAGIC);
-  put16 (h + 4, flags);
-  put16 (h + 6, type);
-  memcpy (h + 8, req->cookie, 8);
-  put32 (h + 16, len);
-}
-
-/* The final reply of any command but a successful READ. */
-static int
-send_status (VbNbdConn *c, const VbNbdRequest *req, guint32 error, const char *why)
-{
-  guint8 h[20 + 6];
-  struct iovec iov[2] = { { h, 20 }, { NULL, 0 } };
-
-  if (!c->terms.structured)
-    {
-      simple_header (h, req, error);
-      iov[0].iov_len = 16;
-      return send_reply (c, iov, 1);
-    }
-  if (error == 0)
-    {
-      chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 0);
-      return send_reply (c, iov, 1);
-    }
-  iov[1].iov_base = (void *) why;
-  iov[1].iov_len = why ? strlen (why) : 0;
-  chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6 + iov[1].iov_len);
-  put32 (h + 20, error);
-  put16 (h + 24, iov[1].iov_len);
-  iov[0].iov_len = sizeof h;
-  return send_reply (c, iov, 2);
-}
-
-/* A successful READ: all of its data, which is in the buffer by now, in
- * one reply (one chunk when structured). */
-static int
-send_read_data (VbNbdConn *c, const VbNbdRequest *req, const guint8 *data)
-{
-  guint8 h[20 + 8];
-  struct iovec iov[2] = { { h, 16 }, { (void *) data, req->length } };
-
-  if (c->terms.structured)
-    {
-      chunk_header (h, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, 8 + req->length);
-      put64 (h + 20, req->offset);
-      iov[0].iov_len = sizeof h;
-    }
-  else
-    simple_header (h, req, 0);
-  return send_reply (c, iov, 2);
-}
-
-/* The NBD error a request earns before touching the device (0: none). */
-static guint32
-check_request (VbNbdConn *c, const VbNbdRequest *req, const char **why)
-{
-  const VbNbdExport *e = c->export;
-  guint16 allowed = NBD_CMD_FLAG_FUA; /* valid on every command (spec) */
-  gboolean writes = FALSE;
-
-  switch (req->type)
-    {
-    case NBD_CMD_READ:
-      break;
-    case NBD_CMD_FLUSH:
-      if (!(c->terms.tflags & NBD_FLAG_SEND_FLUSH))
-        return *why = "flush is not supported", NBD_EINVAL;
-      break;
-    case NBD_CMD_TRIM:
-      if (!(c->terms.tflags & NBD_FLAG_SEND_TRIM))
-        return *why = "trim is not supported", NBD_EINVAL;
-      writes = TRUE;
-      break;
-    case NBD_CMD_WRITE_ZEROES:
-      /* NO_HOLE is accepted and ignored: it only asks that the range stay
-       * provisioned, VbBlockOps cannot pass it on, and not honouring it
-       * costs no data (the range reads back as zeroes either way). */
-      allowed |= NBD_CMD_FLAG_NO_HOLE;
-      writes = TRUE;
-      break;
-    case NBD_CMD_WRITE:
-      writes = TRUE;
-      break;
-    default:
-      return *why = "unknown command", NBD_EINVAL;
-    }
-  if (req->flags & ~allowed)
-    return *why = "command flags not supported for this command", NBD_EINVAL;
-  if (req->type == NBD_CMD_FLUSH)
-    return 0; /* offset and length are reserved */
-  if (writes && (c->terms.tflags & NBD_FLAG_READ_ONLY))
-    return *why = "the export is read-only", NBD_EPERM;
-  if (req->type == NBD_CMD_READ && req->length > VB_NBD_MAX_REQUEST)
-    return *why = "read longer than the maximum block size", NBD_EINVAL;
-  if (req->offset % e->block_size || req->length % e->block_size)
-    return *why = "offset or length not a multiple of the minimum block size", NBD_EINVAL;
-  guint64 size = c->live_size ? e->ops->size (e->handle) : c->terms.size;
-  if (req->offset > size || req->length > size - req->offset)
-    {
-      *why = "request beyond the end of the export";
-      /* The spec's choice: ENOSPC for writes, EINVAL for reads and trims. */
-      return req->type == NBD_CMD_WRITE || req->type == NBD_CMD_WRITE_ZEROES ? NBD_ENOSPC
-                                                                             : NBD_EINVAL;
-    }
-  return 0;
-}
-
-/* ---- transmission: request slots and buffers ---- */
+/* ---- buffers and request slots ---- */
 
 static gsize
 buffer_size (guint cls)
@@ -304,8 +71,10 @@ buffer_class (guint32 length)
   return cls;
 }
 
+/* Free buffers of each size are linked through their first bytes, so the
+ * steady state allocates nothing. */
 static guint8 *
-free_list_pop (VbNbdConn *c, guint cls)
+free_list_pop (NbdConn *c, guint cls)
 {
   guint8 *buf = c->free_bufs[cls];
 
@@ -315,7 +84,7 @@ free_list_pop (VbNbdConn *c, guint cls)
 }
 
 static void
-free_list_push (VbNbdConn *c, guint cls, guint8 *buf)
+free_list_push (NbdConn *c, guint cls, guint8 *buf)
 {
   memcpy (buf, &c->free_bufs[cls], sizeof buf);
   c->free_bufs[cls] = buf;
@@ -323,424 +92,519 @@ free_list_push (VbNbdConn *c, guint cls, guint8 *buf)
 
 /* A buffer of class @cls: a free one, else a new one within the budget,
  * made room for by freeing free buffers of other sizes. NULL when the
- * buffers in use leave no room. Under c->lock. */
+ * buffers in use leave no room. */
 static guint8 *
-buffer_take_locked (VbNbdConn *c, guint cls)
+buffer_take (NbdConn *c, guint cls)
 {
   gsize need = buffer_size (cls);
   guint8 *buf = free_list_pop (c, cls);
+  void *mem;
 
   if (buf)
     return buf;
   for (guint k = VB_NBD_BUFFER_CLASSES; k-- > 0 && c->buf_bytes + need > VB_NBD_BUFFER_BUDGET;)
     while (c->buf_bytes + need > VB_NBD_BUFFER_BUDGET && (buf = free_list_pop (c, k)) != NULL)
       {
-        g_aligned_free (buf);
+        free (buf);
         c->buf_bytes -= buffer_size (k);
       }
   if (c->buf_bytes + need > VB_NBD_BUFFER_BUDGET)
     return NULL;
+  /* page-aligned, so that the engine's O_DIRECT I/O takes it as it is */
+  if (posix_memalign (&mem, VB_NBD_MIN_BUFFER, need) != 0)
+    return NULL;
   c->buf_bytes += need;
-  /* Page-aligned so that an engine using O_DIRECT can take it as is. */
-  return g_aligned_alloc (need, 1, VB_NBD_MIN_BUFFER);
+  return mem;
 }
 
-static void
-done_wait_locked (VbNbdConn *c)
+/* A slot for @req, with a buffer when it carries data; NULL (nothing
+ * taken) at the limits, and the reading waits for a slot to come back:
+ * that is the backpressure on the client. */
+static NbdJob *
+job_take (NbdConn *c, const VbNbdRequest *req, gboolean data)
 {
-  c->n_done_waiters++;
-  g_cond_wait (&c->done_cond, &c->lock);
-  c->n_done_waiters--;
-}
+  NbdJob *job = c->free_jobs;
 
-/* A request slot, and a buffer when @req carries data. At the limits this
- * waits for a job to complete, and meanwhile nothing more is read from the
- * socket: that is the backpressure on the client. */
-static VbNbdJob *
-job_new (VbNbdConn *c, const VbNbdRequest *req)
-{
-  gboolean data = req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE;
-  guint cls = data ? buffer_class (req->length) : 0;
-  guint8 *buf = NULL;
-  VbNbdJob *job;
-
-  g_mutex_lock (&c->lock);
-  while (c->n_free_jobs == 0 || (data && (buf = buffer_take_locked (c, cls)) == NULL))
+  if (job == NULL)
+    return NULL;
+  if (data)
     {
-      /* With nothing in flight every slot is free and the whole budget
-       * can be had: waiting would be for ever. */
-      g_assert (c->in_flight.length > 0);
-      done_wait_locked (c);
+      job->buf_class = buffer_class (req->length);
+      if ((job->buf = buffer_take (c, job->buf_class)) == NULL)
+        return NULL;
     }
-  job = c->free_jobs[--c->n_free_jobs];
+  c->free_jobs = job->next;
+  c->n_used++;
   job->req = *req;
-  job->buf = buf;
-  job->buf_class = cls;
-  /* in_flight is in the order requests were received (see run_command). */
-  g_queue_push_tail_link (&c->in_flight, &job->order_link);
-  g_mutex_unlock (&c->lock);
+  job->next = NULL;
+  job->n_iov = job->iov_at = 0;
   return job;
 }
 
-/* Gives back the slot and buffer of a job whose reply went out (or never
- * will). Under c->lock. */
+/* Gives back the slot (and buffer) of a request whose reply went out, or
+ * never will; reading goes on if it stopped for want of one. */
 static void
-job_complete_locked (VbNbdConn *c, VbNbdJob *job)
+job_release (NbdConn *c, NbdJob *job)
 {
-  g_queue_unlink (&c->in_flight, &job->order_link);
   if (job->buf)
     free_list_push (c, job->buf_class, job->buf);
   job->buf = NULL;
-  c->free_jobs[c->n_free_jobs++] = job;
-  /* Only when someone waits: GCond makes a system call even when not. */
-  if (c->n_done_waiters > 0)
-    g_cond_broadcast (&c->done_cond);
+  job->next = c->free_jobs;
+  c->free_jobs = job;
+  c->n_used--;
+  c->starved = FALSE;
+}
+
+/* ---- replies ---- */
+
+static void
+simple_header (guint8 *h, const VbNbdRequest *req, guint32 error)
+{
+  put32 (h, NBD_SIMPLE_REPLY_MAGIC);
+  put32 (h + 4, error);
+  memcpy (h + 8, req->cookie, 8);
 }
 
 static void
-job_complete (VbNbdConn *c, VbNbdJob *job)
+chunk_header (guint8 *h, const VbNbdRequest *req, guint16 flags, guint16 type, guint32 len)
 {
-  g_mutex_lock (&c->lock);
-  job_complete_locked (c, job);
-  g_mutex_unlock (&c->lock);
+  put32 (h, NBD_STRUCTURED_REPLY_MAGIC);
+  put16 (h + 4, flags);
+  put16 (h + 6, type);
+  memcpy (h + 8, req->cookie, 8);
+  put32 (h + 16, len);
 }
 
-/* ---- transmission: running requests ---- */
-
-/* Write-zeroes without a device callback writes from here. Never written
- * to, so it stays untouched zero pages in .bss. */
-static guint8 zeroes[VB_NBD_IO_CHUNK] __attribute__ ((aligned (VB_NBD_MIN_BUFFER)));
-
-static int
-zeroes_by_writing (const VbNbdExport *e, guint64 offset, guint64 length, gboolean fua)
+static void
+add_iov (NbdJob *job, const void *base, gsize len)
 {
-  while (length > 0)
+  if (len == 0)
+    return;
+  job->iov[job->n_iov].iov_base = (void *) base;
+  job->iov[job->n_iov].iov_len = len;
+  job->n_iov++;
+}
+
+/* Queues @job's reply; it goes out, whole and in queue order, when the
+ * connection's thread next sends. */
+static void
+reply_queue (NbdConn *c, NbdJob *job)
+{
+  if (c->broken)
     {
-      gsize n = MIN (length, sizeof zeroes);
-      int r = e->ops->pwrite (e->handle, zeroes, n, offset, fua);
-      if (r < 0)
-        return r;
-      offset += n;
-      length -= n;
+      job_release (c, job);
+      return;
     }
-  return 0;
+  if (c->send_tail)
+    c->send_tail->next = job;
+  else
+    c->send_head = job;
+  c->send_tail = job;
 }
 
 static void
-run_read (VbNbdConn *c, VbNbdJob *job)
+reply_status (NbdConn *c, NbdJob *job, guint32 error, const char *why)
 {
-  const VbNbdExport *e = c->export;
+  const VbNbdRequest *req = &job->req;
+  gsize why_len = why ? strlen (why) : 0;
+
+  if (!c->terms.structured)
+    {
+      simple_header (job->head, req, error);
+      add_iov (job, job->head, 16);
+    }
+  else if (error == 0)
+    {
+      chunk_header (job->head, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, 0);
+      add_iov (job, job->head, 20);
+    }
+  else
+    {
+      chunk_header (job->head, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, 6 + why_len);
+      put32 (job->head + 20, error);
+      put16 (job->head + 24, why_len);
+      add_iov (job, job->head, 26);
+      add_iov (job, why, why_len);
+    }
+  reply_queue (c, job);
+}
+
+/* A successful READ: all of its data in one reply (one chunk when
+ * structured). */
+static void
+reply_read_data (NbdConn *c, NbdJob *job)
+{
   const VbNbdRequest *req = &job->req;
 
-  for (guint32 done = 0; done < req->length;)
+  if (c->terms.structured)
     {
-      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
-      int r = e->ops->pread (e->handle, job->buf + done, n, req->offset + done);
-      if (r < 0)
+      chunk_header (job->head, req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA,
+                    8 + req->length);
+      put64 (job->head + 20, req->offset);
+      add_iov (job, job->head, 28);
+    }
+  else
+    {
+      simple_header (job->head, req, 0);
+      add_iov (job, job->head, 16);
+    }
+  add_iov (job, job->buf, req->length);
+  reply_queue (c, job);
+}
+
+void
+nbd_job_done (NbdJob *job, int res)
+{
+  NbdConn *c = job->conn;
+
+  if (res == 0 && job->req.type == NBD_CMD_READ)
+    reply_read_data (c, job);
+  else
+    reply_status (c, job, res < 0 ? nbd_error_from_errno (res) : 0,
+                  res == 0                         ? NULL
+                  : job->req.type == NBD_CMD_READ  ? "read error"
+                  : job->req.type == NBD_CMD_WRITE ? "write error"
+                                                   : "I/O error");
+}
+
+/* A reply that cannot be sent, or a client that broke the protocol, ends
+ * the connection: shutdown(2) ends the reading, replies not sent are
+ * dropped, and what runs on the device still finishes (its buffers are
+ * the connection's). */
+static void
+conn_break (NbdConn *c)
+{
+  c->broken = TRUE;
+  c->rx_stopped = TRUE;
+  shutdown (c->fd, SHUT_RDWR);
+  while (c->send_head)
+    {
+      NbdJob *job = c->send_head;
+      c->send_head = job->next;
+      job_release (c, job);
+    }
+  c->send_tail = NULL;
+}
+
+static void
+arm_poll (NbdConn *c, VbRingOp *op, gboolean *armed, short events)
+{
+  if (*armed)
+    return;
+  io_uring_prep_poll_add (vb_ring_sqe (c->ring, op), c->fd, events);
+  *armed = TRUE;
+}
+
+/* Takes @n sent bytes off the front of the queue. */
+static void
+sent (NbdConn *c, gsize n)
+{
+  while (c->send_head)
+    {
+      NbdJob *job = c->send_head;
+      struct iovec *v = &job->iov[job->iov_at];
+
+      if (job->iov_at < job->n_iov && n < v->iov_len)
         {
-          send_status (c, req, nbd_error_from_errno (r), "read error");
+          v->iov_base = (guint8 *) v->iov_base + n;
+          v->iov_len -= n;
           return;
         }
-      done += n;
-    }
-  send_read_data (c, req, job->buf);
-}
-
-static void
-run_write (VbNbdConn *c, VbNbdJob *job)
-{
-  const VbNbdExport *e = c->export;
-  const VbNbdRequest *req = &job->req;
-  gboolean fua = (req->flags & NBD_CMD_FLAG_FUA) != 0;
-  int r = 0;
-
-  for (guint32 done = 0; r == 0 && done < req->length;)
-    {
-      guint32 n = MIN (req->length - done, VB_NBD_IO_CHUNK);
-      r = e->ops->pwrite (e->handle, job->buf + done, n, req->offset + done, fua);
-      done += n;
-    }
-  send_status (c, req, r < 0 ? nbd_error_from_errno (r) : 0, "write error");
-}
-
-/* The spec asks a flush to cover only the writes completed (replied to)
- * before it was received. We go further, to be safe with clients that send
- * a write and a flush without waiting in between: a flush waits until every
- * request received before it on this connection has completed. The queue
- * is FIFO, so those all left it before this one and run on other workers:
- * this never waits for a free worker. */
-static void
-wait_for_earlier (VbNbdConn *c, VbNbdJob *job)
-{
-  g_mutex_lock (&c->lock);
-  while (c->in_flight.head != &job->order_link)
-    done_wait_locked (c);
-  g_mutex_unlock (&c->lock);
-}
-
-static void
-run_command (VbNbdConn *c, VbNbdJob *job)
-{
-  const VbNbdExport *e = c->export;
-  const VbNbdRequest *req = &job->req;
-  gboolean fua = (req->flags & NBD_CMD_FLAG_FUA) != 0;
-  int r = 0;
-
-  switch (req->type)
-    {
-    case NBD_CMD_FLUSH:
-      wait_for_earlier (c, job);
-      r = e->ops->flush (e->handle);
-      break;
-    case NBD_CMD_TRIM:
-      if (req->length == 0)
-        break;
-      r = e->ops->discard (e->handle, req->length, req->offset);
-      if (r == -EOPNOTSUPP)
-        r = 0; /* a trim is a hint */
-      if (r == 0 && fua && e->ops->flush)
-        r = e->ops->flush (e->handle);
-      break;
-    case NBD_CMD_WRITE_ZEROES:
-      if (req->length == 0)
-        break;
-      r = e->ops->write_zeroes ? e->ops->write_zeroes (e->handle, req->length, req->offset, fua)
-                               : -EOPNOTSUPP;
-      if (r == -EOPNOTSUPP)
-        r = zeroes_by_writing (e, req->offset, req->length, fua);
-      break;
-    default:
-      g_assert_not_reached ();
-    }
-  send_status (c, req, r < 0 ? nbd_error_from_errno (r) : 0, "I/O error");
-}
-
-static void
-job_run (VbNbdConn *c, VbNbdJob *job)
-{
-  if (g_atomic_int_get (&c->broken))
-    return; /* nobody would hear the reply */
-  if (job->req.type == NBD_CMD_READ)
-    run_read (c, job);
-  else if (job->req.type == NBD_CMD_WRITE)
-    run_write (c, job);
-  else
-    run_command (c, job);
-}
-
-static gpointer
-worker_main (gpointer data)
-{
-  VbNbdConn *c = data;
-
-  g_mutex_lock (&c->lock);
-  for (;;)
-    {
-      GList *l = g_queue_pop_head_link (&c->queue);
-
-      if (l == NULL && c->stopping)
-        break;
-      if (l == NULL)
+      if (job->iov_at < job->n_iov)
         {
-          c->n_idle++;
-          g_cond_wait (&c->work_cond, &c->lock);
-          c->n_idle--;
+          n -= v->iov_len;
+          job->iov_at++;
           continue;
         }
-      g_mutex_unlock (&c->lock);
-      job_run (c, l->data);
-      g_mutex_lock (&c->lock);
-      job_complete_locked (c, l->data);
+      c->send_head = job->next;
+      if (c->send_head == NULL)
+        c->send_tail = NULL;
+      job_release (c, job);
     }
-  g_mutex_unlock (&c->lock);
-  return NULL;
 }
 
-/* Hands @job to the workers: wakes an idle one, else starts one while
- * fewer than VB_NBD_MAX_WORKERS run (a busy one takes it otherwise). With
- * no worker at all and none to be had, the reader runs it itself. */
+/* Sends what is queued, the replies of many requests in one call, until
+ * the socket takes no more (then the ring says when it does). */
 static void
-job_queue (VbNbdConn *c, VbNbdJob *job)
+send_queued (NbdConn *c)
 {
-  gboolean run_here = FALSE;
-
-  g_mutex_lock (&c->lock);
-  g_queue_push_tail_link (&c->queue, &job->queue_link);
-  /* More queued jobs than idle workers: each idle one has been woken for
-   * an earlier job already. */
-  if (c->queue.length <= c->n_idle)
-    g_cond_signal (&c->work_cond);
-  else if (c->n_workers < VB_NBD_MAX_WORKERS)
+  while (c->send_head && !c->out_polling)
     {
-      GThread *t = g_thread_try_new ("vb-nbd-worker", worker_main, c, NULL);
-      if (t)
-        c->workers[c->n_workers++] = t;
-      else if (c->n_workers == 0)
-        {
-          g_queue_unlink (&c->queue, &job->queue_link);
-          run_here = TRUE;
-        }
-    }
-  g_mutex_unlock (&c->lock);
-  if (run_here)
-    {
-      job_run (c, job);
-      job_complete (c, job);
-    }
-}
+      struct iovec v[VB_NBD_SEND_IOV];
+      struct msghdr m = { .msg_iov = v };
+      ssize_t r;
 
-/* ---- transmission: the reader ---- */
-
-/* The next @len bytes of the stream, through rbuf, which is refilled with
- * as much as the socket holds: one recv(2) takes many request headers. */
-static int
-conn_recv (VbNbdConn *c, void *dst, gsize len)
-{
-  guint8 *p = dst;
-  gsize have = c->rlen - c->rpos;
-
-  if (have >= len)
-    {
-      memcpy (p, c->rbuf + c->rpos, len);
-      c->rpos += len;
-      return 0;
-    }
-  memcpy (p, c->rbuf + c->rpos, have);
-  p += have;
-  len -= have;
-  c->rpos = c->rlen = 0;
-  if (len >= VB_NBD_RECV_BUFFER / 2)
-    return recv_all (c->fd, p, len); /* a large payload: straight to its buffer */
-  while (c->rlen < len)
-    {
-      ssize_t r = recv (c->fd, c->rbuf + c->rlen, VB_NBD_RECV_BUFFER - c->rlen, 0);
-      if (r == 0)
-        return -ECONNRESET;
+      for (NbdJob *job = c->send_head; job && m.msg_iovlen + NBD_JOB_IOV <= G_N_ELEMENTS (v);
+           job = job->next)
+        for (guint k = job->iov_at; k < job->n_iov; k++)
+          v[m.msg_iovlen++] = job->iov[k];
+      r = sendmsg (c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (r < 0 && errno == EINTR)
         continue;
-      if (r < 0)
-        return -errno;
-      c->rlen += r;
+      if (r < 0 && errno == EAGAIN)
+        arm_poll (c, &c->out_op, &c->out_polling, POLLOUT);
+      else if (r < 0)
+        {
+          if (c->result == 0)
+            c->result = -errno;
+          conn_break (c);
+        }
+      else
+        sent (c, r);
     }
-  memcpy (p, c->rbuf, len);
-  c->rpos = len;
-  return 0;
 }
 
-static int
-conn_skip (VbNbdConn *c, guint64 len)
+static void
+on_out (VbRingOp *op, int res)
 {
-  gsize have = MIN (c->rlen - c->rpos, len);
+  NbdConn *c = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (NbdConn, out_op));
 
-  c->rpos += have;
-  return recv_discard (c->fd, len - have);
+  c->out_polling = FALSE;
 }
 
-/* Reads requests until NBD_CMD_DISC (returns 0) or the end of the
- * connection (-errno). What needs no device is answered here; the rest
- * goes to the workers, a WRITE with its payload read. */
-static int
-read_requests (VbNbdConn *c)
+/* ---- reading requests ---- */
+
+static void
+on_in (VbRingOp *op, int res)
+{
+  NbdConn *c = G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (NbdConn, in_op));
+
+  c->in_polling = FALSE;
+}
+
+static void
+rx_end (NbdConn *c, int r)
+{
+  c->rx_stopped = TRUE;
+  if (c->result == 0)
+    c->result = r;
+  /* A broken protocol ends it now; after a DISC (the spec: finish what is
+   * outstanding, then close) or a client gone, what was received still
+   * runs and its replies are sent, or fail at once. */
+  if (r < 0 && r != -ECONNRESET)
+    conn_break (c);
+}
+
+/* Receives into @dst (at most @len bytes) what the socket has: how many,
+ * or 0 when it has nothing now (the ring watches it) or the reading
+ * ended. */
+static gsize
+rx_recv (NbdConn *c, void *dst, gsize len)
 {
   for (;;)
     {
-      guint8 h[28];
-      VbNbdRequest req;
-      const char *why = NULL;
-      guint32 error;
-      VbNbdJob *job;
-      int r;
-
-      if ((r = conn_recv (c, h, sizeof h)) < 0)
+      ssize_t r = recv (c->fd, dst, len, MSG_DONTWAIT);
+      if (r > 0)
         return r;
-      if (get32 (h) != NBD_REQUEST_MAGIC)
-        return -EPROTO; /* lost framing: nothing after this can be trusted */
-      req.flags = get16 (h + 4);
-      req.type = get16 (h + 6);
-      memcpy (req.cookie, h + 8, 8);
-      req.offset = get64 (h + 16);
-      req.length = get32 (h + 24);
-
-      if (req.type == NBD_CMD_DISC)
-        return 0;
-      /* Closing rather than swallowing up to 4 GiB: the spec lets a server
-       * treat a payload above the advertised maximum as an attack. */
-      if (req.type == NBD_CMD_WRITE && req.length > VB_NBD_MAX_REQUEST)
-        return -EMSGSIZE;
-
-      error = check_request (c, &req, &why);
-      /* A refused write's payload is read all the same, or the next
-       * request header would be taken from the middle of it. */
-      if (error != 0 && req.type == NBD_CMD_WRITE && (r = conn_skip (c, req.length)) < 0)
-        return r;
-      if (error != 0
-          || ((req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE) && req.length == 0))
-        {
-          if ((r = send_status (c, &req, error, why)) < 0)
-            return r;
-          continue;
-        }
-      job = job_new (c, &req);
-      if (req.type == NBD_CMD_WRITE && (r = conn_recv (c, job->buf, req.length)) < 0)
-        {
-          job_complete (c, job);
-          return r;
-        }
-      job_queue (c, job);
+      if (r == 0)
+        rx_end (c, -ECONNRESET);
+      else if (errno == EINTR)
+        continue;
+      else if (errno == EAGAIN)
+        arm_poll (c, &c->in_op, &c->in_polling, POLLIN);
+      else
+        rx_end (c, -errno);
+      return 0;
     }
 }
 
-static int
-transmission (VbNbdConn *c)
+/* At least one more byte in rbuf (FALSE: none now). */
+static gboolean
+rx_fill (NbdConn *c)
 {
-  guint8 *buf;
-  int r;
+  gsize n;
 
-  c->rbuf = g_malloc (VB_NBD_RECV_BUFFER);
-  g_mutex_init (&c->send_lock);
-  g_mutex_init (&c->lock);
-  g_cond_init (&c->work_cond);
-  g_cond_init (&c->done_cond);
-  g_queue_init (&c->queue);
-  g_queue_init (&c->in_flight);
-  for (guint i = 0; i < VB_NBD_MAX_IN_FLIGHT; i++)
+  if (c->rpos > 0)
     {
-      c->jobs[i].queue_link.data = c->jobs[i].order_link.data = &c->jobs[i];
-      c->free_jobs[c->n_free_jobs++] = &c->jobs[i];
+      memmove (c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+      c->rlen -= c->rpos;
+      c->rpos = 0;
+    }
+  n = rx_recv (c, c->rbuf + c->rlen, VB_NBD_RECV_BUFFER - c->rlen);
+  c->rlen += n;
+  return n > 0;
+}
+
+/* Takes the rest of a WRITE's payload (or of a refused one's, into
+ * nothing): TRUE when it is all in. */
+static gboolean
+rx_payload (NbdConn *c)
+{
+  while (c->rx_need > 0)
+    {
+      gsize have = MIN (c->rlen - c->rpos, c->rx_need), n;
+      guint8 *dst = c->rx_job ? c->rx_job->buf + c->rx_job->req.length - c->rx_need : NULL;
+
+      if (have > 0)
+        {
+          if (dst)
+            memcpy (dst, c->rbuf + c->rpos, have);
+          c->rpos += have;
+          c->rx_need -= have;
+          continue;
+        }
+      if (dst && c->rx_need >= VB_NBD_RECV_BUFFER / 2)
+        {
+          n = rx_recv (c, dst, c->rx_need);
+          c->rx_need -= n;
+        }
+      else
+        n = rx_fill (c);
+      if (n == 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Handles the request whose header is at rpos: FALSE (nothing consumed)
+ * when no slot or buffer is free for it, or the reading ended. */
+static gboolean
+rx_request (NbdConn *c)
+{
+  const guint8 *h = c->rbuf + c->rpos;
+  VbNbdRequest req;
+  const char *why = NULL;
+  guint32 error;
+  NbdJob *job;
+
+  if (get32 (h) != NBD_REQUEST_MAGIC)
+    {
+      rx_end (c, -EPROTO); /* lost framing: nothing after this can be trusted */
+      return FALSE;
+    }
+  req.flags = get16 (h + 4);
+  req.type = get16 (h + 6);
+  memcpy (req.cookie, h + 8, 8);
+  req.offset = get64 (h + 16);
+  req.length = get32 (h + 24);
+  if (req.type == NBD_CMD_DISC)
+    {
+      c->rpos += NBD_REQUEST_BYTES;
+      rx_end (c, 0);
+      return FALSE;
+    }
+  /* Closing rather than swallowing up to 4 GiB: the spec lets a server
+   * treat a payload above the advertised maximum as an attack. */
+  if (req.type == NBD_CMD_WRITE && req.length > VB_NBD_MAX_REQUEST)
+    {
+      rx_end (c, -EMSGSIZE);
+      return FALSE;
+    }
+  error = nbd_check_request (c, &req, &why);
+  job = job_take (c, &req,
+                  error == 0 && (req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE)
+                      && req.length > 0);
+  if (job == NULL)
+    {
+      /* With nothing in use every slot is free and the whole budget can
+       * be had: waiting would be for ever. */
+      g_assert (c->n_used > 0);
+      c->starved = TRUE;
+      return FALSE;
+    }
+  c->rpos += NBD_REQUEST_BYTES;
+  if (error != 0 || ((req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE) && req.length == 0))
+    {
+      reply_status (c, job, error, why);
+      /* a refused write's payload is read all the same, or the next
+       * request header would be taken from the middle of it */
+      if (req.type == NBD_CMD_WRITE)
+        c->rx_need = req.length;
+      return TRUE;
+    }
+  if (req.type == NBD_CMD_WRITE)
+    {
+      c->rx_job = job;
+      c->rx_need = req.length;
+      return TRUE;
+    }
+  nbd_job_start (c, job);
+  return TRUE;
+}
+
+/* Reads and starts requests until the socket has no more now, a slot or
+ * a buffer is lacking, or the reading ends. */
+static void
+rx_run (NbdConn *c)
+{
+  while (!c->rx_stopped && !c->starved && !c->in_polling)
+    {
+      if (c->rx_need > 0)
+        {
+          if (!rx_payload (c))
+            return;
+          if (c->rx_job)
+            nbd_job_start (c, g_steal_pointer (&c->rx_job));
+          continue;
+        }
+      if (c->rlen - c->rpos < NBD_REQUEST_BYTES)
+        {
+          if (!rx_fill (c))
+            return;
+          continue;
+        }
+      if (!rx_request (c))
+        return;
+    }
+}
+
+/* ---- the connection's thread ---- */
+
+static int
+transmission (NbdConn *c)
+{
+  NbdJob *jobs = g_new0 (NbdJob, VB_NBD_MAX_IN_FLIGHT);
+  g_autoptr (GError) error = NULL;
+  guint8 *buf;
+
+  c->ring = vb_ring_new (RING_ENTRIES, &error);
+  if (c->ring == NULL)
+    {
+      g_debug ("nbd: %s: %s", c->export->name, error->message);
+      g_free (jobs);
+      return -ENOMEM;
+    }
+  c->rbuf = g_malloc (VB_NBD_RECV_BUFFER);
+  c->in_op.func = on_in;
+  c->out_op.func = on_out;
+  g_queue_init (&c->order);
+  for (guint i = VB_NBD_MAX_IN_FLIGHT; i-- > 0;)
+    {
+      nbd_job_init (c, &jobs[i]);
+      jobs[i].next = c->free_jobs;
+      c->free_jobs = &jobs[i];
     }
 
-  r = read_requests (c);
+  for (;;)
+    {
+      int r;
 
-  /* After a DISC (the spec: finish what is outstanding, then close) or
-   * when the client went away, the requests received still complete and
-   * their replies are sent, or fail at once. A broken protocol ends it
-   * now: replies are dropped and shutdown wakes workers blocked sending. */
-  if (r < 0 && r != -ECONNRESET)
-    conn_break (c);
-  g_mutex_lock (&c->lock);
-  while (c->in_flight.length > 0)
-    done_wait_locked (c);
-  c->stopping = TRUE;
-  g_cond_broadcast (&c->work_cond);
-  g_mutex_unlock (&c->lock);
-  for (guint i = 0; i < c->n_workers; i++)
-    g_thread_join (c->workers[i]);
+      rx_run (c);
+      send_queued (c);
+      if (c->rx_stopped && c->n_used == 0)
+        break;
+      r = vb_ring_run (c->ring, TRUE);
+      if (r < 0 && r != -EINTR)
+        g_critical ("nbd: %s: io_uring: %s", c->export->name, g_strerror (-r));
+    }
 
+  nbd_run_stop (c);
+  /* (the polls the ring still holds end with it) */
+  g_clear_pointer (&c->ring, vb_ring_free);
+  for (guint i = 0; i < VB_NBD_MAX_IN_FLIGHT; i++)
+    nbd_job_clear (&jobs[i]);
+  g_free (jobs);
   for (guint k = 0; k < VB_NBD_BUFFER_CLASSES; k++)
     while ((buf = free_list_pop (c, k)) != NULL)
-      g_aligned_free (buf);
-  g_cond_clear (&c->done_cond);
-  g_cond_clear (&c->work_cond);
-  g_mutex_clear (&c->lock);
-  g_mutex_clear (&c->send_lock);
+      free (buf);
   g_free (c->rbuf);
-  return r;
+  return c->result;
 }
 
 int
 vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake)
 {
-  VbNbdConn c = { .export = export, .fd = fd };
+  NbdConn c = { .export = export, .fd = fd };
   int r = 1;
 
   g_return_val_if_fail (export != NULL && fd >= 0, -EINVAL);

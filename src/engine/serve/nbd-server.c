@@ -1,7 +1,7 @@
 /* NBD server: listening sockets, one accept thread per socket and one
- * thread per connection, each running the protocol of nbd-conn.c (which
- * starts and joins the connection's workers). All I/O is blocking on these
- * threads; nothing here touches a GMainContext. */
+ * thread per connection, each running the protocol of nbd-conn.c on a ring
+ * of its own. Accepting blocks its thread; nothing here touches a
+ * GMainContext. */
 #include "config.h"
 
 #include "nbd-conn.h"

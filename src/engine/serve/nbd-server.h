@@ -1,8 +1,9 @@
 /* An NBD server for one export, served through VbBlockOps: fixed-newstyle
  * handshake, simple and structured replies. Each connection has a thread
- * that reads its requests and a few workers that run them at once and reply
- * out of order. All I/O is blocking on these threads; the server never
- * touches a GMainContext, so vblkd's main loop can own it. */
+ * and a ring of its own (nbd-conn.c): it reads requests as they come, runs
+ * many at once on the export's asynchronous path and replies out of order.
+ * The server never touches a GMainContext, so vblkd's main loop can own
+ * it. */
 #pragma once
 
 #include <glib.h>
@@ -18,8 +19,9 @@ G_BEGIN_DECLS
 #define VB_NBD_MAX_CONNECTIONS 64
 /* Requests of one connection read and not yet replied to: at this many,
  * nothing more is read from that connection until one completes. */
-#define VB_NBD_MAX_IN_FLIGHT 32u
-/* Threads running the requests of one connection, started as needed. */
+#define VB_NBD_MAX_IN_FLIGHT 128u
+/* An export without the asynchronous path (VbBlockOps.submit): threads
+ * running the requests of one connection at once, started as needed. */
 #define VB_NBD_MAX_WORKERS 16u
 /* Data buffers one connection may hold (payloads read, data to send, and
  * free buffers kept for reuse); at least one VB_NBD_MAX_REQUEST. */
