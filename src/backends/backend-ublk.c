@@ -1,13 +1,14 @@
 /* Backend "ublk": the engine served to the kernel's ublk driver
  * (linux/ublk_cmd.h). Control commands go to /dev/ublk-control as
  * io_uring URING_CMDs in 128-byte SQEs (ADD_DEV, SET_PARAMS, START_DEV,
- * STOP_DEV, DEL_DEV, GET_DEV_INFO, START/END_USER_RECOVERY). Each hardware
- * queue (ublk-queues.c) has a thread that owns an io_uring on /dev/ublkcN: it arms every
- * tag with FETCH_REQ, hands each request the kernel completes to a pool of
- * workers that run it against the engine, and answers with
- * COMMIT_AND_FETCH_REQ (the driver takes commands for a queue only from
- * the thread that fetched them). Data is copied by the driver between the
- * request and a buffer per tag.
+ * STOP_DEV, DEL_DEV, GET_DEV_INFO, START/END_USER_RECOVERY; GET_FEATURES
+ * and UPDATE_SIZE where the driver has them). Each hardware queue, one per
+ * CPU up to MAX_QUEUES (ublk-queues.c), has a thread that owns an io_uring
+ * on /dev/ublkcN: it arms every tag with FETCH_REQ, runs each request the
+ * kernel brings on the engine's asynchronous path in the same ring, and
+ * answers with COMMIT_AND_FETCH_REQ from there (the driver takes commands
+ * for a queue only from the thread that fetched them). Data is copied by
+ * the driver between the request and a buffer per tag.
  *
  * The node outlives the vblkd that made it: devices are added with
  * UBLK_F_USER_RECOVERY and _REISSUE, so when the queue threads die with
@@ -19,8 +20,12 @@
  * START_USER_RECOVERY, new queue threads and END_USER_RECOVERY.
  *
  * Linux 6.1's driver sets parameters only before START_DEV: the size of a
- * live device cannot change (a reconfiguration that changes it is
- * refused). */
+ * live device cannot change there (a reconfiguration that changes it is
+ * refused); a driver with UBLK_F_UPDATE_SIZE (Linux 6.16 on) is told the
+ * new size. The features of newer drivers that change the data path (user
+ * copy, zero copy, automatic buffer registration) are not used: no kernel
+ * this project is tested on has them, and an untested data path is not
+ * one vblk runs. */
 #include "config.h"
 
 #include "backend.h"
@@ -148,6 +153,7 @@ info_uuid (const struct ublksrv_ctrl_dev_info *info, const char *instance)
 typedef struct {
   VbUblkDevice *dev;
   guint dev_id;
+  guint64 flags; /* the device's (ADD_DEV's, as the driver took them) */
 } UblkTransport;
 
 /* Stops the driver's device (its queue threads end), then deletes it. */
@@ -236,23 +242,33 @@ find_left_behind (const char *instance, const char *uuid)
 }
 
 static UblkTransport *
-transport_new (VbEngineRuntime *rt, guint dev_id)
+transport_new (VbEngineRuntime *rt, guint dev_id, guint64 flags)
 {
   UblkTransport *t = g_new0 (UblkTransport, 1);
 
   t->dev_id = dev_id;
+  t->flags = flags;
   rt->transport = t;
   rt->transport_free = (GDestroyNotify) transport_free;
   return t;
 }
 
-/* Linux 6.1's ublk takes parameters only before START_DEV. */
+/* Linux 6.1's ublk takes parameters only before START_DEV; from 6.16 a
+ * device added with UBLK_F_UPDATE_SIZE takes a new size at any time. */
 static gboolean
 announce_size (VbEngineRuntime *rt, GError **error)
 {
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-               "%s: the ublk driver cannot change the size of a started device", rt->block_device);
-  return FALSE;
+  UblkTransport *t = rt->transport;
+
+  if (!(t->flags & UBLK_F_UPDATE_SIZE))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "%s: the ublk driver cannot change the size of a started device",
+                   rt->block_device);
+      return FALSE;
+    }
+  return control_or_fail (UBLK_U_CMD_UPDATE_SIZE, t->dev_id, NULL, 0,
+                          vb_engine_switch_ops.size (rt->sw) >> 9, error);
 }
 
 /* Takes over ublk device @id that a vblkd which ended left quiesced. */
@@ -290,7 +306,7 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
   if (rt == NULL)
     return NULL;
   rt->announce_size = announce_size;
-  t = transport_new (rt, id);
+  t = transport_new (rt, id, info.flags);
   t->dev = vb_ublk_device_open (id, info.nr_hw_queues, rt->sw, error);
   if (!vb_ublk_device_opened (t->dev)
       || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
@@ -307,6 +323,29 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
   return g_steal_pointer (&node);
 }
 
+/* The driver's features, and what they are said once a process (an
+ * administrator reading why a size cannot change wants to know). */
+static gboolean
+driver_features (guint64 *features)
+{
+  static gboolean said;
+  int r = vb_ublk_features (features);
+
+  if (!said)
+    {
+      if (r < 0)
+        vb_report ("ublk", VB_REPORT_INFO,
+                   "the ublk driver does not tell its features (before Linux 6.5: %s): "
+                   "those of Linux 6.1 are used",
+                   g_strerror (-r));
+      else
+        vb_report ("ublk", VB_REPORT_INFO, "the ublk driver's features: 0x%" G_GINT64_MODIFIER "x",
+                   *features);
+      said = TRUE;
+    }
+  return r == 0;
+}
+
 static char *
 ublk_start (const VbBackendRequest *request, GError **error)
 {
@@ -315,6 +354,7 @@ ublk_start (const VbBackendRequest *request, GError **error)
   struct ublk_params params = { 0 };
   VbEngineRuntime *rt;
   UblkTransport *t;
+  guint64 features = 0;
   guint32 block_size;
   guint64 size;
   guint shift = 9;
@@ -336,7 +376,8 @@ ublk_start (const VbBackendRequest *request, GError **error)
   info.queue_depth = QUEUE_DEPTH;
   info.max_io_buf_bytes = IO_BUF_BYTES;
   info.dev_id = (guint32) -1;
-  info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+  info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE
+               | (driver_features (&features) ? features & UBLK_F_UPDATE_SIZE : 0);
   tag_info (&info, request->instance, request->uuid);
   if (!control_or_fail (UBLK_CMD_ADD_DEV, (guint32) -1, &info, sizeof info, 0, error))
     {
@@ -346,7 +387,7 @@ ublk_start (const VbBackendRequest *request, GError **error)
   if (!(info.flags & UBLK_F_USER_RECOVERY_REISSUE))
     vb_report (request->name, VB_REPORT_WARNING,
                "this ublk driver cannot reissue requests after a vblkd restart");
-  t = transport_new (rt, info.dev_id);
+  t = transport_new (rt, info.dev_id, info.flags);
 
   params.len = sizeof params;
   params.types = UBLK_PARAM_TYPE_BASIC;

@@ -49,3 +49,10 @@ vb_ublk_control (guint32 op, guint32 dev_id, void *buf, guint16 len, guint64 dat
   close (fd);
   return r < 0 ? r : 0;
 }
+
+int
+vb_ublk_features (guint64 *features)
+{
+  *features = 0;
+  return vb_ublk_control (UBLK_U_CMD_GET_FEATURES, (guint32) -1, features, sizeof *features, 0);
+}

@@ -5,11 +5,30 @@
 #pragma once
 
 #include <glib.h>
+#include <linux/ublk_cmd.h>
+#include <sys/ioctl.h>
 
 G_BEGIN_DECLS
+
+/* What drivers newer than Debian 12's header know (values as in Linux's
+ * include/uapi/linux/ublk_cmd.h). */
+#ifndef UBLK_U_CMD_GET_FEATURES
+#define UBLK_U_CMD_GET_FEATURES _IOR ('u', 0x13, struct ublksrv_ctrl_cmd)
+#endif
+#ifndef UBLK_U_CMD_UPDATE_SIZE
+#define UBLK_U_CMD_UPDATE_SIZE _IOWR ('u', 0x15, struct ublksrv_ctrl_cmd)
+#endif
+#ifndef UBLK_F_UPDATE_SIZE
+#define UBLK_F_UPDATE_SIZE (1ULL << 10)
+#endif
 
 /* UBLK_CMD_@op on device @dev_id with @buf (@len bytes, may be NULL) and
  * data[0] = @data0: 0 or -errno. */
 int vb_ublk_control (guint32 op, guint32 dev_id, void *buf, guint16 len, guint64 data0);
+
+/* The driver's UBLK_F_* features (GET_FEATURES, Linux 6.5 on) into
+ * @features: 0, or -errno when the driver cannot say (Linux 6.1: it has
+ * exactly the features of linux/ublk_cmd.h as Debian 12 ships it). */
+int vb_ublk_features (guint64 *features);
 
 G_END_DECLS

@@ -10,7 +10,7 @@ G_BEGIN_DECLS
 
 #define QUEUE_DEPTH 64
 #define IO_BUF_BYTES (512u << 10) /* the largest request, and each tag's buffer */
-#define MAX_QUEUES 2
+#define MAX_QUEUES 4              /* one per CPU up to this */
 
 typedef struct _VbUblkDevice VbUblkDevice;
 

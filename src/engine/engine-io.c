@@ -748,18 +748,13 @@ admit (EngineIoState *st)
   return 0;
 }
 
-void
-vb_engine_submit (VbEngine *e, VbRing *ring, VbEngineIo *io)
+static void
+start (EngineIoState *st)
 {
-  EngineIoState *st = io->state;
+  VbEngine *e = st->e;
+  VbEngineIo *io = st->io;
   int r;
 
-  g_return_if_fail (st != NULL && io->done != NULL);
-  st->io = io;
-  st->e = e;
-  st->ring = ring;
-  st->done = 0;
-  st->in_barrier = st->in_meta = FALSE;
   if ((r = admit (st)) < 0)
     {
       complete (st, r);
@@ -775,4 +770,34 @@ vb_engine_submit (VbEngine *e, VbRing *ring, VbEngineIo *io)
     enter_barrier (st);
   else
     start_data (st);
+}
+
+static void
+on_delayed (VbRingOp *op, int res)
+{
+  start (G_STRUCT_MEMBER_P (op, -G_STRUCT_OFFSET (EngineIoState, resume)));
+}
+
+void
+vb_engine_submit (VbEngine *e, VbRing *ring, VbEngineIo *io)
+{
+  EngineIoState *st = io->state;
+  guint64 delay;
+
+  g_return_if_fail (st != NULL && io->done != NULL);
+  st->io = io;
+  st->e = e;
+  st->ring = ring;
+  st->done = 0;
+  st->in_barrier = st->in_meta = FALSE;
+  /* an injected delay waits in the ring, as a slow disk would */
+  if (e->fault && (delay = vb_fault_delay_us (e->fault)) > 0)
+    {
+      st->delay.tv_sec = (gint64) (delay / G_USEC_PER_SEC);
+      st->delay.tv_nsec = (gint64) (delay % G_USEC_PER_SEC) * 1000;
+      st->resume.func = on_delayed;
+      io_uring_prep_timeout (vb_ring_sqe (ring, &st->resume), &st->delay, 0, 0);
+      return;
+    }
+  start (st);
 }

@@ -47,6 +47,7 @@ struct _EngineIoState {
   EngineSlowFunc slow;
   EngineThenFunc then;
   VbRingOp resume;
+  struct __kernel_timespec delay; /* the fault injector's, as a ring timeout */
   int flush_res[VB_MAX_COMPONENTS];
 };
 

@@ -203,37 +203,25 @@ vb_engine_switch_resume (VbEngineSwitch *sw)
 
 /* the block ops: each request against the engine current when it enters */
 
+/* (what a serving thread asks of every request: never waits out a swap,
+ * which would keep that thread from completing the requests the swap
+ * waits for) */
 static guint64
 sw_size (void *handle)
 {
-  VbEngineSwitch *sw = handle;
-  VbEngine *e = enter (sw);
-  guint64 r = vb_engine_ops.size (e);
-
-  leave (sw);
-  return r;
+  return vb_engine_switch_size (handle);
 }
 
 static guint32
 sw_block_size (void *handle)
 {
-  VbEngineSwitch *sw = handle;
-  VbEngine *e = enter (sw);
-  guint32 r = vb_engine_ops.block_size (e);
-
-  leave (sw);
-  return r;
+  return vb_engine_switch_block_size (handle);
 }
 
 static gboolean
 sw_read_only (void *handle)
 {
-  VbEngineSwitch *sw = handle;
-  VbEngine *e = enter (sw);
-  gboolean r = vb_engine_ops.read_only (e);
-
-  leave (sw);
-  return r;
+  return vb_engine_switch_read_only (handle);
 }
 
 static gboolean

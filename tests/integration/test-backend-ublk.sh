@@ -9,8 +9,9 @@
 # flight, the new vblkd takes it over (START/END_USER_RECOVERY), fio sees
 # no error. Online reconfiguration: a raid1 gains a leg; a change of size
 # is refused (6.1's driver cannot resize a live device) and nothing
-# changes. Auto picks ublk first among the engine's backends, and vbmgr
-# show says why. Needs ublk_drv (the VM harness builds it): runs in the VM
+# changes; vblkd asked the driver for its features and said 6.1's does
+# not tell them. Auto picks ublk first among the engine's backends, and
+# vbmgr show says why. Needs ublk_drv (the VM harness builds it): runs in the VM
 # (tests/vm), skips elsewhere.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/backend-engine.sh"
@@ -53,4 +54,8 @@ vb_assert_unchanged "a refused change of size"
 vb_assert_eq "$(vb_json g .size)" "$(blockdev --getsize64 "$bd")" "size after the refusal"
 eb_refmodel g $((8 << 20))
 vbmgr stop g
+
+vb_log "the driver was asked for its features; 6.1's does not tell them"
+grep -q "the ublk driver does not tell its features (before Linux 6.5" "$VB_LOG" ||
+  vb_fail "no word in the vblkd log of the ublk driver's features"
 vb_stop_daemon

@@ -193,6 +193,78 @@ test_no_handshake (void)
   mem_disk_free (d);
 }
 
+/* A server of @d on one end of a socketpair, from the first byte in
+ * transmission; the client's end, whose reads give up after 10 s (a
+ * server that stops answering fails the test instead of hanging it). */
+static VbNbdServer *
+serve_pair (MemDisk *d, int *client)
+{
+  g_autoptr (GError) error = NULL;
+  VbNbdServer *server = vb_nbd_server_new ("mem", NULL, &mem_ops, d, &error);
+  struct timeval tv = { .tv_sec = 10 };
+  int sv[2];
+
+  g_assert_no_error (error);
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+  g_assert_cmpint (setsockopt (sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), ==, 0);
+  g_assert_true (vb_nbd_server_serve_fd (server, sv[1], VB_NBD_SERVE_NO_HANDSHAKE, &error));
+  g_assert_no_error (error);
+  *client = sv[0];
+  return server;
+}
+
+/* More requests at once than the connection has slots, each answered at
+ * once (zero-length reads): the reading stops for want of a slot, and goes
+ * on when the replies give the slots back, with nothing else to wake it. */
+#define PIPELINED (3 * VB_NBD_MAX_IN_FLIGHT)
+
+static void
+test_more_than_slots (void)
+{
+  MemDisk *d = mem_disk_new (512);
+  gboolean seen[PIPELINED + 1] = { FALSE };
+  int fd;
+  VbNbdServer *server = serve_pair (d, &fd);
+
+  for (guint64 i = 1; i <= PIPELINED; i++)
+    send_request (fd, 0 /* READ */, i, 4096, 0);
+  for (guint i = 0; i < PIPELINED; i++)
+    {
+      guint32 error;
+      guint64 cookie = recv_any_simple_reply (fd, &error);
+      g_assert_cmpuint (error, ==, 0);
+      g_assert_cmpuint (cookie, >=, 1);
+      g_assert_cmpuint (cookie, <=, PIPELINED);
+      g_assert_false (seen[cookie]);
+      seen[cookie] = TRUE;
+    }
+  close (fd);
+  wait_for_connections (server, 0);
+  vb_nbd_server_free (server);
+  mem_disk_free (d);
+}
+
+/* A client gone in the middle of a WRITE's payload: the connection ends
+ * (its half-read write neither runs nor holds it up), and nothing lands. */
+static void
+test_cut_write (void)
+{
+  MemDisk *d = mem_disk_new (512);
+  guint8 before[8192], part[1000];
+  int fd;
+  VbNbdServer *server = serve_pair (d, &fd);
+
+  memcpy (before, d->data, sizeof before);
+  memset (part, 0x77, sizeof part);
+  send_request (fd, 1 /* WRITE */, 1, 0, 512 << 10);
+  g_assert_cmpint (send (fd, part, sizeof part, MSG_NOSIGNAL), ==, sizeof part);
+  close (fd);
+  wait_for_connections (server, 0);
+  g_assert_cmpmem (d->data, sizeof before, before, sizeof before);
+  vb_nbd_server_free (server);
+  mem_disk_free (d);
+}
+
 /* A MemDisk whose reads at GATE_OFFSET wait until the test opens the gate:
  * through the blocking calls, blocking the caller; through the asynchronous
  * path, held without blocking anyone. The blocking wait gives up after
@@ -578,6 +650,8 @@ main (int argc, char **argv)
               test_disc_waits, gated_teardown);
   g_test_add ("/nbd-server/async/write-zeroes-by-writing", Gated, GINT_TO_POINTER (1), gated_setup,
               test_zeroes_by_writing, gated_teardown);
+  g_test_add_func ("/nbd-server/more-requests-than-slots", test_more_than_slots);
+  g_test_add_func ("/nbd-server/client-gone-mid-write", test_cut_write);
   g_test_add_func ("/nbd-server/cap-and-free", test_cap_and_free);
   g_test_add_func ("/nbd-server/refused-arguments", test_refused_arguments);
   return g_test_run ();

@@ -6,7 +6,7 @@
  * finish in, and leave every leg holding what was written; a read whose
  * copy fails is served from another leg, and the failed one counts as
  * faulty; a flush reaches every healthy leg, and one that fails there
- * makes that leg faulty. */
+ * makes that leg faulty; the fault injector's delay waits in the ring. */
 #include "config.h"
 
 #include "engine-barrier.h"
@@ -472,6 +472,48 @@ test_flush (Fixture *f, gconstpointer data)
   request_clear (&r);
 }
 
+/* The fault injector's delay waits in the ring: every request is
+ * submitted at once and they wait together, none sleeping the thread. */
+#define DELAY_US 300000
+
+static void
+test_delay_in_ring (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GHashTable) given = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) attributes = NULL;
+  g_autoptr (GError) error = NULL;
+  VbEngineSource source = { f->paths[0], NULL, NULL };
+  VbComponentInfo info = { f->paths[0], VB_COMPONENT_KIND_FILE, LEG_SIZE };
+  Request reads[IN_FLIGHT] = { 0 };
+  gint64 start, submitted;
+  VbEngine *e;
+
+  g_hash_table_insert (given, "delay_us", G_STRINGIFY (DELAY_US));
+  attributes = vb_driver_resolve_attributes (vb_driver_lookup ("faulty"), NULL, given, &error);
+  g_assert_no_error (error);
+  e = vb_engine_new ("slow", vb_driver_lookup ("faulty"), attributes, 1, &source, &info, NULL,
+                     FALSE, &error);
+  g_assert_no_error (error);
+  start = g_get_monotonic_time ();
+  for (guint i = 0; i < IN_FLIGHT; i++)
+    {
+      request_init (&reads[i], VB_ENGINE_IO_READ, block_offset (i), BLOCK);
+      vb_engine_submit (e, f->ring, &reads[i].io);
+    }
+  submitted = g_get_monotonic_time ();
+  run_until_done (f, reads, IN_FLIGHT);
+  /* one delay for all (sleeping would have taken IN_FLIGHT of them before
+   * the last submission returned), and none cut short */
+  g_assert_cmpint (submitted - start, <, DELAY_US);
+  g_assert_cmpint (g_get_monotonic_time () - start, >=, DELAY_US);
+  for (guint i = 0; i < IN_FLIGHT; i++)
+    {
+      g_assert_cmpint (reads[i].res, ==, 0);
+      request_clear (&reads[i]);
+    }
+  vb_engine_free (e);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -482,5 +524,6 @@ main (int argc, char **argv)
   ADD ("/engine-async/many-in-flight", test_many_in_flight);
   ADD ("/engine-async/read-fails-over", test_read_fails_over);
   ADD ("/engine-async/flush", test_flush);
+  ADD ("/engine-async/delay-in-ring", test_delay_in_ring);
   return g_test_run ();
 }

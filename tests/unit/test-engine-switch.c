@@ -4,7 +4,8 @@
  * requests in flight and gives up after its timeout (nothing changed,
  * requests go on), that it flushes what was acknowledged before the swap
  * (and a failed flush leaves the old engine running), that requests
- * arriving while suspended are held and then go to the new engine, and
+ * arriving while suspended are held and then go to the new engine (while
+ * the size and block size are answered at once), and
  * that writers running through many swaps lose or misplace nothing. */
 #include "config.h"
 
@@ -205,6 +206,24 @@ write_thread (gpointer data)
   return NULL;
 }
 
+typedef struct {
+  VbEngineSwitch *sw;
+  guint64 size;
+  gint done; /* atomic */
+} Ask;
+
+static gpointer
+ask_thread (gpointer data)
+{
+  Ask *a = data;
+
+  a->size = vb_engine_switch_ops.size (a->sw);
+  g_assert_cmpuint (vb_engine_switch_ops.block_size (a->sw), ==, 512);
+  g_assert_false (vb_engine_switch_ops.read_only (a->sw));
+  g_atomic_int_set (&a->done, 1);
+  return NULL;
+}
+
 static guint8
 byte_at (int fd, guint64 offset)
 {
@@ -220,7 +239,8 @@ test_drain_hold_swap (Fixture *f, gconstpointer data)
 {
   VbEngineSwitch *sw = vb_engine_switch_new (engine_over (f, 0));
   Write w1 = { sw, 0, 0x11, 1, 0 }, w2 = { sw, BLOCK, 0x22, 1, 0 };
-  GThread *t1, *t2;
+  Ask a = { sw, 0, 0 };
+  GThread *t1, *t2, *ask;
   VbEngine *old;
   gint flushes;
   gint64 held;
@@ -243,6 +263,14 @@ test_drain_hold_swap (Fixture *f, gconstpointer data)
   t2 = g_thread_new ("w2", write_thread, &w2);
   g_usleep (100000);
   g_assert_false (g_atomic_int_get (&w2.done)); /* held */
+  /* what a serving thread asks of each request is answered meanwhile:
+   * waiting would keep it from completing what the suspend waits for */
+  ask = g_thread_new ("ask", ask_thread, &a);
+  for (guint i = 0; i < 200 && !g_atomic_int_get (&a.done); i++)
+    g_usleep (10000);
+  g_assert_true (g_atomic_int_get (&a.done));
+  g_thread_join (ask);
+  g_assert_cmpuint (a.size, ==, SIZE);
   old = vb_engine_switch_replace (sw, engine_over (f, 1));
   held = vb_engine_switch_resume (sw);
   g_thread_join (t2);

@@ -12,8 +12,7 @@ struct _VbFault {
   /* One lock for the spec and the count, rather than an atomic count
    * beside a locked spec: a set() between reading the spec and bumping the
    * count would otherwise charge a request to the wrong spec, and "after N
-   * requests" must be exact. The lock is held for a few comparisons only,
-   * never across the delay. */
+   * requests" must be exact. The lock is held for a few comparisons only. */
   GMutex lock;
   VbFaultSpec spec;
   guint64 matched; /* requests that matched spec since the last set() */
@@ -66,22 +65,27 @@ overlaps (const VbFaultSpec *spec, guint64 offset, guint64 length)
   return offset < fault_end && range_end (offset, length) > spec->offset;
 }
 
+guint64
+vb_fault_delay_us (VbFault *f)
+{
+  guint64 delay;
+
+  g_return_val_if_fail (f != NULL, 0);
+  g_mutex_lock (&f->lock);
+  delay = f->spec.delay_us;
+  g_mutex_unlock (&f->lock);
+  return delay;
+}
+
 int
 vb_fault_check (VbFault *f, gboolean write, guint64 offset, guint64 length)
 {
-  guint64 delay;
   gboolean fail = FALSE;
 
   g_return_val_if_fail (f != NULL, 0);
 
-  g_mutex_lock (&f->lock);
-  delay = f->spec.delay_us;
-  g_mutex_unlock (&f->lock);
-  if (delay)
-    g_usleep ((gulong) delay);
-
-  /* decided after the delay, so that clearing a fault during a long delay
-   * lets the requests already waiting through */
+  /* (decided after the delay, so that clearing a fault during a long
+   * delay lets the requests already waiting through) */
   g_mutex_lock (&f->lock);
   if ((write ? f->spec.writes : f->spec.reads) && overlaps (&f->spec, offset, length))
     fail = ++f->matched > f->spec.after;

@@ -26,7 +26,11 @@ void vb_fault_free (VbFault *f);
  * against exactly one spec, the old or the new one. */
 void vb_fault_set (VbFault *f, const VbFaultSpec *spec);
 
-/* Called for every request of a device: sleeps delay_us; then 0, or -EIO
+/* The delay every request of a device waits first (its caller waits it:
+ * the engine as a ring timeout, never sleeping a serving thread). */
+guint64 vb_fault_delay_us (VbFault *f);
+
+/* Called for every request of a device, after its delay: 0, or -EIO
  * when the request (read or write) is of a failing kind, overlaps
  * [offset, offset+length) (length 0 = to the end) and more than @after such
  * requests have already passed since the last vb_fault_set.

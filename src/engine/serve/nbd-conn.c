@@ -271,11 +271,14 @@ nbd_job_done (NbdJob *job, int res)
  * the connection: shutdown(2) ends the reading, replies not sent are
  * dropped, and what runs on the device still finishes (its buffers are
  * the connection's). */
+static void rx_drop_payload (NbdConn *c);
+
 static void
 conn_break (NbdConn *c)
 {
   c->broken = TRUE;
   c->rx_stopped = TRUE;
+  rx_drop_payload (c);
   shutdown (c->fd, SHUT_RDWR);
   while (c->send_head)
     {
@@ -372,10 +375,21 @@ on_in (VbRingOp *op, int res)
   c->in_polling = FALSE;
 }
 
+/* A WRITE whose payload will never all come: its slot goes back (it never
+ * started, so nothing else holds it). */
+static void
+rx_drop_payload (NbdConn *c)
+{
+  if (c->rx_job)
+    job_release (c, g_steal_pointer (&c->rx_job));
+  c->rx_need = 0;
+}
+
 static void
 rx_end (NbdConn *c, int r)
 {
   c->rx_stopped = TRUE;
+  rx_drop_payload (c);
   if (c->result == 0)
     c->result = r;
   /* A broken protocol ends it now; after a DISC (the spec: finish what is
@@ -494,11 +508,15 @@ rx_request (NbdConn *c)
   job = job_take (c, &req,
                   error == 0 && (req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE)
                       && req.length > 0);
+  if (job == NULL && c->n_used == 0)
+    {
+      /* every slot is free and the whole budget can be had: only memory
+       * itself is lacking, and waiting would be for ever */
+      rx_end (c, -ENOMEM);
+      return FALSE;
+    }
   if (job == NULL)
     {
-      /* With nothing in use every slot is free and the whole budget can
-       * be had: waiting would be for ever. */
-      g_assert (c->n_used > 0);
       c->starved = TRUE;
       return FALSE;
     }
@@ -583,6 +601,10 @@ transmission (NbdConn *c)
       send_queued (c);
       if (c->rx_stopped && c->n_used == 0)
         break;
+      /* a reply sent gave back the slot the reading stopped for: it goes
+       * on before anything is waited for (nothing may be left to wake) */
+      if (!c->rx_stopped && !c->starved && !c->in_polling)
+        continue;
       r = vb_ring_run (c->ring, TRUE);
       if (r < 0 && r != -EINTR)
         g_critical ("nbd: %s: io_uring: %s", c->export->name, g_strerror (-r));
