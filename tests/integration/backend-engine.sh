@@ -91,7 +91,7 @@ eb_kill_restart () {
   cp "$T/keep.bin" "$T/mnt/keep.bin"
   fio --name=kill --directory="$T/mnt" --filename=data --size=16M --ioengine=psync --direct=1 \
       --rw=randrw --bs=4k --verify=crc32c --verify_backlog=64 --verify_fatal=1 --time_based \
-      --runtime=40 --output="$T/fio.log" &
+      --runtime=40 --eta=never --output="$T/fio.log" &
   local fio_pid=$!
   VB_BG_PIDS+=("$fio_pid")
   sleep 5
@@ -164,7 +164,7 @@ eb_stress () {
   vbmgr wait st > /dev/null || vb_fail "initial sync of st"
   fio --name=stress --filename="$bd" --ioengine=io_uring --direct=1 --rw=randwrite --bs=4k \
       --iodepth=128 --size=48M --verify=crc32c --verify_backlog=4096 --verify_fatal=1 \
-      --time_based --runtime=16 --output="$T/stress.log" &
+      --time_based --runtime=16 --eta=never --output="$T/stress.log" &
   local fio_pid=$!
   VB_BG_PIDS+=("$fio_pid")
   sleep 4
