@@ -17,7 +17,8 @@
 # per device and job, and the ratios against the md array. The harness
 # prints its accelerator first (KVM only where a probe boot with it answered;
 # VB_VM_ACCEL forces one): under TCG the absolute figures mean little; the
-# ratios rank the paths. Asserts nothing.
+# ratios rank the paths. Then perf's top functions of vblkd during ublk's
+# random writes (BENCH_PROFILE=0 leaves it out). Asserts nothing.
 # Usage: bash bench/bench-kernel.sh [SECONDS]   (as root; builds first)
 # Environment: BENCH_BUILD_DIR (default build/ in the checkout), BENCH_MB
 #   (size of each image, 256).
@@ -94,5 +95,19 @@ for job in "${jobs[@]}"; do
       "${p99[$dev,$job]}" "$(awk -v a="${result[$dev,$job]}" -v b="${result[md,$job]}" 'BEGIN { print (b > 0 ? a / b : 0) }')"
   done
 done
+
+# where vblkd's time goes on the engine's weakest job against md: ublk's
+# random writes (perf's software clock: TCG has no PMU)
+if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf > /dev/null; then
+  perf record -q -e cpu-clock -F 999 -g -p "$VBLKD_PID" -o "$T/perf.data" -- \
+    sleep "$((seconds + 1))" > /dev/null 2>&1 &
+  perf_pid=$!
+  run_fio "${node[ublk]}" randwrite > /dev/null
+  wait "$perf_pid" || true
+  echo
+  echo "where vblkd's time goes, ublk raid1, randwrite (perf, share of vblkd's samples):"
+  perf report -q -i "$T/perf.data" --stdio --no-children --sort symbol 2> /dev/null |
+    grep -E '^ +[0-9.]+%' | head -15 || true
+fi
 for d in md ublk nbd fuse-loop; do vbmgr stop "$d"; done
 vb_stop_daemon

@@ -152,7 +152,8 @@ serve_pairs (VbNbdServer *server, guint n, int *fds, GError **error)
       for (guint k = 0; k < 2; k++)
         {
           int size = SOCKET_BUFFER;
-          /* (as root past net.core.wmem_max; the default stays otherwise) */
+          /* (as root past net.core.wmem_max, else capped by it; the
+           * kernel doubles either for its bookkeeping) */
           if (setsockopt (pair[k], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
             setsockopt (pair[k], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
         }

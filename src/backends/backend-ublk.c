@@ -21,11 +21,11 @@
  *
  * Linux 6.1's driver sets parameters only before START_DEV: the size of a
  * live device cannot change there (a reconfiguration that changes it is
- * refused); a driver with UBLK_F_UPDATE_SIZE (Linux 6.16 on) is told the
- * new size. The features of newer drivers that change the data path (user
- * copy, zero copy, automatic buffer registration) are not used: no kernel
- * this project is tested on has them, and an untested data path is not
- * one vblk runs. */
+ * refused); a device added with UBLK_F_UPDATE_SIZE (Linux 6.16 on) may
+ * grow, and the driver is told the new size after the swap. Shrinking is
+ * refused on every driver: it would have to be told before. The features of newer drivers that
+ * change the data path (user copy, zero copy, automatic buffer registration) are not used: no
+ * kernel this project is tested on has them, and an untested data path is not one vblk runs. */
 #include "config.h"
 
 #include "backend.h"
@@ -83,6 +83,10 @@ op_name (guint32 op)
       return "END_USER_RECOVERY";
     case UBLK_CMD_GET_DEV_INFO:
       return "GET_DEV_INFO";
+    case UBLK_U_CMD_GET_FEATURES:
+      return "GET_FEATURES";
+    case UBLK_U_CMD_UPDATE_SIZE:
+      return "UPDATE_SIZE";
     default:
       return "command";
     }
@@ -254,7 +258,8 @@ transport_new (VbEngineRuntime *rt, guint dev_id, guint64 flags)
 }
 
 /* Linux 6.1's ublk takes parameters only before START_DEV; from 6.16 a
- * device added with UBLK_F_UPDATE_SIZE takes a new size at any time. */
+ * device added with UBLK_F_UPDATE_SIZE takes a new size at any time (here
+ * only a larger one: ublk_reconfigure refuses the rest). */
 static gboolean
 announce_size (VbEngineRuntime *rt, GError **error)
 {
@@ -302,6 +307,18 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
                    g_strerror (-r), info.state);
       return NULL;
     }
+  /* the queues are laid out as this build lays them out, or not touched
+   * (a device another build added stays quiesced for that build) */
+  if (info.nr_hw_queues == 0 || info.nr_hw_queues > MAX_QUEUES || info.queue_depth != QUEUE_DEPTH
+      || info.max_io_buf_bytes != IO_BUF_BYTES)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   "taking over %s: its %u queues of depth %u and %u-byte buffers are not this "
+                   "vblkd's (at most %u queues of depth %u, %u-byte buffers)",
+                   node, info.nr_hw_queues, info.queue_depth, info.max_io_buf_bytes, MAX_QUEUES,
+                   QUEUE_DEPTH, IO_BUF_BYTES);
+      return NULL;
+    }
   rt = vb_engine_runtime_new (request, error);
   if (rt == NULL)
     return NULL;
@@ -323,6 +340,8 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
   return g_steal_pointer (&node);
 }
 
+#define KERNEL_ENOTSUPP 524 /* include/linux/errno.h */
+
 /* The driver's features, and what they are said once a process (an
  * administrator reading why a size cannot change wants to know). */
 static gboolean
@@ -333,10 +352,17 @@ driver_features (guint64 *features)
 
   if (!said)
     {
-      if (r < 0)
+      /* (a driver before 6.5 does not know the command: 6.1's takes it for
+       * one about a device and finds none with id -1, ENODEV; others answer
+       * with the kernel's own ENOTSUPP, which user space has no name for) */
+      if (r == -ENODEV || r == -EOPNOTSUPP || r == -EINVAL || r == -ENOTTY || r == -KERNEL_ENOTSUPP)
         vb_report ("ublk", VB_REPORT_INFO,
                    "the ublk driver does not tell its features (before Linux 6.5: %s): "
                    "those of Linux 6.1 are used",
+                   g_strerror (-r));
+      else if (r < 0)
+        vb_report ("ublk", VB_REPORT_WARNING,
+                   "asking the ublk driver for its features: %s; those of Linux 6.1 are used",
                    g_strerror (-r));
       else
         vb_report ("ublk", VB_REPORT_INFO, "the ublk driver's features: 0x%" G_GINT64_MODIFIER "x",
@@ -483,15 +509,21 @@ ublk_reconfigure (const char *block_device, const VbBackendRequest *request, gui
       = vb_driver_resolve_attributes (request->driver, NULL, request->attributes, NULL);
 
   memset (report, 0, sizeof *report);
-  if (rt && attributes
-      && request->driver->size (attributes, request->components, request->n_components)
-             != vb_engine_switch_ops.size (rt->sw))
+  if (rt && attributes)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s: the ublk driver cannot change the size of a started device "
-                   "(%" G_GUINT64_FORMAT " bytes); stop it to reconfigure, or use backend nbd",
-                   block_device, vb_engine_switch_ops.size (rt->sw));
-      return FALSE;
+      guint64 now = vb_engine_switch_ops.size (rt->sw);
+      guint64 size = request->driver->size (attributes, request->components, request->n_components);
+      UblkTransport *t = rt->transport;
+      /* growing is told after the swap (nothing is asked past the old end
+       * before); shrinking would have to be told before, and is not done */
+      if (size < now || (size > now && !(t->flags & UBLK_F_UPDATE_SIZE)))
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                       "%s: the ublk driver cannot %s a started device (%" G_GUINT64_FORMAT
+                       " bytes); stop it to reconfigure, or use backend nbd",
+                       block_device, size < now ? "shrink" : "grow", now);
+          return FALSE;
+        }
     }
   return vb_engine_runtime_reconfigure (block_device, request, timeout_ms, report, error);
 }

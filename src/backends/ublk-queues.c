@@ -62,7 +62,9 @@ queue_io_cmd (UblkQueue *q, guint32 op, guint tag, int result)
   struct io_uring_sqe *sqe = vb_ring_sqe (q->ring, &q->tags[tag].cmd);
   struct ublksrv_io_cmd *cmd;
 
-  io_uring_prep_rw (IORING_OP_URING_CMD, sqe, q->dev->char_fd, NULL, 0, 0);
+  /* /dev/ublkcN is the ring's registered file 0: no fd lookup per command */
+  io_uring_prep_rw (IORING_OP_URING_CMD, sqe, 0, NULL, 0, 0);
+  sqe->flags |= IOSQE_FIXED_FILE;
   sqe->cmd_op = op;
   cmd = (struct ublksrv_io_cmd *) sqe->cmd;
   memset (cmd, 0, sizeof *cmd);
@@ -275,6 +277,12 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
       g_prefix_error (error, "%s: queue %u: ", path, i);
       return FALSE;
     }
+  if ((e = io_uring_register_files (vb_ring_uring (q->ring), &dev->char_fd, 1)) < 0)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: queue %u: registering the fd: %s", path,
+                   i, g_strerror (-e));
+      return FALSE;
+    }
   q->thread = g_thread_new ("ublk-queue", queue_thread, q);
   g_mutex_lock (&q->ready_lock);
   while (!q->ready)
@@ -299,6 +307,12 @@ vb_ublk_device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw, GError **
   dev->dev_id = dev_id;
   dev->sw = sw;
   dev->char_fd = -1;
+  if (n_queues == 0 || n_queues > MAX_QUEUES)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: %u queues (at most %u)", path,
+                   n_queues, MAX_QUEUES);
+      return dev;
+    }
   /* udev makes the node; wait for it a little */
   for (guint i = 0; i < 500 && (dev->char_fd = open (path, O_RDWR | O_CLOEXEC)) < 0; i++)
     {

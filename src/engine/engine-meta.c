@@ -169,7 +169,10 @@ engine_meta_record_gone (VbEngine *e, guint i)
 
   engine_meta_wait_recorded (e, i);
   g_mutex_lock (&m->lock);
-  if (m->sb.roles[i].state == VB_ROLE_FAULTY && !e->read_only)
+  /* (not when a spare or a re-add has put another component in the slot
+   * since: that one did not go) */
+  if (m->sb.roles[i].state == VB_ROLE_FAULTY && engine_is_faulty (&e->components[i])
+      && !e->read_only)
     {
       m->sb.roles[i].state = VB_ROLE_MISSING;
       engine_meta_write_all_locked (e);
@@ -198,11 +201,28 @@ engine_meta_wait_recorded (VbEngine *e, guint i)
 {
   VbEngineMeta *m = e->meta;
 
-  if (g_atomic_int_get (&e->components[i].recorded))
+  Component *c = &e->components[i];
+
+  /* (or until another component is in the slot: a spare or a re-add put
+   * there after the failure was recorded, whose own failure, if any, is
+   * not the one waited for — waiting on would be for ever) */
+  if (g_atomic_int_get (&c->recorded) || !engine_is_faulty (c))
     return;
   g_mutex_lock (&m->lock);
-  while (!g_atomic_int_get (&e->components[i].recorded))
+  while (!g_atomic_int_get (&c->recorded) && engine_is_faulty (c))
     g_cond_wait (&m->recorded, &m->lock);
+  g_mutex_unlock (&m->lock);
+}
+
+void
+engine_meta_slot_refilled (VbEngine *e)
+{
+  VbEngineMeta *m = e->meta;
+
+  if (m == NULL)
+    return;
+  g_mutex_lock (&m->lock);
+  g_cond_broadcast (&m->recorded);
   g_mutex_unlock (&m->lock);
 }
 

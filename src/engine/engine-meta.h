@@ -36,6 +36,9 @@ void engine_meta_record_gone (VbEngine *e, guint i);
 VbRoleState engine_meta_role_state (VbEngine *e, guint i);
 /* Blocks while @i is faulty but its failure not yet recorded. */
 void engine_meta_wait_recorded (VbEngine *e, guint i);
+/* A faulty slot holds another component now (a spare, a re-add): whoever
+ * waits for its failure to be recorded waits no more. */
+void engine_meta_slot_refilled (VbEngine *e);
 /* Writes every healthy component's superblock after a state change. */
 void engine_meta_update (VbEngine *e);
 int engine_meta_write_begin (VbEngine *e, guint64 offset, guint64 length);

@@ -61,6 +61,7 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
   __atomic_store_n (&c->errors, 0, __ATOMIC_RELAXED);
   g_atomic_int_set (&c->recorded, 0);
   g_atomic_int_set (&c->faulty, 0);
+  engine_meta_slot_refilled (e);
   engine_barrier_open (&e->barrier);
   if (!engine_meta_active (e))
     return; /* metadata=none: the desired state records the slot behind */

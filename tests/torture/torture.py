@@ -8,7 +8,9 @@
 import argparse
 import os
 import random
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -260,7 +262,27 @@ class Torture:
               % (self.seed, self.cfg.kind, self.cfg.bitmap, self.cfg.legs, ":" + w if w else "",
                  " TORTURE_SKIP='%s'" % " ".join(sorted(self.cfg.skip)) if self.cfg.skip else ""),
               file=out)
+        self.dump_stacks(out)
         out.flush()
+
+    def dump_stacks(self, out):
+        """Where every thread of a live vblkd is (a failure that is vblkd
+        stuck, rather than wrong, shows there)."""
+        pid = getattr(self.harness, "pid", None)
+        if not pid or not shutil.which("gdb"):
+            return
+        try:
+            os.kill(pid, 0)
+            r = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            print("(no stacks of vblkd: %s)" % e, file=out)
+            return
+        print("vblkd's threads (pid %d):" % pid, file=out)
+        for line in r.stdout.splitlines():
+            if line.startswith(("Thread ", "#")):
+                print("  " + line, file=out)
 
     def choose(self):
         kinds, weights = [], []
