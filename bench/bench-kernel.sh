@@ -100,14 +100,19 @@ done
 # random writes (perf's software clock: TCG has no PMU)
 if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf > /dev/null; then
   perf record -q -e cpu-clock -F 999 -g -p "$VBLKD_PID" -o "$T/perf.data" -- \
-    sleep "$((seconds + 1))" > /dev/null 2>&1 &
+    sleep "$((seconds + 1))" > "$T/perf.log" 2>&1 &
   perf_pid=$!
   run_fio "${node[ublk]}" randwrite > /dev/null
   wait "$perf_pid" || true
   echo
   echo "where vblkd's time goes, ublk raid1, randwrite (perf, share of vblkd's samples):"
-  perf report -q -i "$T/perf.data" --stdio --no-children --sort symbol 2> /dev/null |
-    grep -E '^ +[0-9.]+%' | head -15 || true
+  perf report -q -i "$T/perf.data" --stdio --no-children --sort symbol 2>> "$T/perf.log" |
+    grep -E '^ +[0-9.]+%' | head -15 > "$T/perf.top" || true
+  if [ -s "$T/perf.top" ]; then
+    cat "$T/perf.top"
+  else
+    echo "  (no samples; perf said: $(head -c 300 "$T/perf.log" | tr '\n' ' '))"
+  fi
 fi
 for d in md ublk nbd fuse-loop; do vbmgr stop "$d"; done
 vb_stop_daemon
