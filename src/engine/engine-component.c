@@ -314,11 +314,12 @@ vb_engine_component_errors (VbEngine *e, guint i)
  * the writes in flight (the barrier): not on an I/O thread. TRUE when it
  * let go now. */
 gboolean
-engine_component_release (VbEngine *e, guint i)
+engine_component_release (VbEngine *e, guint i, char **uuid)
 {
   Component *c = &e->components[i];
   gboolean now = FALSE;
 
+  *uuid = NULL;
   if (!engine_is_faulty (c) || c->fd < 0 || c->released)
     return FALSE;
   engine_barrier_close (&e->barrier);
@@ -326,6 +327,7 @@ engine_component_release (VbEngine *e, guint i)
     {
       c->released = TRUE;
       c->direct = FALSE;
+      *uuid = g_strdup (c->uuid);
       now = TRUE;
     }
   engine_barrier_open (&e->barrier);

@@ -27,7 +27,7 @@ int engine_component_trim (Component *c, guint64 length, guint64 offset, gboolea
 gboolean engine_component_let_go (Component *c);
 /* Faulty component @i let go under the barrier (a disk going away): not
  * on an I/O thread. TRUE when it was let go by this call. */
-gboolean engine_component_release (VbEngine *e, guint i);
+gboolean engine_component_release (VbEngine *e, guint i, char **uuid);
 
 /* An I/O on component @i failed with @err: counted, and a component of a
  * redundant device turns faulty (once; then VbEngine.component_failed). */

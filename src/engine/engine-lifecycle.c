@@ -289,9 +289,11 @@ vb_engine_set_faulty (VbEngine *e, guint i)
 void
 vb_engine_release_component (VbEngine *e, guint i)
 {
+  g_autofree char *uuid = NULL;
+
   g_return_if_fail (i < e->n);
-  if (engine_component_release (e, i) && e->meta)
-    engine_meta_record_gone (e, i);
+  if (engine_component_release (e, i, &uuid) && e->meta)
+    engine_meta_record_gone (e, i, uuid);
 }
 
 /* A slot whose component went away, or was not there at the start: the

@@ -163,15 +163,15 @@ engine_meta_record_failure (VbEngine *e, guint i)
 }
 
 void
-engine_meta_record_gone (VbEngine *e, guint i)
+engine_meta_record_gone (VbEngine *e, guint i, const char *uuid)
 {
   VbEngineMeta *m = e->meta;
 
   engine_meta_wait_recorded (e, i);
   g_mutex_lock (&m->lock);
-  /* (not when a spare or a re-add has put another component in the slot
-   * since: that one did not go) */
-  if (m->sb.roles[i].state == VB_ROLE_FAULTY && engine_is_faulty (&e->components[i])
+  /* (only the component that went: a spare or a re-add may have put
+   * another in the slot since, which may have failed in turn, present) */
+  if (m->sb.roles[i].state == VB_ROLE_FAULTY && g_strcmp0 (m->sb.roles[i].uuid, uuid) == 0
       && !e->read_only)
     {
       m->sb.roles[i].state = VB_ROLE_MISSING;

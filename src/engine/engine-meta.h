@@ -27,11 +27,12 @@ void engine_meta_close (VbEngine *e);
 /* @i just turned faulty: the survivors' superblocks say so before this
  * returns (or they turn faulty too). */
 void engine_meta_record_failure (VbEngine *e, guint i);
-/* Faulty @i went away (its disk was unplugged): once its failure is
- * recorded, the table says missing, so that it is re-added when it comes
- * back, also by a later vblkd. A failure the administrator asked for stays
- * faulty only while its component is there to be failed. */
-void engine_meta_record_gone (VbEngine *e, guint i);
+/* Faulty @i, component @uuid, went away (its disk was unplugged): once its
+ * failure is recorded, the table says missing, so that it is re-added when
+ * it comes back, also by a later vblkd — unless the slot holds another
+ * component by then. A failure the administrator asked for stays faulty
+ * only while its component is there to be failed. */
+void engine_meta_record_gone (VbEngine *e, guint i, const char *uuid);
 /* Slot @i's state in the table. */
 VbRoleState engine_meta_role_state (VbEngine *e, guint i);
 /* Blocks while @i is faulty but its failure not yet recorded. */

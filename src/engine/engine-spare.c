@@ -28,6 +28,11 @@ install (VbEngine *e, guint slot, int fd, const VbBlockOps *ops, void *handle, c
    * after this covers what it had left */
   engine_sync_stop (e);
   engine_barrier_close (&e->barrier);
+  /* the failure of what held the slot is in the superblocks before another
+   * component takes its place: a request that saw it fail waits for that,
+   * and a recording still under way must not land on the newcomer */
+  if (e->meta && engine_is_faulty (c))
+    engine_meta_wait_recorded (e, slot);
   /* readers skip the slot (faulty, then rebuilding); the old fd stays open
    * until the engine ends, so a request still holding it never reaches
    * another file */

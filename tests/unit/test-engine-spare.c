@@ -3,7 +3,8 @@
  * records it missing once its failure is recorded), and the spare thread
  * put the spare in the slot between the two. Recording the disk missing
  * must neither wait for ever — for a recorded failure of a slot that holds
- * a healthy spare now — nor mark the spare's slot missing. The torture
+ * a healthy spare now — nor mark the spare's slot missing, even once the
+ * spare has failed in turn. The torture
  * test found vblkd's operations stuck there (seed 2, raid10, bitmap none,
  * step 43: a hot-remove; the spare's move was never recorded). */
 #include "config.h"
@@ -33,7 +34,7 @@ record_gone (gpointer data)
 {
   Gone *g = data;
 
-  engine_meta_record_gone (g->e, 1);
+  engine_meta_record_gone (g->e, 1, leg_uuids[1]);
   g_atomic_int_set (&g->returned, 1);
   return NULL;
 }
@@ -93,6 +94,12 @@ test_spare_before_gone (void)
   g_thread_join (t);
   g_assert_cmpint (engine_meta_role_state (e, 1), !=, VB_ROLE_MISSING);
   g_assert_false (vb_engine_component_faulty (e, 1));
+
+  /* the spare fails in turn (there, not gone): the old disk's going must
+   * not mark it missing, which would have it re-added on its own */
+  g_assert_cmpint (vb_engine_set_faulty (e, 1), ==, 0);
+  engine_meta_record_gone (e, 1, leg_uuids[1]);
+  g_assert_cmpint (engine_meta_role_state (e, 1), ==, VB_ROLE_FAULTY);
 
   vb_engine_free (e);
   for (guint i = 0; i < 3; i++)
