@@ -95,6 +95,36 @@ vbmgr wait r1 > /dev/null || vb_fail "b's catch-up"
 vb_assert_eq "in-sync in-sync in-sync" "$(states)" "states after b came back"
 vb_assert_contains "$(vb_json r1 '[.components[].source] | join(" ")')" "$lb2" "b's new path"
 cmp -n $((16 << 20)) "$T/expected" "$(vb_blockdev_of r1)" || vb_fail "data differs (b back)"
+
+# a leg that went away and came back while its device was stopped was
+# assembled with it: failed later, it is the administrator's failure (the
+# policy re-added it at its next event: torture seed 2583291398, step 15)
+vb_log "c unplugged while r1 runs, back while r1 is stopped; failed after the start"
+losetup -d "$lc"
+udevadm settle
+vb_wait_until 10 eval '[ "$(vb_json r1 ".components[2].state")" = missing ]' ||
+  vb_fail "c is not shown missing: $(states)"
+vbmgr stop r1
+seen=$(wc -l < "$VB_LOG")
+lc2=$(losetup --show -f "$T/c.img")
+udevadm settle
+policy_saw "$lc2" "$seen"
+vbmgr start r1
+vbmgr wait r1 > /dev/null || vb_fail "c's catch-up after the start"
+vb_assert_eq "in-sync in-sync in-sync" "$(states)" "states after c came back with the start"
+vbmgr fail r1 "$lc2"
+vb_wait_state r1 degraded 10
+seen=$(wc -l < "$VB_LOG")
+udevadm trigger --action=add "$lc2"
+udevadm settle
+policy_saw "$lc2" "$seen"
+vb_assert_eq "in-sync in-sync faulty" "$(states)" "states after an event of the failed c"
+vb_assert_contains "$(tail -n +"$seen" "$VB_LOG" | grep "policy: $lc2: ")" \
+  "nothing: its slot failed; it comes back only through an explicit re-add" "the policy's word on c"
+vbmgr add r1 "$lc2"
+vbmgr wait r1 > /dev/null || vb_fail "c's explicit re-add"
+vb_assert_eq "in-sync in-sync in-sync" "$(states)" "states after c's explicit re-add"
+cmp -n $((16 << 20)) "$T/expected" "$(vb_blockdev_of r1)" || vb_fail "data differs (c back)"
 vbmgr stop r1
 for f in a c; do
   cmp -n $((35 << 20)) <(tail -c +$(((1 << 20) + 1)) "$T/$f.img") \

@@ -598,6 +598,11 @@ class Torture:
         if rc != 0:
             raise Failure("vbmgr remove %s (%s): exit status %d: %s" % (c.img.name(), was, rc, err.strip()))
         self.forget(c)
+        # its superblock is erased: a disk of the spare rule's size is blank
+        # again, and the policy takes it at its next look (a restart's look
+        # of every disk; seed 2583291398, step 15)
+        if c.img.policy_blank and c.img.loop:
+            self.m.pending_policy.add(c.img)
         return "%s (%s)" % (c.img.name(), c.kind)
 
     def forget(self, c):

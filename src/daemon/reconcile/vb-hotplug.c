@@ -368,12 +368,15 @@ decide_assemble (VbHotplugItem *item, const VbPolicyRule *rule, const VbDeviceCo
   gboolean running = g_hash_table_contains (daemon->running, d->uuid);
   /* a disk that went away (or was not there at start) and is back —
    * an add event, or a change one (a loop device attached again): a
-   * change event of a failed disk that stayed is no return */
+   * change event of a failed disk that stayed is no return. Its going
+   * away is forgotten once it is seen again, whatever is done then: back
+   * while its device was stopped, it was assembled, and a failure after
+   * that is the administrator's or its I/O's (torture seed 2583291398,
+   * step 15: the stale mark had the policy re-add a leg failed later) */
+  gboolean came_back = g_hash_table_remove (hp.went_away, item->sb.component_uuid);
   gboolean failed = slot >= 0 && running && vb_hotplug_slot_failed (daemon, d, slot);
   gboolean moved = FALSE, elsewhere = FALSE,
-           readd = failed
-                   && (g_hash_table_remove (hp.went_away, item->sb.component_uuid)
-                       || slot_missing (daemon, d, slot));
+           readd = failed && (came_back || slot_missing (daemon, d, slot));
   for (guint j = 0; j < d->components->len; j++)
     {
       const VbComponentConfig *c = d->components->pdata[j];
