@@ -17,8 +17,9 @@
 # per device and job, and the ratios against the md array. The harness
 # prints its accelerator first (KVM only where a probe boot with it answered;
 # VB_VM_ACCEL forces one): under TCG the absolute figures mean little; the
-# ratios rank the paths. Then perf's top functions of vblkd during ublk's
-# random writes (BENCH_PROFILE=0 leaves it out). Asserts nothing.
+# ratios rank the paths. Then perf's profile of the guest during the 4 KiB
+# random writes on ublk, nbd and md: by thread, the top functions, vblkd's
+# (BENCH_PROFILE=0 leaves it out). Asserts nothing.
 # Usage: bash bench/bench-kernel.sh [SECONDS]   (as root; builds first)
 # Environment: BENCH_BUILD_DIR (default build/ in the checkout), BENCH_MB
 #   (size of each image, 256).
@@ -96,23 +97,43 @@ for job in "${jobs[@]}"; do
   done
 done
 
-# where vblkd's time goes on the engine's weakest job against md: ublk's
-# random writes (perf's software clock: TCG has no PMU)
-if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf > /dev/null; then
-  perf record -q -e cpu-clock -F 999 -g -p "$VBLKD_PID" -o "$T/perf.data" -- \
-    sleep "$((seconds + 1))" > "$T/perf.log" 2>&1 &
-  perf_pid=$!
-  run_fio "${node[ublk]}" randwrite > /dev/null
-  wait "$perf_pid" || true
+# where the time goes on the write jobs the engine loses against md: the
+# whole guest is sampled during 4 KiB random writes on ublk, nbd and md
+# (perf's software clock: TCG has no PMU), because much of the work is not
+# on vblkd's own threads (io_uring's workers, fio's submissions into the
+# driver, the kernel's completions)
+profile () { # DEVICE
+  local dev=$1 fio_pid
+  # (perf takes seconds to start under TCG: the job runs first and ends
+  # after perf's sleep, which starts once perf records)
+  fio --name=b --filename="${node[$dev]}" --ioengine=io_uring --direct=1 --rw=randwrite --bs=4k \
+    --iodepth=8 --time_based --runtime=$((seconds + 120)) --size=$((mb - 2))M > /dev/null &
+  fio_pid=$!
+  sleep 2
+  perf record -q -a -e cpu-clock -F 999 -g -o "$T/perf.data" -- sleep "$seconds" > "$T/perf.log" 2>&1 || true
+  kill "$fio_pid"
+  wait "$fio_pid" || true
   echo
-  echo "where vblkd's time goes, ublk raid1, randwrite (perf, share of vblkd's samples):"
-  perf report -q -i "$T/perf.data" --stdio --no-children --sort symbol 2>> "$T/perf.log" |
-    grep -E '^ +[0-9.]+%' | head -15 > "$T/perf.top" || true
-  if [ -s "$T/perf.top" ]; then
-    cat "$T/perf.top"
-  else
+  echo "where the guest's time goes, $dev raid1, randwrite (perf, share of all samples):"
+  report --sort comm > "$T/perf.top"
+  if [ ! -s "$T/perf.top" ]; then
     echo "  (no samples; perf said: $(head -c 300 "$T/perf.log" | tr '\n' ' '))"
+    return
   fi
+  head -8 "$T/perf.top"
+  echo "  top functions:"
+  report --sort comm,symbol | head -10
+  if [ "$dev" != md ]; then
+    echo "  vblkd's top functions (share of vblkd's samples, its io_uring workers included):"
+    report --pid "$VBLKD_PID" --percentage relative --sort symbol | head -8
+  fi
+}
+report () {
+  perf report -q -i "$T/perf.data" --stdio --no-children -g none "$@" 2>> "$T/perf.log" |
+    grep -E '^ +[0-9.]+%' | cut -c1-80 || true
+}
+if [ "${BENCH_PROFILE:-1}" != 0 ] && command -v perf > /dev/null; then
+  for d in ublk nbd md; do profile "$d"; done
 fi
 for d in md ublk nbd fuse-loop; do vbmgr stop "$d"; done
 vb_stop_daemon
