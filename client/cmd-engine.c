@@ -76,44 +76,89 @@ vb_cmd_remove (int argc, char **argv)
                             "Remove", argc, argv);
 }
 
+/* Starts a check of @device; prints "NAME: JOB". With @skip_unfit (the
+ * --all sweep) a device that cannot be checked (no copies to compare, not
+ * started, another job running) is said and skipped; returns FALSE only
+ * on a refusal of another kind. */
+static gboolean
+vb_mgr_start_check (VbDBusDevice *device, gboolean repair, gboolean skip_unfit, gboolean named)
+{
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GError) error = NULL;
+  GVariantBuilder options;
+  const char *name = vb_dbus_device_get_name (device);
+  const char *job = NULL;
+
+  g_variant_builder_init (&options, G_VARIANT_TYPE_VARDICT);
+  if (repair)
+    g_variant_builder_add (&options, "{sv}", "repair", g_variant_new_boolean (TRUE));
+  reply = vb_mgr_call (device, "Check", g_variant_new ("(a{sv})", &options), &error);
+  if (reply == NULL && skip_unfit
+      && (g_error_matches (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED)
+          || g_error_matches (error, VB_ERROR, VB_ERROR_BUSY)))
+    {
+      g_dbus_error_strip_remote_error (error);
+      g_print (_ ("%s: skipped: %s\n"), name, error->message);
+      return TRUE;
+    }
+  if (reply == NULL)
+    {
+      vb_mgr_fail ("check", name, error);
+      return FALSE;
+    }
+  g_variant_get (reply, "(&o)", &job);
+  if (named)
+    g_print ("%s: %s\n", name, job);
+  else
+    g_print ("%s\n", job);
+  return TRUE;
+}
+
 int
 vb_cmd_check (int argc, char **argv)
 {
-  gboolean repair = FALSE;
+  gboolean repair = FALSE, all = FALSE;
   const GOptionEntry entries[] = {
     { "repair", 0, 0, G_OPTION_ARG_NONE, &repair, N_ ("Rewrite mismatching copies from the first"),
+      NULL },
+    { "all", 0, 0, G_OPTION_ARG_NONE, &all,
+      N_ ("Check every started device that has copies to compare (what the monthly timer runs)"),
       NULL },
     G_OPTION_ENTRY_NULL,
   };
   g_autoptr (GDBusObjectManager) manager = NULL;
   g_autoptr (VbDBusDevice) device = NULL;
-  g_autoptr (GVariant) reply = NULL;
-  g_autoptr (GError) error = NULL;
-  GVariantBuilder options;
-  const char *job = NULL;
 
-  if (!vb_mgr_parse_options ("check", "NAME [--repair]",
+  if (!vb_mgr_parse_options ("check", "NAME|--all [--repair]",
                              _ ("Compare every copy of a redundant device (a scrub); prints the "
-                                "job, see vbmgr wait."),
+                                "job, see vbmgr wait. With --all, every started device: one line "
+                                "NAME: JOB each, or NAME: skipped: WHY for a device with nothing "
+                                "to compare or another job running."),
                              entries, &argc, &argv))
     return VB_EXIT_USAGE;
-  if (argc != 2)
-    return vb_mgr_usage_error ("check", _ ("expected a device name"));
+  if (all ? argc != 1 : argc != 2)
+    return vb_mgr_usage_error ("check", all ? _ ("--all takes no device name")
+                                            : _ ("expected a device name"));
   manager = vb_mgr_connect ();
   if (manager == NULL)
     return VB_EXIT_FAILED;
+  if (all)
+    {
+      g_autoptr (GPtrArray) devices = vb_mgr_list_devices (manager);
+      gboolean ok = TRUE;
+
+      for (guint i = 0; i < devices->len; i++)
+        {
+          const char *state = vb_dbus_device_get_state (devices->pdata[i]);
+          if (g_strcmp0 (state, "active") == 0 || g_strcmp0 (state, "degraded") == 0)
+            ok &= vb_mgr_start_check (devices->pdata[i], repair, TRUE, TRUE);
+        }
+      return ok ? VB_EXIT_OK : VB_EXIT_FAILED;
+    }
   device = vb_mgr_lookup_device (manager, "check", argv[1]);
   if (device == NULL)
     return VB_EXIT_FAILED;
-  g_variant_builder_init (&options, G_VARIANT_TYPE_VARDICT);
-  if (repair)
-    g_variant_builder_add (&options, "{sv}", "repair", g_variant_new_boolean (TRUE));
-  reply = vb_mgr_call (device, "Check", g_variant_new ("(a{sv})", &options), &error);
-  if (reply == NULL)
-    return vb_mgr_fail ("check", argv[1], error);
-  g_variant_get (reply, "(&o)", &job);
-  g_print ("%s\n", job);
-  return VB_EXIT_OK;
+  return vb_mgr_start_check (device, repair, FALSE, FALSE) ? VB_EXIT_OK : VB_EXIT_FAILED;
 }
 
 int

@@ -15,6 +15,7 @@
 typedef struct {
   GMainLoop *loop;
   gboolean json;
+  const char *program;  /* --program: run for each event, or NULL */
   gboolean was_running; /* vblkd owned its name when last looked at */
   gboolean first;       /* no name watch report yet */
   gboolean lost_bus;
@@ -148,6 +149,70 @@ vb_mgr_event_json (GDateTime *now, const char *kind, const char *device, GVarian
   return json_generator_to_data (generator, NULL);
 }
 
+/* VBLK_ + the key in capitals, other characters as '_' */
+static char *
+vb_mgr_env_name (const char *key)
+{
+  GString *name = g_string_new ("VBLK_");
+
+  for (const char *p = key; *p; p++)
+    g_string_append_c (name, g_ascii_isalnum (*p) ? g_ascii_toupper (*p) : '_');
+  return g_string_free (name, FALSE);
+}
+
+/* --program: "sh -c PROGRAM vblk-event KIND DEVICE [SOURCE]" (the
+ * arguments of mdadm --monitor --program: the event, the device, the
+ * component), the event's fields in the environment (VBLK_EVENT,
+ * VBLK_DEVICE, VBLK_OBJECT, VBLK_TIME, VBLK_LINE, and VBLK_KEY for each
+ * detail), waited for before the next event is handled, so the program
+ * sees the events in their order. */
+static void
+vb_mgr_run_program (const char *program, GDateTime *now, const char *kind, const char *object,
+                    const char *device, GVariant *details, const char *line)
+{
+  g_auto (GStrv) env = g_get_environ ();
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  g_autoptr (GError) error = NULL;
+  g_autofree char *time = g_date_time_format_iso8601 (now);
+  g_autofree char *source = NULL;
+  GVariantIter iter;
+  const char *key;
+  GVariant *value;
+  int status = 0;
+
+  env = g_environ_setenv (env, "VBLK_EVENT", kind, TRUE);
+  env = g_environ_setenv (env, "VBLK_DEVICE", device ? device : "", TRUE);
+  env = g_environ_setenv (env, "VBLK_OBJECT", object, TRUE);
+  env = g_environ_setenv (env, "VBLK_TIME", time, TRUE);
+  env = g_environ_setenv (env, "VBLK_LINE", line, TRUE);
+  g_variant_iter_init (&iter, details);
+  while (g_variant_iter_next (&iter, "{&sv}", &key, &value))
+    {
+      g_autofree char *name = vb_mgr_env_name (key);
+      g_autofree char *text = g_variant_is_of_type (value, G_VARIANT_TYPE_STRING)
+                                  ? g_variant_dup_string (value, NULL)
+                                  : g_variant_print (value, FALSE);
+      if (strcmp (key, "source") == 0)
+        source = g_strdup (text);
+      env = g_environ_setenv (env, name, text, TRUE);
+      g_variant_unref (value);
+    }
+  g_ptr_array_add (args, (gpointer) "/bin/sh");
+  g_ptr_array_add (args, (gpointer) "-c");
+  g_ptr_array_add (args, (gpointer) program);
+  g_ptr_array_add (args, (gpointer) "vblk-event");
+  g_ptr_array_add (args, (gpointer) kind);
+  g_ptr_array_add (args, (gpointer) (device ? device : ""));
+  if (source != NULL)
+    g_ptr_array_add (args, source);
+  g_ptr_array_add (args, NULL);
+  if (!g_spawn_sync (NULL, (char **) args->pdata, env, G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL,
+                     NULL, NULL, &status, &error))
+    g_printerr (_ ("vbmgr: monitor: cannot run the program for %s: %s\n"), kind, error->message);
+  else if (!g_spawn_check_wait_status (status, &error))
+    g_printerr (_ ("vbmgr: monitor: the program for %s: %s\n"), kind, error->message);
+}
+
 static void
 vb_mgr_on_event (GDBusConnection *connection, const char *sender, const char *path,
                  const char *interface, const char *signal, GVariant *parameters,
@@ -168,6 +233,8 @@ vb_mgr_on_event (GDBusConnection *connection, const char *sender, const char *pa
                  : vb_mgr_event_text (now, kind, device, details);
   g_print ("%s\n", line);
   fflush (stdout);
+  if (m->program != NULL)
+    vb_mgr_run_program (m->program, now, kind, object, device, details, line);
 }
 
 static void
@@ -213,8 +280,14 @@ int
 vb_cmd_monitor (int argc, char **argv)
 {
   gboolean json = FALSE;
+  g_autofree char *program = NULL;
   const GOptionEntry entries[]
       = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print one JSON object per line"), NULL },
+          { "program", 0, 0, G_OPTION_ARG_STRING, &program,
+            N_ ("Run CMD (with /bin/sh) for each event: arguments KIND DEVICE [SOURCE], the "
+                "event's fields in VBLK_EVENT, VBLK_DEVICE, VBLK_TIME, VBLK_LINE and VBLK_KEY "
+                "for each detail"),
+            N_ ("CMD") },
           G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusConnection) connection = NULL;
   g_autoptr (GVariant) pong = NULL;
@@ -222,7 +295,7 @@ vb_cmd_monitor (int argc, char **argv)
   VbMgrMonitor m = { .first = TRUE };
   guint subscription, watch;
 
-  if (!vb_mgr_parse_options ("monitor", "",
+  if (!vb_mgr_parse_options ("monitor", "[--json] [--program CMD]",
                              _ ("Print the events of vblkd as they happen, one line each: "
                                 "\"TIME KIND DEVICE KEY=VALUE…\" (DEVICE is \"-\" when the event "
                                 "is about no device), or with --json one object per line: "
@@ -239,6 +312,7 @@ vb_cmd_monitor (int argc, char **argv)
   if (connection == NULL)
     return vb_mgr_fail ("monitor", NULL, error);
   m.json = json;
+  m.program = program;
   m.loop = g_main_loop_new (NULL, FALSE);
   /* The bus matches the sender by whoever owns the name at the time, so
    * events of a restarted vblkd arrive too. */

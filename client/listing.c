@@ -58,6 +58,9 @@ vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent)
             for (gsize pad = g_utf8_strlen (row[c], -1); pad <= width[c]; pad++)
               g_string_append_c (line, ' ');
         }
+      /* (no blanks after an empty last cell) */
+      while (line->len > 0 && line->str[line->len - 1] == ' ')
+        g_string_truncate (line, line->len - 1);
       g_print ("%s\n", line->str);
     }
 }

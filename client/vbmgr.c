@@ -17,6 +17,9 @@
 static const VbMgrCommand vb_mgr_commands[] = {
   { "list", "[--json]", N_ ("List the devices"), vb_cmd_list },
   { "show", "NAME [--json]", N_ ("Show one device"), vb_cmd_show },
+  { "status", "[NAME...] [--json]",
+    N_ ("Say whether each device holds every copy it should (exit status 0, 3 or 4)"),
+    vb_cmd_status },
   { "create",
     "NAME --driver D [--attr K=V]... [--backend B] [--start] "
     "[--no-autostart] COMPONENT...",
@@ -37,7 +40,8 @@ static const VbMgrCommand vb_mgr_commands[] = {
   { "fail", "NAME COMPONENT", N_ ("Mark a component of a redundant device faulty"), vb_cmd_fail },
   { "remove", "NAME COMPONENT", N_ ("Remove a spare, or a component a spare replaced"),
     vb_cmd_remove },
-  { "check", "NAME [--repair]", N_ ("Compare the copies of a redundant device"), vb_cmd_check },
+  { "check", "NAME|--all [--repair]", N_ ("Compare the copies of a redundant device"),
+    vb_cmd_check },
   { "export", "NAME --nbd [--listen unix:PATH|tcp:HOST:PORT]", N_ ("Serve a device over NBD"),
     vb_cmd_export },
   { "jobs", "[--json]", N_ ("List the jobs (resync, rebuild, check, repair)"), vb_cmd_jobs },
@@ -52,8 +56,11 @@ static const VbMgrCommand vb_mgr_commands[] = {
     vb_cmd_scan },
   { "wipe", "PATH [--force] [--md]", N_ ("Erase vblk's superblock and bitmap from a disk"),
     vb_cmd_wipe },
-  { "monitor", "[--json]", N_ ("Print the events of vblkd as they happen, until interrupted"),
+  { "monitor", "[--json] [--program CMD]",
+    N_ ("Print the events of vblkd as they happen (and run CMD for each), until interrupted"),
     vb_cmd_monitor },
+  { "drivers", "[--json]", N_ ("List the drivers and their attributes"), vb_cmd_drivers },
+  { "backends", "[--json]", N_ ("List the backends, available or why not"), vb_cmd_backends },
   { "policy", "list [--json] | test DEVICE|--prop K=V… [--json] | reload",
     N_ ("List, try or reload the policy rules"), vb_cmd_policy },
 };

@@ -15,6 +15,9 @@ G_BEGIN_DECLS
 #define VB_EXIT_OK 0
 #define VB_EXIT_FAILED 1 /* refused or failed operation */
 #define VB_EXIT_USAGE 2  /* bad usage */
+/* vbmgr status: the worst health of the devices it looked at */
+#define VB_EXIT_STATUS_DEGRADED 3
+#define VB_EXIT_STATUS_FAILED 4
 
 /* One command: run() gets argv[0] == the command name and returns an exit
  * code. */
@@ -47,6 +50,10 @@ int vb_cmd_jobs (int argc, char **argv);
 int vb_cmd_wait (int argc, char **argv);
 /* cmd-cancel.c */
 int vb_cmd_cancel (int argc, char **argv);
+/* cmd-status.c */
+int vb_cmd_status (int argc, char **argv);
+int vb_cmd_drivers (int argc, char **argv);
+int vb_cmd_backends (int argc, char **argv);
 /* cmd-apply.c */
 int vb_cmd_apply (int argc, char **argv);
 int vb_cmd_dump (int argc, char **argv);
@@ -130,7 +137,7 @@ typedef struct {
 int vb_mgr_run_listing (const VbMgrListing *listing, int argc, char **argv);
 
 /* Prints @rows (each a char*[@columns]) left-aligned in columns, each line
- * after @indent; the last column is not padded. */
+ * after @indent; the last column is not padded, and no line ends in a blank. */
 void vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent);
 /* A table row: copies of the strings up to NULL, NULL-terminated. */
 char **vb_mgr_row (const char *first, ...) G_GNUC_NULL_TERMINATED;

@@ -469,6 +469,12 @@ setup_dirs (VbDaemon *daemon)
   daemon->state_path = g_build_filename (daemon->state_dir, VB_STATE_FILE, NULL);
   daemon->policy_dir
       = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
+  /* the vendor's rules (installed under the data directory) under the
+   * administrator's, unless --policy-dir names the only directory */
+  {
+    const char *dirs[] = { daemon->policy_dir, opt_policy_dir ? NULL : VB_VENDOR_POLICY_DIR, NULL };
+    daemon->policy_dirs = g_strdupv ((char **) dirs);
+  }
 
   if (g_mkdir_with_parents (daemon->state_dir, 0700) < 0)
     {
@@ -622,6 +628,7 @@ teardown (VbDaemon *daemon)
   g_clear_pointer (&daemon->policy, vb_policy_unref);
   g_strfreev (daemon->lingering);
   g_free (daemon->policy_dir);
+  g_strfreev (daemon->policy_dirs);
   g_free (daemon->state_dir);
   g_free (daemon->state_path);
   g_free (daemon->run_dir);

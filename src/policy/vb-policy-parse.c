@@ -678,44 +678,62 @@ load_file (Loader *loader, const char *path, GError **error)
   return parse_text (loader, path, contents, len, error);
 }
 
+static void
+collect_key (gpointer key, gpointer value, gpointer user_data)
+{
+  g_ptr_array_add (user_data, key);
+}
+
+VbPolicy *
+vb_policy_load_dirs (const char *const *dirs, GError **error)
+{
+  /* file name -> the path that wins: the first directory that has it */
+  g_autoptr (GHashTable) winner = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  Loader loader;
+
+  g_return_val_if_fail (dirs != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  for (guint k = 0; dirs[k] != NULL; k++)
+    {
+      g_autoptr (GError) local = NULL;
+      const char *name;
+      GDir *d = g_dir_open (dirs[k], 0, &local);
+
+      if (d == NULL)
+        {
+          if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+            continue;
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s", local->message);
+          return NULL;
+        }
+      while ((name = g_dir_read_name (d)) != NULL)
+        if (name[0] != '.' && g_str_has_suffix (name, ".rules")
+            && !g_hash_table_contains (winner, name))
+          g_hash_table_insert (winner, g_strdup (name), g_build_filename (dirs[k], name, NULL));
+      g_dir_close (d);
+    }
+  /* Name order across the directories, so that 10-site.rules comes before
+   * 90-local.rules wherever each is. */
+  g_hash_table_foreach (winner, collect_key, names);
+  g_ptr_array_sort (names, vb_compare_string_pointers);
+
+  loader_init (&loader);
+  for (guint i = 0; i < names->len; i++)
+    if (!load_file (&loader, g_hash_table_lookup (winner, names->pdata[i]), error))
+      {
+        loader_clear (&loader);
+        return NULL;
+      }
+  return loader_finish (&loader);
+}
+
 VbPolicy *
 vb_policy_load_dir (const char *dir, GError **error)
 {
-  g_autoptr (GError) local = NULL;
-  g_autoptr (GPtrArray) paths = NULL;
-  const char *name;
-  Loader loader;
-  GDir *d;
+  const char *const dirs[] = { dir, NULL };
 
   g_return_val_if_fail (dir != NULL, NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
-
-  d = g_dir_open (dir, 0, &local);
-  if (d == NULL)
-    {
-      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        return vb_policy_new_empty ();
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s", local->message);
-      return NULL;
-    }
-  paths = g_ptr_array_new_with_free_func (g_free);
-  while ((name = g_dir_read_name (d)) != NULL)
-    if (name[0] != '.' && g_str_has_suffix (name, ".rules"))
-      g_ptr_array_add (paths, g_strdup (name));
-  g_dir_close (d);
-  /* Name order, so that 10-site.rules comes before 90-local.rules. */
-  g_ptr_array_sort (paths, vb_compare_string_pointers);
-
-  loader_init (&loader);
-  for (guint i = 0; i < paths->len; i++)
-    {
-      g_autofree char *path = g_build_filename (dir, paths->pdata[i], NULL);
-
-      if (!load_file (&loader, path, error))
-        {
-          loader_clear (&loader);
-          return NULL;
-        }
-    }
-  return loader_finish (&loader);
+  return vb_policy_load_dirs (dirs, error);
 }

@@ -73,6 +73,12 @@ VbPolicy *vb_policy_new_empty (void);
  * "FILE:LINE: message" (FILE the full path). A file that cannot be read ->
  * VB_ERROR_FAILED naming it. */
 VbPolicy *vb_policy_load_dir (const char *dir, GError **error);
+/* The rules of several directories, the first the one that wins: a file
+ * name in an earlier directory hides the same name in later ones (the
+ * administrator's /etc/vblk/policy.d over the vendor's copy under
+ * /usr/share; an empty file, or a link to /dev/null, hides one without a
+ * rule in its place). The files are read in name order across them. */
+VbPolicy *vb_policy_load_dirs (const char *const *dirs, GError **error);
 /* The rules of one file's @text; @file names it in rules and errors. */
 VbPolicy *vb_policy_load_data (const char *file, const char *text, GError **error);
 VbPolicy *vb_policy_ref (VbPolicy *p);

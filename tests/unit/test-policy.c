@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vb-error.h"
 #include "vb-policy.h"
@@ -359,6 +360,40 @@ test_dir_order (void)
   g_assert_cmpuint (vb_policy_rule (p, 2)->line, ==, 2);
   g_assert_cmpuint (vb_policy_rule (p, 1)->line, ==, 3);
   remove_dir (dir);
+}
+
+/* The administrator's directory over the vendor's: a name in the first
+ * hides it in the second; a link to /dev/null hides it with nothing; the
+ * files of both in one name order. */
+static void
+test_dir_override (void)
+{
+  g_autofree char *etc = make_dir ();
+  g_autofree char *usr = make_dir ();
+  g_autofree char *masked = g_build_filename (etc, "50-x.rules", NULL);
+  g_autofree char *mine = g_build_filename (etc, "00-defaults.rules", NULL);
+  g_autofree char *theirs = g_build_filename (usr, "70-z.rules", NULL);
+  const char *const dirs[] = { etc, usr, NULL };
+  static const char *const want[] = { "mine", "y", "z" };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbPolicy) p = NULL;
+
+  write_file (usr, "00-defaults.rules", "[rule vendor]\naction=ignore\n");
+  write_file (usr, "50-x.rules", "[rule x]\naction=spare\n");
+  write_file (usr, "70-z.rules", "[rule z]\naction=assemble\n");
+  write_file (etc, "00-defaults.rules", "[rule mine]\naction=re-add\n");
+  write_file (etc, "30-y.rules", "[rule y]\naction=ignore\n");
+  g_assert_cmpint (symlink ("/dev/null", masked), ==, 0);
+
+  p = vb_policy_load_dirs (dirs, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (vb_policy_n_rules (p), ==, G_N_ELEMENTS (want));
+  for (guint i = 0; i < G_N_ELEMENTS (want); i++)
+    g_assert_cmpstr (vb_policy_rule (p, i)->name, ==, want[i]);
+  g_assert_cmpstr (vb_policy_rule (p, 0)->file, ==, mine);
+  g_assert_cmpstr (vb_policy_rule (p, 2)->file, ==, theirs);
+  remove_dir (etc);
+  remove_dir (usr);
 }
 
 static void
@@ -792,6 +827,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/policy/dir/order", test_dir_order);
   g_test_add_func ("/policy/dir/duplicate-across-files", test_dir_duplicate);
+  g_test_add_func ("/policy/dir/override", test_dir_override);
   g_test_add_func ("/policy/dir/missing", test_dir_missing);
   g_test_add_func ("/policy/dir/broken", test_dir_broken);
   g_test_add_func ("/policy/evaluate/first-match-wins", test_first_match_wins);

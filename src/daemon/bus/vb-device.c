@@ -229,9 +229,15 @@ check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_da
       return;
     }
   if (backend == NULL || backend->engine == NULL)
-    g_set_error_literal (&failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "no engine");
-  else
-    backend->engine->check (r->block_device, repair, &id, &failed);
+    {
+      /* (md's own check, sync_action, is not driven by vblkd yet) */
+      g_dbus_method_invocation_return_error (
+          inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+          "device '%s' runs on backend '%s': vblkd checks only devices on the engine", d->name,
+          r->backend);
+      return;
+    }
+  backend->engine->check (r->block_device, repair, &id, &failed);
   if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED))
     g_dbus_method_invocation_return_error (
         inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,

@@ -74,7 +74,7 @@ vb_policy_dbus_init (VbDaemon *daemon)
 
   g_return_if_fail (daemon->policy_dir != NULL);
 
-  policy = vb_policy_load_dir (daemon->policy_dir, &error);
+  policy = vb_policy_load_dirs ((const char *const *) daemon->policy_dirs, &error);
   if (policy == NULL)
     {
       g_warning ("vblk: policy: %s: %s; running with no rules until it is fixed and reloaded",
@@ -82,7 +82,9 @@ vb_policy_dbus_init (VbDaemon *daemon)
       policy = vb_policy_new_empty ();
     }
   else
-    g_message ("vblk: policy: %u rule(s) from %s", vb_policy_n_rules (policy), daemon->policy_dir);
+    g_message ("vblk: policy: %u rule(s) from %s%s%s", vb_policy_n_rules (policy),
+               daemon->policy_dir, daemon->policy_dirs[1] ? " and " : "",
+               daemon->policy_dirs[1] ? daemon->policy_dirs[1] : "");
   set_policy (daemon, policy);
 }
 
@@ -92,6 +94,7 @@ typedef struct {
   VbDaemon *daemon;
   GDBusMethodInvocation *invocation; /* NULL: SIGHUP */
   char *dir;
+  char **dirs;
   guint64 number;
 } ReloadRequest;
 
@@ -100,6 +103,7 @@ reload_request_free (ReloadRequest *req)
 {
   g_clear_object (&req->invocation);
   g_free (req->dir);
+  g_strfreev (req->dirs);
   g_free (req);
 }
 
@@ -108,7 +112,7 @@ reload_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *c
 {
   ReloadRequest *req = task_data;
   GError *error = NULL;
-  VbPolicy *policy = vb_policy_load_dir (req->dir, &error);
+  VbPolicy *policy = vb_policy_load_dirs ((const char *const *) req->dirs, &error);
 
   if (policy == NULL)
     g_task_return_error (task, error);
@@ -155,6 +159,7 @@ reload_start (VbDaemon *daemon, GDBusMethodInvocation *invocation)
   req->daemon = daemon;
   req->invocation = invocation ? g_object_ref (invocation) : NULL;
   req->dir = g_strdup (daemon->policy_dir);
+  req->dirs = g_strdupv (daemon->policy_dirs);
   req->number = ++reloads_started;
   g_task_set_task_data (task, req, (GDestroyNotify) reload_request_free);
   g_task_run_in_thread (task, reload_thread);

@@ -64,6 +64,7 @@ struct _VbDaemon {
   const VbPublish *publish; /* how the reconciler reports (set by the bus side) */
   VbPolicy *policy;         /* the rules in force, never NULL once loaded */
   char *policy_dir;         /* where they are read from */
+  char **policy_dirs;       /* policy_dir, then the vendor's (files of the first win) */
 
   GQueue ops;               /* VbOp* waiting; those on disjoint parts of the graph run together */
   GPtrArray *running_ops;   /* VbOp* whose worker runs */
