@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-engine.sh: the engine's benchmark (not a test). In one run, on the
 # same image files on the real disk, with the same client:
 #  1. NBD: vblk's export vs nbdkit's file plugin vs qemu-storage-daemon,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-hotplug.sh: the policy engine's benchmark (not a test). Prints:
 #  1. decisions per second: N blank loop devices attached in one burst, each
 #     decided by a rule (ignore); from the first attach to the last

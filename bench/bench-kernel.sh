@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-kernel.sh: the kernel paths to one raid1, side by side (a benchmark,
 # not a test). Boots the VM harness (Debian's kernel under qemu) and, in one
 # run there, puts the same fio jobs (io_uring, O_DIRECT, through the block

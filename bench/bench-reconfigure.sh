@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-reconfigure.sh: online reconfiguration's benchmark (not a test).
 # In one run, on image files on the real disk, through the block node
 # (fio io_uring, O_DIRECT, 4 KiB random read/write at queue depth 4):

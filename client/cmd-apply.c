@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr apply and dump: a spec (the JSON of state.json, as
  * data/schema/vblk-spec.schema.json documents it) given to Manager.Apply,
  * its plan printed as a table or JSON, with a progress bar while the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr cancel: asks a job (vbmgr jobs) to stop through Job.Cancel. */
 #include "config.h"
 

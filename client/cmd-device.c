@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr commands that change a device: create, set, add, start, stop,
  * delete. Each maps to one vblkd method; vblkd validates, so this file only
  * checks the shape of the command line and makes component paths

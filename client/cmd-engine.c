@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr commands for engine devices: fail (a component, SetFaulty),
  * remove (a spare or replaced component), check (compare the copies) and
  * export (serve a device over NBD). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr examine: prints the vblk superblock of a component (image file or
  * block device) read straight from it, without vblkd — for looking at
  * components of a stopped device or of another host; with --udev, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr graph: which devices are built on which. The graph is rebuilt here
  * from the Device objects (component sources "vblk:NAME" are the edges)
  * with the same pure VbGraph code vblkd uses, so both draw it alike. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr jobs and wait: the Job objects of vblkd (resync, rebuild, check,
  * repair), listed, or waited for with a progress line on a terminal. Only
  * properties are read, so neither needs authorization. */

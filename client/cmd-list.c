@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr list and show: read-only views of the devices, from the properties
  * vblkd exports through its ObjectManager (no method call, so no
  * authorization), as tables and key: value lines or as JSON. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr monitor: streams vblkd's Manager.Event signals, one line each
  * (human, or one JSON object with --json), flushed as they come, until
  * SIGINT or SIGTERM. A signal needs no authorization. */

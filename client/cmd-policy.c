@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr policy list|test|reload: the policy rules of vblkd (what it does
  * unattended when a block device appears), listed, tried on a block device
  * or on given properties without acting (Policy.Evaluate), and reloaded. */

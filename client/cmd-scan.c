@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr scan: asks vblkd to find devices from the superblocks on their
  * components (Manager.Scan) and, with --adopt, to take back the ones its
  * desired state lost. Prints one block per device found, or JSON. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr status, drivers and backends: the operator's summary views. status
  * says in one line per device whether it holds every copy it should, and
  * says it again in its exit status (as mdadm --detail --test); drivers and

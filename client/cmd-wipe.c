@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr wipe: asks vblkd to erase vblk's superblock and bitmap from a disk
  * or image file (Manager.Wipe), as mdadm --zero-superblock does for md's;
  * vblkd refuses a component of a device it runs or knows (unless forced). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The shape every listing command of vbmgr shares (list, jobs): "--json"
  * or a table with a header, one row or one JSON object per item, read from
  * vblkd's ObjectManager; and the table and row helpers `show` uses too. */

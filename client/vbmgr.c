@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr, the command-line client of vblkd: argument dispatch and the
  * helpers every command shares (connecting, calling, error reporting with
  * the exit codes of DESIGN.md). One file per command group: cmd-*.c. */

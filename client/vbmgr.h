@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vbmgr: declarations shared by the command files (cmd-*.c) and the common
  * helpers in vbmgr.c — connecting to vblkd, calling it, reporting errors
  * with the exit codes of the contract — and in listing.c (tables, JSON

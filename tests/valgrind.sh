@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The 'valgrind' test setup's wrapper (tests/meson.build):
 #   meson test -C BUILD --setup valgrind --suite unit --suite nbd
 # A compiled test runs under valgrind itself. A script test (bash, python3)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # install-deps.sh: install every Debian 12 package vblk needs to build, run its
 # demo and run its tests. Idempotent: apt-get runs only when something is missing.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # run-demo.sh: the README's main job. Installs what is missing, builds, makes
 # sure a system bus and polkitd run, starts vblkd with its state in the
 # checkout (state/), walks a short vbmgr demo and leaves vblkd running.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # run-tests.sh: the README's test command. Installs what is missing, builds with
 # -Dwerror=true and runs every test: the suites are the folders of tests/
 # (unit, fuzz, nbd; as root also integration and torture, with a private bus,

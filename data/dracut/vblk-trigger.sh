@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # dracut pre-trigger hook of the vblk module (sourced): once udev settled
 # after the coldplug, the initqueue runs vblk-initramfs-start (the
 # initramfs's vblkd); the initqueue, or systemd, waits for each device's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "loop": a kernel loop device over one extent of one component,
  * or, for a driver that needs the engine, over the one file of a FUSE
  * mount that the engine serves (loop with direct I/O, so no page cache).

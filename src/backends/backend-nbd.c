@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "nbd": the engine served to the kernel nbd client. Each device
  * gets socketpairs, one end served by vblk's NBD server (transmission
  * phase from the first byte: the kernel does no handshake), the other

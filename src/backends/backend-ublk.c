@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "ublk": the engine served to the kernel's ublk driver
  * (linux/ublk_cmd.h). Control commands go to /dev/ublk-control as
  * io_uring URING_CMDs in 128-byte SQEs (ADD_DEV, SET_PARAMS, START_DEV,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The backend interface: how a started device becomes a block node. Each
  * backend is one file exposing one const VbBackend; backends.c lists them.
  * Every callback but available/supports blocks and runs on a worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The list of backends and the choice "auto" makes. */
 #include "config.h"
 

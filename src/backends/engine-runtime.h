@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine devices this process serves, whichever kernel path carries
  * their I/O (backend loop through FUSE, backend nbd through the kernel
  * nbd client): the engine behind its switch, registered by block node,

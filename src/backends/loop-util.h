@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Loop devices and udev, for the backends that make loop devices: loop
  * (a node per device) and kernel (loop devices under device-mapper for
  * regular-file components). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See nbd-netlink.h. Raw generic netlink: one request message built in a
  * GByteArray (nlmsghdr, genlmsghdr, attributes), the reply read back with
  * its attributes walked; no libnl. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The kernel nbd client, driven over generic netlink (family "nbd",
  * linux/nbd-netlink.h): the half of backend nbd that talks to the kernel.
  * The sockets handed over are already in NBD's transmission phase (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One ublk control command (linux/ublk_cmd.h) on /dev/ublk-control: an
  * io_uring URING_CMD in a 128-byte SQE, as the driver requires. Blocking
  * (START_DEV and END_USER_RECOVERY wait for every queue's FETCH_REQ); any

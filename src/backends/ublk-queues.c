@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "ublk": the queues of a ublk device (see backend-ublk.c), as
  * ublksrv serves them: each hardware queue has one thread and one ring
  * that carries both the ublk commands on /dev/ublkcN and the component

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "ublk": a ublk device's queues served from the engine's switch
  * (ublk-queues.c). */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* VB_ERROR and its D-Bus names. */
 #include "vb-error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The one error domain of vblk. Every error that can reach a D-Bus caller
  * is a VB_ERROR; vb_error_quark() also registers the mapping to the
  * org.vblk.VBlk1.Error.* names, so daemon and client see the same codes. */

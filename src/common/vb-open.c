@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Opening component paths by their type (vb-open.h). */
 #include "config.h"
 

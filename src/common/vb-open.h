@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Opening a component's path: only a regular file or a block device is
  * ever opened for I/O, and its type is known first without blocking
  * (O_PATH and fstat: a FIFO, socket, directory or character device is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the libraries (engine, backends, metadata) have to tell an
  * administrator: they never log, they report; the process that owns them
  * (vblkd) says once, at start, what becomes of a report. */

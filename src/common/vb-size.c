@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Sizes as people write them (see vb-size.h): the one parser of "200G"
  * that driver attributes, policy rules and vbmgr share. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Sizes as people write them, one reading for every part of vblk: driver
  * attributes, policy rules (match.size) and vbmgr's options. */
 #pragma once

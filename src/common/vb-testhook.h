@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Test-only points. With VBLK_TEST_STOP_AT=STEP in the environment, the
  * process stops itself (SIGSTOP) on reaching STEP, so a test can SIGKILL
  * it at exactly that point. With VBLK_TEST_HOLD_AT=STEP and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Device names, object paths and component sources (see vb-util.h). */
 #include "config.h"
 

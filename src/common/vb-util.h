@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small helpers shared by vblkd and vbmgr: device names, object paths,
  * component source syntax. Pure functions, no I/O. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply's plan (see vb-apply.h): the spec checked as a whole, then
  * each device compared with its desired state, one step per method a
  * person would have called, in an order that never needs a device before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply's plan, the pure part: a spec (vb_spec_from_json) checked
  * as a whole, and the ordered steps that turn the desired state into it,
  * each the change one Device or Manager method makes. No D-Bus, no I/O:

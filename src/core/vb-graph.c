@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The dependency graph between devices (see vb-graph.h). Every walk visits
  * names in sorted order, so that orders, cycles and renderings are the same
  * on every run for the same state. */

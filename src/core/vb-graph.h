@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The dependency graph between devices: a device depends on every device it
  * uses as a component (source "vblk:NAME"). Built from a VbState; pure. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The arithmetic of jobs: progress, smoothed rate, expected end, and the
  * progress line of vbmgr wait. No I/O, no clock: callers pass the time. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The arithmetic of jobs, pure so it can be unit-tested: progress, a rate
  * smoothed over the last seconds, the expected end, and the text vbmgr
  * shows ("[#####     ] 45.0% 120.3 MiB/s ETA 0:12 resync r1"). */

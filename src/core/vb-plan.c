@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The plan (see vb-plan.h): stops first (dependents before what they are
  * built on), then online updates, then starts (dependencies first). */
 #include "config.h"

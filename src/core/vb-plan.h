@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Observed block nodes and the plan: the steps that take what runs to
  * what is desired. Pure logic, no I/O. */
 #pragma once

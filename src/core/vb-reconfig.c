@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See vb-reconfig.h. The table of conversions is the one place that says
  * what can change under a started device without moving data. */
 #include "config.h"

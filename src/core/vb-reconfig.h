@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Online reconfiguration, the pure part: which conversions exist, and the
  * device configuration a Reconfigure asks for. No D-Bus, no I/O: the
  * daemon then checks the real components (vb-reconfig-run.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Writing the desired state (see vb-state.h): the canonical JSON of
  * state.json, and loading and saving the file durably (a state that would
  * not load again is never written). */

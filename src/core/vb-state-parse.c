@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Reading state.json (see vb-state.h): a strict parser of the schema that
  * names the place of every fault ("ORIGIN:LINE:COL" for syntax,
  * "ORIGIN: devices[2].driver" for the schema), refusing repeated keys. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The desired state's model (see vb-state.h): the device and component
  * configs, their copying, freeing and equality, and lookups by name.
  * state.json is read in vb-state-parse.c and written in vb-state-file.c. */

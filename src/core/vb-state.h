@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The desired state: what the administrator asked for, as loaded from and
  * saved to state.json (schema in DESIGN.md). Pure data and JSON; no D-Bus,
  * no knowledge of drivers (the daemon validates semantics separately).

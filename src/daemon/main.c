@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vblkd: owns org.vblk.VBlk1 on the system bus, the desired state of
  * every vblk device, and reconciles it with what runs in the kernel. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What vblkd does around boot (vb-boot.h). */
 #include "config.h"
 

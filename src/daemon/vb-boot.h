@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What vblkd does around boot: the initramfs's vblkd, which starts only the
  * devices the root file system needs, and the takeover by the vblkd of the
  * real root (mdmon --takeover's part for vblk). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The state directory of a vblkd (vb-state-dir.h). */
 #include "config.h"
 

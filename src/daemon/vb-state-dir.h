@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The state directory of a vblkd: the lock that keeps it to one vblkd, its
  * instance id (the tag of every block node it makes), and the desired
  * state checked as loaded. main.c's start-up uses these; --takeover opens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a server (NBD, FUSE) needs from a block device it serves: the one
  * interface between the engine and whatever exposes it. Every call but
  * submit is blocking, may come from any thread at once, and returns 0 or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Assembly of an engine device with on-component metadata (metadata=vblk):
  * every slot's superblock is read. A checksum or format error, another
  * device's UUID, or two components claiming one role with equal events

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See engine-barrier.h. One mutex for everything: writes take it twice
  * (enter, leave), uncontended but for a job's steps. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The write barrier: writes hold it shared from their start to their end;
  * a job's step (copying one unit of a resync or rebuild), a spare's install
  * and a component's release close it, wait for the writes in flight, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's bottom layer: one component — opened, read, written,
  * flushed, trimmed, let go of — and the moment it turns faulty. Calls
  * nothing above it: what a failure sets off goes up through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's blocking entry points (vb_engine_ops: jobs' callers,
  * servers not yet on a ring of their own, a device stacked on this one and
  * called in place, tests): each is an asynchronous request on the calling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's data path, asynchronous: a request is split along the
  * driver's placement into batches of pieces, each piece's copies go into
  * the submitting thread's ring, and the request goes on from the

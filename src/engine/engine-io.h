@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's data path inside the engine: the request state a
  * VbEngineIo carries (engine-io.c) and what the blocking entry points
  * (engine-io-sync.c) need of it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's top layer: a started device's engine made from its
  * components (assembled from their metadata where it has some), started,
  * quiesced, updated and freed; and the failure rule's upper half — what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What engine-meta.c and engine-assemble.c share: the metadata's state and
  * the writes assembly makes. Not for the layers above (engine-meta.h). */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* On-component metadata of an engine device (metadata=vblk): the
  * superblock writes on every change of membership or state, the spares'
  * superblocks, the bitmap's blocks, and the failure rule of DESIGN.md's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's metadata layer (engine-meta.c, engine-assemble.c): what
  * the superblocks, the spares' list and the bitmap say, for the layers
  * above. Calls only the component layer. */

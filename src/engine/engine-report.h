@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's reports to its owner (vb-report.h), about the device the
  * engine serves: every layer reports through engine_report, never through
  * the log. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See engine-ring.h. A posted operation goes on a list under a mutex and
  * the ring's eventfd is written; a read of that eventfd stays armed in the
  * ring, so a thread blocked in vb_ring_run wakes for posts as for I/O. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A serving thread's io_uring: every completion goes to the operation that
  * asked for it (a component I/O of an engine request, a ublk command, a
  * socket read of an NBD connection), and other threads can hand a thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Spares and re-adds: a component put into a faulty slot — a spare taking
  * it on its own thread when a component fails, or the slot's own component
  * (or a blank replacement) re-added on request — is installed behind, and

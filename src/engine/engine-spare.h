@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's spares layer (engine-spare.c): a spare taking a failed
  * slot, a re-add. Calls the jobs, metadata and component layers. */
 #pragma once

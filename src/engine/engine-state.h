@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's state: the types every layer of the engine shares, and
  * nothing that calls. The layers, bottom up: reports and components
  * (engine-report.c, engine-component.c), metadata (engine-meta.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See engine-switch.h. A request enters (counted in flight unless held),
  * calls the engine it found current, and leaves; the swapping thread
  * waits for the count to reach zero. One mutex per request: the FUSE or

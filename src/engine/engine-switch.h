@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine switch: what a server (FUSE, NBD, a device stacked on this
  * one) holds instead of an engine, so that the engine under a started
  * device can be replaced while the block node stays — DM's suspend / load

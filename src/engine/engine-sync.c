@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's jobs: resync (make the copies of dirty chunks equal after
  * an unclean stop), rebuild (fill a component that is new to its slot, or
  * re-add a returning one through the bitmap), check (compare every copy,

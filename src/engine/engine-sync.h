@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's jobs layer (engine-sync.c): resync, rebuild, check and
  * repair jobs, and the bitmap's sweeper. Calls the metadata and component
  * layers only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine: vblk's own data path. One VbEngine runs one started device:
  * its driver's placement, over its components, with io_uring on each
  * serving thread. Servers reach it asynchronously (vb_engine_submit on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See assembly.h: the start of a device with one copy of its data (raid0,
  * linear), beside the redundant drivers' rule in assembly.c. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See assembly.h. The rules, in the order they are asked:
  *  1. not there: missing;
  *  1b. the slot's member failed or went missing and another disk (blank,

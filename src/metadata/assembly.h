@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The one rule that says what the component in a slot of a device with
  * vblk superblocks is when the device is assembled (start, a
  * reconfiguration) or when a component is re-added: in sync, behind only by

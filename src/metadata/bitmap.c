@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Write-intent bitmap (see bitmap.h). On disk it is one bit per chunk of the
  * data area, chunk k at bit k % 8 of byte k / 8, in 4 KiB blocks at
  * VB_BITMAP_OFFSET of every component; the persist callback writes a block.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The write-intent bitmap of the redundant drivers: one bit per chunk of the
  * data area, set and made durable before the first write to its chunk, cleared
  * lazily once every component has the write. Thread-safe. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* CRC-32C (Castagnoli) for the vblk superblock. The portable path is
  * slice-by-8 over tables built once; on x86-64 the SSE4.2 crc32
  * instruction computes the same function when the CPU has it. Both keep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* CRC-32C (Castagnoli), the checksum of the vblk superblock: a portable
  * slice-by-8 table path and, on x86-64 CPUs that have it, the SSE4.2 crc32
  * instruction (picked once at run time). */

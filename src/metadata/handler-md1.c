@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Metadata handler "md1": mdadm's 1.x superblocks (struct mdp_superblock_1
  * of linux/raid/md_p.h), read into vblk's VbSuperblock so that arrays made
  * by `mdadm --create` are examined and listed by Scan like vblk's own.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Handler "md1" (handler-md1.c): what it offers beyond VbMetadataHandler. */
 #pragma once
 

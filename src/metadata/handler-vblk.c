@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Metadata handler "vblk": the native superblock of superblock.c, at
  * VB_SB_OFFSET of every component. */
 #include "metadata.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The list of metadata handlers. Adding a format adds one handler-*.c file
  * and one line here. */
 #include "metadata.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Metadata handlers: how one on-component metadata format is probed, read
  * and written. One file and one const struct per format (handler-*.c); the
  * engine and vbmgr reach a format only through this struct. */

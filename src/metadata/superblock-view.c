@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Views of a superblock for people and scripts: the mdadm --examine-like
  * text and the JSON of `vbmgr examine`. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The native vblk superblock: 4096 bytes at VB_SB_OFFSET of every
  * component. Encoding, strict validation of everything read from disk,
  * aligned (O_DIRECT-safe) reading and flushed writing, and the text and JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The native vblk superblock: its in-memory form (used by every metadata
  * handler), its 4096-byte on-disk encoding (layout documented at the top of
  * superblock.c, offsets named below), and reading/writing it on a

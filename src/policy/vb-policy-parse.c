@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Rule files -> rules. GKeyFile reads the syntax and unescapes the values;
  * it gives no line numbers, so a scan of our own finds the line of every
  * group header and key, and the line of a GKeyFile parse error is found by

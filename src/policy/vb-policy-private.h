@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Inside the policy library: the match conditions of a rule, shared by the
  * rule-file parser (vb-policy-parse.c) and evaluation (vb-policy.c), and the
  * duration syntax both read and write. */

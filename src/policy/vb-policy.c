@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The policy object and its decisions: which rule, if any, takes a block
  * device, and the human text of why. Also the duration syntax of rule
  * values (sizes are vb-size.h's). Parsing of rule files lives in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The policy engine's rules: what vblkd does, unattended, with a block device
  * that appears (assemble, re-add, spare, replace, ignore). Pure logic: rule
  * files in, a decision out; no D-Bus, no udev, no I/O but reading the files.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Standalone driver for the fuzz targets, for machines and builds without
  * libFuzzer: runs LLVMFuzzerTestOneInput over every file of the corpus
  * directories (or files) given, then over a deterministic set of random

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fuzz target for the policy rule parser, the reader of files an
  * administrator (or a package) drops into /etc/vblk/policy.d. Any text must
  * either load or fail with one "FILE:LINE: message" naming a line of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fuzz target for the vblk superblock decoder, the parser of what a
  * component (possibly hostile or corrupt) holds. Every input is decoded as
  * given and, when it is block-sized, again with its CRC recomputed so that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Shared by test-backend-nbd.sh, test-backend-ublk.sh and test-engine-stress.sh (sourced after
 # lib.sh): the checks every engine backend on a kernel path must pass.
 # The test sets EB_BACKEND (nbd, ublk), EB_NODE_PREFIX (/dev/nbd) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # lib.sh: sourced by every integration test (suite 'integration').
 # Gives each test its own system bus (dbus-daemon with a private config), a real
 # polkitd that knows org.vblk.policy, a real systemd-udevd, and vblkd/vbmgr run

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Started devices outlive a clean vblkd exit (SIGTERM) and are adopted, not
 # recreated, when vblkd comes back: same /dev/loopN, no second loop device.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vbmgr apply / dump (Manager.Apply; issue 19): a spec with a raid1, a
 # linear on it and a window becomes the desired state in dependency order;
 # applied again (or dumped and applied) it is an empty plan that touches

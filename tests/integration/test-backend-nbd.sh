@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Backend nbd: the engine served to the kernel nbd client (socketpairs
 # connected with NBD_CMD_CONNECT over generic netlink; backend-engine.sh
 # has the checks shared with ublk). Every engine driver on it: /dev/nbdN

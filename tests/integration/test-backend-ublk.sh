@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Backend ublk: the engine served to the kernel's ublk driver (io_uring
 # commands on /dev/ublk-control and per-queue rings on /dev/ublkcN;
 # backend-engine.sh has the checks shared with nbd). Every engine driver

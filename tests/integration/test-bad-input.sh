@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every bad input of the contract is refused with its D-Bus error, a message
 # naming the field, and no change: `vbmgr list --json` and state.json stay
 # byte-identical and no loop device appears.

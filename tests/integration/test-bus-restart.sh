@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Nothing vblkd serves depends on the bus (issue 15, defect G): the system
 # bus going away while an engine device is written and read leaves vblkd
 # running and the device serving — no I/O error, the data intact — and

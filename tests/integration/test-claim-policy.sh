@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The policy engine never takes vblk's own block nodes for blank disks
 # (issue 15, defect C): with a rule that makes every blank disk of a size a
 # spare, creating devices whose nodes have that size gives them no spare

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The claim (issue 15, defects B and D): a device never takes its own block
 # node, another device's node, a file on a file system that sits on its own
 # node, a mounted disk, or anything that is not a regular file or a block

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Ops on disjoint parts of the dependency graph run at the same time: B's
 # online reconfiguration is held where its drain begins (the test hook
 # VBLK_TEST_HOLD_AT holds only that op's worker), and meanwhile A's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A device is configured before it has a block node: created without its
 # component it is 'configuring' and Start is refused; once the component is
 # added it is 'ready' and starts.

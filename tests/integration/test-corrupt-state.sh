@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vblkd refuses to start on a corrupt state.json: non-zero exit, a message
 # naming the file and where, the bus name never taken, the file untouched.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

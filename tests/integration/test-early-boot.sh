@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vblkd before the system bus (issue 18, part 3's first step): at early boot
 # there is no bus yet, and the root file system's devices must come up all
 # the same. A vblkd started with no bus brings up the devices marked

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Bad input to engine drivers is refused by name and changes nothing: too few
 # components, components too small for a chunk, bad chunk sizes and copies.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Real clients on engine block nodes: mkfs.ext4, mount, files with
 # checksums, fsck -n clean; fio with crc32c verification (io_uring, direct).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

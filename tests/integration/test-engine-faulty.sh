@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A raid1 / raid10 component that starts failing mid-run: its filesystem is
 # shut down (EXT4_IOC_SHUTDOWN: every I/O to it then fails with EIO). The
 # workload sees no error, data stays correct, the component shows faulty and

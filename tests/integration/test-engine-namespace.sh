@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A process that makes a mount namespace while an engine device runs (a
 # service with a private /tmp, polkitd started again, unshare) holds a
 # copy of the engine's FUSE mount, so unmounting it does not end the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Engine devices exported over NBD (vbmgr export --nbd), driven by clients
 # nobody here wrote: the reference model through libnbd for every driver,
 # nbdinfo, nbdcopy, qemu-img info/convert, qemu-io patterns, fio's nbd

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every engine driver, served as a block node (FUSE file + loop with direct
 # I/O), passes the reference-model test: random reads, writes (some FUA),
 # flushes, discards and write-zeroes across chunk and component boundaries,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vblkd killed (SIGKILL) while it serves engine devices: their FUSE servers
 # die with it. The next vblkd detaches the dead loop devices, unmounts the
 # stale FUSE mounts and starts the devices afresh; the data written and

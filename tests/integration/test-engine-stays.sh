@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # An engine device in use keeps its server (issue 18, part 4): the engine's
 # I/O is vblkd itself, so a stop (SIGTERM, as systemd's at shutdown) while
 # a file system on the device is mounted stays and serves it ("staying

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The engine's block node on this machine (backend loop: a loop device on
 # the FUSE file vblkd serves) under queue depth 128 and fio verify while a
 # leg fails and the engine is swapped (backend-engine.sh's eb_stress; the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A loop device detached behind vblkd's back (losetup -d) is seen through the
 # udev watch: the device turns 'failed' with a device-disappeared event and
 # its link goes; a Start brings it back on a new node.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A failed leg and a leg that went away differ, also for a vblkd that did
 # not see it happen (torture test, seed 407037325 at 120 s, step 263): a
 # raid1 leg failed by the administrator was unplugged, vblkd was killed and

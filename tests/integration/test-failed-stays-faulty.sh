@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A component the administrator failed comes back only through an explicit
 # re-add (vbmgr add of its own path), never as a side effect (issue 15,
 # defect E): a reconfiguration that adds a leg keeps it faulty, with its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A storm: 500 loop devices appear at once (a shelf of disks powering up).
 # vblkd coalesces the events and probes them in batches off the main loop:
 # every `vbmgr list` made during the burst is answered, and each decision is

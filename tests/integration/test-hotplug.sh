@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Hotplug through the policy rules, with real udev events of real loop
 # devices: devices reassemble from components that come back in another
 # order (nothing starts before the last one), start degraded only after

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # An installer on the bus (issue 19): a python3-gi client (as Debian's
 # installer or Anaconda would call vblkd) applies a spec with a raid1, a
 # linear on it and a window, following the apply's Job to its Completed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Block nodes belong to the vblkd of one state dir: a vblkd with another
 # state dir neither adopts nor detaches them. --replace hands a running
 # vblkd's devices over to a new one without touching them.

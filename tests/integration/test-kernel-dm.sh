@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Backend "kernel", its device-mapper part: window and linear as dm linear
 # tables (file components on tagged loop devices), chosen by "auto" where
 # dm is present; the reference-model I/O test on each, ext4 on linear;

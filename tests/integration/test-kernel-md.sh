@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Backend "kernel", its md part: raid1, raid10 and raid0 as in-kernel md
 # arrays with vblk's superblocks as external metadata ("external:vblk"),
 # vblkd answering md as mdmon does. Chosen by "auto" where md is present;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The kernel nbd client driven over generic netlink (src/backends/
 # nbd-netlink.c, the kernel half of the nbd backend to come): vblk's NBD
 # server serves an image on two socketpairs in the transmission phase,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vblkd killed (SIGKILL) at every step of Delete of a started device, then
 # restarted: the device is gone, and so are its loop device and link.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vblkd killed (SIGKILL) at every step of Start, then restarted: the device ends
 # up active on exactly one loop device with its link; none is leaked or doubled.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # create/start/stop/delete of a file device: the block node and /dev/vblk link
 # exist only while the device is started, and state.json follows every change.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

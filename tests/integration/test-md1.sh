@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Handler md1: arrays made by mdadm itself (raid1 with 1.2 metadata,
 # raid10 with 1.0 at the end, raid1 with 1.1 at the start) are read by
 # `vbmgr examine` (no daemon) and listed by Scan; for every member vblk's

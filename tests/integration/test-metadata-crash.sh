@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # SIGKILL of vblkd while fio writes with verification to a raid1: after the
 # restart only the bitmap's dirty chunks are resynced (the count is read from
 # the job), fio's verify of everything it had written passes (no

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Fault injection (driver "faulty", like md's faulty personality and
 # dm-flakey): a raid1 leg starts failing writes in the middle of a fio run.
 # Every write acknowledged before or after is read back correct; the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A component that is gone when its device starts: a raid1 starts degraded,
 # the survivor's superblock records the slot missing, writes go on; when
 # the component is back, `vbmgr add` re-adds it by copying only the chunks

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # On-component metadata (metadata=vblk): superblocks written at creation and
 # read by vbmgr examine without a daemon; a corrupted superblock (bad CRC),
 # a component of another device and two components claiming one role are

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The operator's commands (issue 21): vbmgr status and its exit statuses
 # for ok, degraded and failed devices; vbmgr drivers and backends; vbmgr
 # monitor --program running a command with the event's fields; the monthly

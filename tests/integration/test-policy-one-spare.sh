@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A spare rule gives a device one spare, however many blank disks come in
 # one batch (found by the torture test, seed 2, raid10, 120-s runs): after
 # a restart, the coldplug probes every blank disk against the same state

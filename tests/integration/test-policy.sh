@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The policy rules on D-Bus and in vbmgr: `policy list` shows the rules of
 # --policy-dir; `policy test` decides on given properties and on real loop
 # devices probed by vblkd (blank -> metadata none, ext4 -> unknown -> ignored

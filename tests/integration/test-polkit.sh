@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # An unprivileged caller (user nobody, no session) may read but not change:
 # polkit refuses create/set/start/stop/delete with NotAuthorized and nothing changes.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

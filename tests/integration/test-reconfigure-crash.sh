@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # SIGKILL of vblkd at every step of a reconfiguration (the test hook stops
 # it there, VBLK_TEST_STOP_AT), then a restart: the device comes up in
 # either the old or the new configuration — the one the components'

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A linear device grown by appending a component while its ext4 is mounted:
 # the kernel sees the new size at once (same block node), resize2fs grows
 # the mounted filesystem online, and the data written before and after

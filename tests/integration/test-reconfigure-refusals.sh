@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Reconfigurations that must be refused, each with a clear error and no
 # change at all (the device listing and state.json byte for byte, the
 # block node and the data): conversions that would move data (reshapes),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Online reconfiguration with a mounted ext4 and fio verifying a file in it
 # the whole time: a plain file device (run by the engine) becomes a raid1
 # with a new leg, the leg is rebuilt while fio runs, the original component

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Component.Replace (issue 19, part 5): a live leg of a raid1 replaced by a
 # new disk while fio writes and verifies on the device the whole time: the
 # new leg joins as another copy and is rebuilt, the old leg serves until the

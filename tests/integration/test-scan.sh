@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vbmgr scan: devices are found from their components' superblocks (known
 # ones as known); once the desired state is lost, scan --adopt --start
 # brings them back (names, UUIDs, roles, the spare) with their data; a

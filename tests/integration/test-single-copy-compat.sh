@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Compatibility, data first (issue 15 H): a raid0 and a linear in a
 # state.json written before these drivers carried superblocks — no
 # "metadata" attribute, their data from byte 0 of each component — stay

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Larger components never grow a device by themselves (md's rule: growing
 # is the administrator's decision). Found by the torture test (seed 2,
 # raid10, 120-s runs): larger disks beside a failed slot grew the device at

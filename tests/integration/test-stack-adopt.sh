@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A stack comes back from its disks (DESIGN.md, issue 15 H): a raid0 over
 # two raid1 and a linear over the raid0 and a file, every level with its
 # superblocks (raid0's and linear's by default now), on the engine over

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A window on vblk:disk: starting it starts disk first and builds on disk's node;
 # disk cannot be stopped or deleted under it (Busy) unless recursive; the graph
 # (text, --dot, --json) shows the edge.

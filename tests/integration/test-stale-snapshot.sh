@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # An older copy of a raid1 leg comes back (a restored image, a disk that
 # missed writes) after the bitmap bits of what it missed were cleared: it
 # must be rebuilt in full, never read, never "resynced" from a bitmap that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A start goes after the block events vblkd has been told of (found by the
 # torture test, seed 3, 120-s runs, step 242): a stopped raid1's leg is
 # unplugged, another disk takes its loop number, the leg comes back at a

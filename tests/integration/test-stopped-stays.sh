@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A device the administrator stopped stays stopped when its components
 # come and go (found by the torture test, seed 2087922013 at 120 s, step
 # 171): the policy armed its degraded start for a stopped device seeing

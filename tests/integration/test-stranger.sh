@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A blank disk at a component's path is not that component (assembly rule
 # 1c; found by the torture test, seed 2, 120-s runs, step 138): a stopped
 # raid1's leg is unplugged and a blank disk of the same size takes its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The system sees vblk (issue 18, part 1), with data/udev's rules in a real
 # systemd-udevd: a started device's node gets its /dev/vblk/NAME and by-id
 # links and UDisks' name hint from udev (vblkd's record of the node, imported

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # UDisks sees vblk right (issue 18, part 5), with a real udisksd (Debian's
 # udisks2) on the test's bus and data/udev's rules in the real udevd: a
 # started device's node is a block object whose HintName is the device's

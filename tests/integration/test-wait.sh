@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vbmgr wait NAME as an mdadm user means it, and wait --state, and cancel
 # (issue 19, parts 3 and 4): a resync superseded by the rebuild onto a
 # spare is no failure, the wait follows the device's jobs until none runs

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A window device maps its block node onto [offset, offset+size) of its
 # component: data written through the node lands in the image file at exactly
 # offset+X, reads return the file's bytes there, and nothing outside changes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # vbmgr wipe (Manager.Wipe; issue 18, part 2): vblk's superblock and bitmap
 # erased from a disk that is no device's any more, so that vbmgr examine
 # (and udev's rule, test-udev) see nothing; refused, with nothing changed,

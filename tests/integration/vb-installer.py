@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """An installer's use of vblkd (issue 19), as one would make it with plain
 Gio over the system bus: Manager.Apply of a spec, following the apply's
 Job through the ObjectManager's InterfacesAdded, PropertiesChanged and the

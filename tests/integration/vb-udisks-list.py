@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """What a desktop disk utility sees (issue 18, part 5): every vblk device
 (org.vblk.VBlk1) with the UDisks block object of its node
 (org.freedesktop.UDisks2) side by side, one line each:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Shared by the NBD tests: a temp dir, vb-nbd-file-server started on a unix
 # socket in it, and cleanup by PID on any exit.
 set -euo pipefail

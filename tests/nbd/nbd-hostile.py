@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A hostile NBD client: malformed handshakes, bad requests and abandoned
 connections against vb-nbd-file-server on a unix socket. Each check asserts
 one concrete outcome (an error code, a closed connection, data that did or

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Real NBD clients nobody here wrote — nbdinfo, nbdcopy, qemu-img, qemu-io,
 # fio's nbd engine — against vb-nbd-file-server: what they are told about the
 # export is right, and every byte they write or read is the file's.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # A hostile client (nbd-hostile.py) against vb-nbd-file-server: every bad
 # handshake or request gets an error reply or a closed connection, and the
 # server survives it — alive, not spinning, no thread left behind, still

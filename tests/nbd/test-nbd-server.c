@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NBD server library without a client program: connections handed over
  * with vb_nbd_server_serve_fd (as the kernel nbd backend will), requests of
  * one connection run at once and answered out of order — on an export with

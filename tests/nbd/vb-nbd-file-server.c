@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Serves one regular file over NBD through the engine's NBD server library,
  * so that the server can be tested with real clients (nbdinfo, qemu-img,
  * fio) without a daemon, root or an engine device. With --kernel N it hands

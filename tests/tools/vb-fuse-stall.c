@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vb-fuse-stall MOUNTPOINT SIZE: a FUSE file system holding one file,
  * "disk", of SIZE bytes of zeros, with every cache off, so that each
  * lookup reaches this process. Stopped with SIGSTOP it stands for a file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The reference-model test: one random sequence of reads, writes, flushes,
  * discards and write-zeroes goes to a device (a block node, or an NBD
  * export through libnbd) and to an in-memory model; every read must match

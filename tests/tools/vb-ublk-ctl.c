@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vb-ublk-ctl: the ublk control commands a test needs around vblkd,
  * through /dev/ublk-control (io_uring URING_CMD, 128-byte SQEs):
  *   vb-ublk-ctl info ID     state, queues, depth, server pid of ublk device ID

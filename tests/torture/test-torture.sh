@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The model-based torture test (DESIGN.md "Invariants of the data" and
 # "Tests"; issue 15 part 3): seeded random sequences of writes, leg
 # failures, stop/start, stale snapshots put back, spares, re-adds,

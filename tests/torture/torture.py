@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # torture.py: one seeded run of the model-based torture test (DESIGN.md,
 # "Invariants of the data"; issue 15 part 3) against one raid1 or raid10
 # device of a vblkd that tests/torture/test-torture.sh runs: random steps

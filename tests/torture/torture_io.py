@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # torture_io.py: what the torture test's model and steps stand on — vbmgr
 # calls under a timeout, O_DIRECT block I/O with aligned buffers, the
 # channel to the bash harness (which owns vblkd's process), and the step log.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # torture_loops.py: the loop devices of the torture test's legs, numbered
 # from a private range far above what `losetup -f` hands out, and removed
 # (LOOP_CTL_REMOVE) once detached: a path vblkd still names for a detached

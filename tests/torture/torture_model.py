@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # torture_model.py: the reference model of one raid1/raid10 device — what
 # every block of its node must read back, which image holds which slot and
 # in what state — and the checks of vblkd against it: the node's reads, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply's pure part: the spec reader (vb_spec_from_json), the
  * whole-spec checks with their JSON paths, and the plan's steps and order
  * (src/core/vb-apply.c). */

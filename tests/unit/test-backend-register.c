@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Registering a backend: a struct missing a required callback, or one its
  * declared capabilities need, is refused with an error naming what is
  * missing; a complete one passes, once; the built-in backends pass. */

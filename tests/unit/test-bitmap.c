@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of src/metadata/bitmap: bit math, the persist-before-write rule,
  * lazy clearing by the sweep, errors, and concurrent writers checked against
  * an in-memory "disk" that the persist callback updates. */

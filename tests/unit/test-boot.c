@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of what vblkd does around boot (src/daemon/vb-boot.c): the
  * initramfs's choice of devices (the named ones and what they are built
  * on, every other one stopped; an unknown name refused), the pid file and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Attribute validation and driver rules: canonical values, defaults,
  * refusals with the messages users see, sizes and extents. */
 #include "config.h"

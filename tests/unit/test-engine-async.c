@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The asynchronous engine without a daemon or root: the ring (work posted
  * from other threads runs on the ring's, in order), the write barrier (a
  * write waits as a ring operation while a job's step holds it, and a step

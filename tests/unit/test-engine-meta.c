@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's on-component metadata without a daemon or root: a raid1
  * over temporary files (and one leg served in process, so that its writes
  * can be made to fail). Checks the ordering rule — a failed leg is in the

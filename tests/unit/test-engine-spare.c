@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A spare taking a failed slot while the slot's disk is being let go: the
  * disk went away (vblkd fails the slot, then lets go of its file and
  * records it missing once its failure is recorded), and the spare thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine switch (suspend / swap / resume) without a daemon or root:
  * engines over components served in process whose requests can be held
  * at a gate and whose flushes can fail. Checks that a suspend waits for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine's jobs without a bitmap: after an unclean stop nothing says
  * where the copies differ, so whichever job runs next must make every copy
  * equal, not only fill the slot it rebuilds. Two ways a rebuild comes

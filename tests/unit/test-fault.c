@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The "faulty" driver and fault injection: its attributes and refusals, its
  * identity placement, and which requests vb_fault_check() fails — counts,
  * kinds, range edges, resets, delays, and exact counts under threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the dependency graph (src/core/vb-graph): edges, cycle and
  * missing-dependency checks with their messages, start and stop orders, and
  * the text and Graphviz renderings. */

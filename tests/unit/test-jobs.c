@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The arithmetic of jobs: smoothed rate, progress, expected end, and the
  * progress line vbmgr wait draws. */
 #include "config.h"

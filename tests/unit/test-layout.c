@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Placement of every driver: device sizes, the pieces map() cuts requests
  * into, that no two device bytes share a component byte, hand-computed md
  * layouts, and the attribute and component refusals users see. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Handler md1: mdadm 1.x superblocks built here byte by byte as
  * linux/raid/md_p.h lays them out (checksum as md computes it), read at
  * each version's place (1.2 at 4 KiB, 1.1 at 0, 1.0 near the end) into

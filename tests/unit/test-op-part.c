@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of an op's part of the dependency graph (src/daemon/reconcile/
  * vb-op-part.c): which ops may run side by side, and what each merges back
  * of its outcome. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The plan: what runs vs what is desired, in graph order; applying what
  * already holds is an empty plan. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The policy rules: every key parsed, every error with its FILE:LINE, rule
  * directories (name order, duplicate names across files, a missing or
  * broken directory), evaluation (first match wins, globs, size operators at

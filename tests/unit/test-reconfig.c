@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure planner of online reconfiguration (vb-reconfig.c): which
  * conversions exist, the configuration each one produces (driver,
  * attributes, components with their roles, order, behind flags and UUIDs)

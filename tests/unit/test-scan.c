@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Scan's grouping (vb-scan.c) with superblocks built in memory:
  * grouping by device UUID, the newest superblock winning, stale marks,
  * each problem that refuses adoption, the device adoption would add, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of src/common/vb-size: the one size syntax of driver
  * attributes, policy rules and vbmgr — what it reads, what it refuses (with
  * an error naming the text) and that formatting reads back. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the desired state (src/core/vb-state): defaults, the JSON
  * round trip, every way state.json can be corrupt and the message naming
  * the place, and durable saving and loading of the file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The native vblk superblock: CRC-32C vectors and chaining, encode/decode
  * round trips, refusal of every corrupted byte and of each semantic
  * violation (with a valid CRC, naming the field), reading and writing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of src/common/vb-util: device names, object path escaping,
  * component sources, UUIDs; and the D-Bus names of VB_ERROR. */
 #include "config.h"

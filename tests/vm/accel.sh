@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # tests/vm/accel.sh, sourced by tests/vm/run (the one place that starts a
 # guest): decides qemu's accelerator by evidence. A /dev/kvm that opens is
 # not proof that KVM runs a guest (on the development machines the vCPU

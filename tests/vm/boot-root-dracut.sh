@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-vm-boot-root, on the host: the initramfs made by dracut with vblk's
 # module (data/dracut, as installed: 90vblk) for the guest kernel, with the
 # state boot-root-setup.sh left in WORK/state, written to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-vm-boot-root (sourced): check_listing WHAT LISTING fails (vb_fail)
 # unless LISTING, an initramfs image's file list (lsinitramfs, or lsinitrd's
 # long one), has vblk's files and the md and ublk modules.

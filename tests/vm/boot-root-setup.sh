@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-vm-boot-root, first guest (tests/vm/run with two virtio disks and a
 # share): a vblk raid1 "root" on /dev/vda and /dev/vdb (VB_BOOT_BACKEND:
 # kernel md with vblk's metadata, or the engine on ublk), an ext4 on it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-vm-boot-root, the guests booted from the vblk root (tests/vm/run
 # --boot with the initramfs boot-root-setup.sh made; run chrooted into the
 # host's root by boot-root-init, the vblk root at /media, the test's share

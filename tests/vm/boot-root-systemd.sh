@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # test-vm-boot-root, the guest booted into a real systemd from the vblk
 # root (boot-root-setup.sh installed the units): run by
 # vblk-boot-test.service once the boot reached it. vblkd.service (early,

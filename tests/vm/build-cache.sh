@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Builds the VM harness's cache (outside the checkout): Debian 12's own
 # kernel image and modules, unpacked from the linux-image-*-amd64 package
 # (not installed), busybox-static, and an initramfs that loads what it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Inside the VM (tests/vm/run): Debian's own kernel with the parts the
 # development machines lack — md (linear, raid0/1/10/456), device-mapper
 # (linear, flakey), nbd — loaded and used for real with mdadm and dmsetup,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Suite 'vm': the harness picks its accelerator by evidence (tests/vm/accel.sh).
 # A qemu wrapper (VB_VM_QEMU) plays the development machines' broken KVM (with
 # -accel kvm it hangs and the guest never prints); another plays a working

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Suite 'vm': boot from a vblk root (issue 18). Six guests on Debian 12's
 # kernel share two virtio disks:
 #   1. boot-root-setup.sh: a vblk raid1 'root' on the disks with a root file

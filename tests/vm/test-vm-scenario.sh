@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Suite 'vm': one kernel scenario in a guest of its own (tests/vm/run), on
 # Debian 12's kernel (6.1), so that a failure names its scenario.
 #   test-vm-scenario.sh kernel-parts   md, dm, nbd and ublk_drv used for real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", its device-mapper part: the vblk superblocks of a
  * linear table (metadata=vblk; the table maps each component from its
  * data offset on). dm keeps no metadata and tells vblkd nothing while it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", its device-mapper part (kernel-dm): `window` and
  * `linear` as dm "linear" tables (libdevmapper), each component a block
  * device — a regular file gets a loop device under the table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", its md part (kernel-md): raid0, raid1 and raid10 as in-kernel md
  * arrays, configured through sysfs alone, with vblk's own superblocks as
  * the array's external metadata ("external:vblk"): md keeps nothing on the

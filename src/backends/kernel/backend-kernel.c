@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel": the kernel's own virtual block devices, configured by
  * vblkd. Two backends behind the one name users and state.json know
  * (kernel-parts.h): md for raid0, raid1 and raid10, device-mapper for

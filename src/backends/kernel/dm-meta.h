@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", device-mapper part: the vblk superblocks of a linear
  * table (backend-kernel-dm-meta.c). */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel" is two backends behind one name (kept for state.json
  * and the D-Bus API): md (backend-kernel-md.c and md-*.c) for raid0,
  * raid1 and raid10, and device-mapper (backend-kernel-dm.c) for window

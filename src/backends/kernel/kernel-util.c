@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel": what its md part and its device-mapper part share:
  * the block nodes under a device (a loop device over each regular-file
  * component, tagged "vblk:INSTANCE:UUID:dm" so that a vblkd killed at any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel": what its md part and its device-mapper part share
  * (kernel-util.c): the block nodes under a device, sysfs, the format. */
 #pragma once

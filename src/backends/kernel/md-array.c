@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: one array as vblkd holds it (MdArray, its
  * members, the status the main thread reads), the table of arrays by
  * block node, and md's sysfs attributes. See md-array.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: what its files share. An MdArray is one md
  * array vblkd runs or watches: its members by slot, vblk's superblock
  * (the role table) when it carries vblk's metadata, the job md runs, and

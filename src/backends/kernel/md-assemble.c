@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: an array made in md through sysfs alone
  * (vblk's metadata, or md's own for metadata=md1), and one found running
  * taken up again (vblkd started again). */

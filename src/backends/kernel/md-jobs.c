@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: md's resync, recovery, check and repair as
  * vblk jobs (the engine's VbEngineJob, reported as the engine reports
  * them), and the check and cancel the daemon asks for. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: members while the array runs: a failure
  * recorded in the surviving superblocks before md goes on, a component
  * added to a slot (re-add, spare), a spare taking a failed slot. */

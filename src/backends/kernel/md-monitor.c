@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: the monitor thread of an array (one per
  * array), vblkd playing the part mdmon plays for mdadm's external formats:
  * it waits on md's sysfs attributes (poll POLLPRI) and answers them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backend "kernel", md part: vblk's superblocks as the array's external
  * metadata ("external:vblk"): written to every member that has not
  * failed, the bitmap area kept all dirty while md runs the array, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Authorization: every changing method asks polkit first, for the caller's
  * bus name, before any work. Interaction only when the caller allows it. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The polkit check, first thing in every changing method (vb-auth.c). */
 #pragma once
 

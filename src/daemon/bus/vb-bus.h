@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What talks D-Bus: the connection, the object tree, the Job objects and
  * polkit. The bus side reaches the reconciler through vb-reconcile.h; the
  * reconciler reports back through the VbPublish registered here

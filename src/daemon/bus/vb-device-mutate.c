@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the Device methods change in the desired state: one VbMutateFunc
  * per method (vb-reconcile.h), run by the reconciler on a candidate copy of
  * the state; vb-device.c authorizes, checks options and submits them. */

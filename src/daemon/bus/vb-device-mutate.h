@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The Device methods' changes to the desired state (vb-device-mutate.c),
  * each a VbMutateFunc: @user_data is the method's VbRequest. */
 #pragma once

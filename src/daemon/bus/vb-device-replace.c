@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Component.Replace: a live component of a started raid1 replaced by a new
  * one while it stays in service, as md's want_replacement does: the new
  * one joins as another copy (an online reconfiguration), is filled by the

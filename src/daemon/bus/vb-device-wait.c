@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Device.WaitState: a caller held until the device's State is the one it
  * names, looked at each time the objects are published again
  * (vb_objects_sync), or until its timeout. Main thread only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Device and .Component method handlers. Each one:
  * polkit check, then argument checks, then a change submitted through the
  * reconciler (the change itself: vb-device-mutate.c), then the invocation

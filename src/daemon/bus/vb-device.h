@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Device and .Component: their method handlers (vb-device.c). */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Engine jobs on D-Bus: the engine reports a resync, rebuild, check or
  * repair from its job thread; here, on the main thread, each becomes a
  * Job object (vb-jobs.c) with its progress, its Cancel reaches the engine,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What running engine devices report — jobs started, progressed, ended —
  * as Job objects and Event signals (vb-engine-jobs.c). */
 #pragma once

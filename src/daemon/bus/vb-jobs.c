@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Job objects: /org/vblk/VBlk1/jobs/N. Owners report from any thread;
  * what they report is kept under the job's lock and published on the main
  * thread, at most about four times a second (the final state at once). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Jobs: long operations (resync, rebuild, check, repair) published as
  * /org/vblk/VBlk1/jobs/N objects with progress, rate and cancel. The owner
  * of the work creates a job on the main thread, reports progress from any

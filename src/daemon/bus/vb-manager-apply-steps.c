@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply's steps as requests (see vb-manager-apply.h): each step
  * the request of the method a person would have called, through that
  * method's own mutate where there is one; each undo the inverse request,

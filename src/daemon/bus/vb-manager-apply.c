@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply: a spec's plan (core/vb-apply.c) carried out as the
  * requests a person would have made, one op each, through the mutates of
  * the Device and Manager methods. Before the first step the whole plan is

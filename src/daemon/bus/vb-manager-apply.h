@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Apply's parts (vb-manager-apply.c runs the plan,
  * vb-manager-apply-steps.c turns a step, or its undo, into the request
  * and mutate of the method a person would have called). */

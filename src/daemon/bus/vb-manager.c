@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Manager: CreateDevice, Apply, Scan, and the properties
  * describing drivers and backends. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Manager: Create, Scan, ... (vb-manager.c). */
 #pragma once
 

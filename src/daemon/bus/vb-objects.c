@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The D-Bus tree: Device and Component objects rebuilt from the desired
  * state and what runs (observed), after every op. */
 #include "config.h"

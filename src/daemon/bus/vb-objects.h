@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The D-Bus objects, rebuilt from desired + observed after every op
  * (vb-objects.c); the reconciler reaches them through vb_bus_publish. */
 #pragma once

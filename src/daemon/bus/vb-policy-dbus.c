@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Policy at /org/vblk/VBlk1/Policy: the rules in force
  * (Rules, Directory), Reload (also on SIGHUP), and Evaluate, which says
  * what the rules would do with a block device, without acting. Rule files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* org.vblk.VBlk1.Policy: the policy rules of vblkd on D-Bus (Rules,
  * Directory, Reload, Evaluate), and their loading at start and on SIGHUP. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A D-Bus request on its way through authorize -> submit -> done, and
  * the helpers every method handler shares: options, attributes, errors. */
 #include "config.h"

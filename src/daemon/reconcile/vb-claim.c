@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The claim of a device's components (vb-claim.h). */
 #include "config.h"
 

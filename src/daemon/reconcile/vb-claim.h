@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The claim (DESIGN.md, "A component is claimed once"): every path that
  * puts a file or block device under a device — create, add, spare,
  * reconfigure, scan/adopt, the policy engine — reaches it through the op

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stable links DEV_DIR/NAME -> block node, one per started device.
  * DEV_DIR belongs to vblkd: links of devices not running are removed. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stable DEV_DIR/NAME links to block nodes (vb-devlinks.c; worker thread). */
 #pragma once
 

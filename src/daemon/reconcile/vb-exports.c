@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Exports: a started device served over NBD on each address its desired
  * state lists ("nbd unix:PATH" or "nbd tcp:HOST:PORT"). Engine devices are
  * served in process; a device the kernel runs (loop over a file) is served

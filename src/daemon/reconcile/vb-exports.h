@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* NBD exports of started devices (see vb-exports.c). */
 #pragma once
 

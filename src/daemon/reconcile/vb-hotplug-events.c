@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hotplug's events: udev block events (and, once at start, every block
  * device already there) coalesced per device node and probed in batches
  * on a worker thread, read-only, for the facts the policy goes by; a loop

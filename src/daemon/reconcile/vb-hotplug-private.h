@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What hotplug's three files take from each other: vb-hotplug-events.c
  * (udev events, the probed facts of a device node), vb-hotplug.c (the
  * decisions) and vb-hotplug-spares.c (the disks that join devices, and the

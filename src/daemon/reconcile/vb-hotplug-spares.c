@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hotplug's disks that join devices: a blank disk as a spare or in place
  * of a failed slot, and a spare moving to a device of its domain that lost
  * a component (vb-hotplug.c decides; this does). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hotplug's decisions: block devices that come and go, decided by the
  * policy rules (DESIGN.md data flow 3). vb-hotplug-events.c reads the udev
  * events and probes the device nodes; here the main thread asks the policy

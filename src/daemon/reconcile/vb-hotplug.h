@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hotplug: udev block events (vb-hotplug-events.c) through the policy rules
  * (vb-hotplug.c). */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Looking at component paths (vb-inspect.h): the only code of vblkd's
  * checks that touches a path given from outside. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What a component's path is, read from the outside world in this one
  * place: its type and size, who else holds it, whether vblk made it, and
  * its superblock. The type is known before anything that could block is

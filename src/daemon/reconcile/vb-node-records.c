@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See vb-node-records.h. A record is a list of udev properties
  * (KEY=VALUE lines, udev's IMPORT{file} format) named after the node's
  * device number, the way udev names its own database files. */

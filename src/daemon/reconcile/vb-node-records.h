@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What udev learns of vblk's block nodes (data/udev/64-vblk.rules): one
  * small file per node under RUN_DIR/udev, imported by the rule (no D-Bus
  * call from a rule); worker thread. */

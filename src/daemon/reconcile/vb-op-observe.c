@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What an op observes: the block nodes running (found again by every
  * backend's scan), those that vanished, each device's status for D-Bus,
  * and at exit the nodes vblkd serves itself taken down. Worker thread. */

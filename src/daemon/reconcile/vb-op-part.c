@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The part of the dependency graph an op may change, so that ops run side
  * by side: the connected parts (in the desired state before and after its
  * mutate) of the devices it names, with every component source of theirs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* An op's plan, executed: each step (start, update, stop) through its
  * backend; a device the request touched whose step failed is rolled back
  * to its previous configuration; then the NBD exports follow. Worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* An op's own parts: the intent its mutate records, the events and status
  * its worker produces, the one save of the desired state, and the
  * helpers every worker step shares. */

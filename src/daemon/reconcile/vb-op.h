@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* An op: one change on its way through the reconciler, typed — what its
  * mutate asked for (VbOpIntent) and what its worker produced (events, the
  * observed state, status). Shared by vb-reconciler.c (the queue, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Component probing: what each component is and how large, from the
  * facts vb-inspect.c gathers (once per path and op), and the driver's
  * checks against them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Probing components (worker thread only): what each source is and its
  * size, from vb-inspect.c's facts (looked at once per path per probe,
  * bounded in time); block devices are opened read-only. */

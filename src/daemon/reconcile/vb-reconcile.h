@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The reconciler's face: vblkd's state (desired, observed, status) and the
  * one path every change takes — validate -> persist -> reconcile ->
  * publish. What talks D-Bus (../bus) submits ops here and registers a

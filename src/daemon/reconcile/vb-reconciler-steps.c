@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The worker steps of an op beyond its plan: superblocks for a device just
  * created, re-adds and SetFaulty its mutate asked for, and the spares a
  * started device is told about. */

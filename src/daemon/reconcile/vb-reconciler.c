@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The reconciler: the op queue and one function per op mode. Each op
  * validates against the real components, saves the desired state,
  * executes the plan through the backends and publishes the outcome — all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Online reconfiguration, the worker's part (the op of a Reconfigure):
  *
  *   1. the new configuration is checked against the real components (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Scan: read the superblocks of a list of paths (worker thread),
  * group them by device UUID and decide, per group, whether it is known,
  * what is wrong with it and what adopting it would add (pure). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Manager.Scan: finding devices from the superblocks on their components.
  * Reading (vb_scan_read, a worker thread) is kept apart from grouping
  * (vb_scan_group, pure), so that the grouping is unit-tested with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The udev watch: block events about a node vblk runs (a loop device
  * detached by someone else, say) make vblkd look at the kernel again. A
  * burst of events is coalesced into one observe op; nothing is opened

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Block events (vb-udev.c): those about the nodes vblk runs trigger an
  * observe op; the others go to hotplug. */
 #pragma once

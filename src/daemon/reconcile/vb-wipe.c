@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See vb-wipe.h. Like mdadm --zero-superblock: the device in use is
  * refused, what is wiped is named, a disk with nothing to wipe is an error. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Wiping vblk's metadata off a disk (Manager.Wipe, vbmgr wipe): its
  * superblock and write-intent bitmap, and mdadm's 1.x superblock when
  * asked, so that blkid, udev and vbmgr examine see nothing there. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "faulty": one component shown whole, byte for byte, whose reads or
  * writes fail or slow down on request (fault.h) — md's faulty personality
  * and dm-flakey, for testing the redundancy of the devices above it. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "file": one regular file shown whole as a block device. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "linear": components one after another, like md linear or a dm
  * linear table — the device's first bytes are the first component's, and so
  * on. Each component counts in whole 512-byte sectors. */

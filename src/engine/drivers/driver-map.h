@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Placement, the engine half of a driver: where each byte of a device
  * lives on its components. Drivers only describe placement; the engine does
  * the I/O and the redundancy logic (read one healthy copy, retry another

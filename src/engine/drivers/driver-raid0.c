@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "raid0": striping, md's raid0 layout over components of equal
  * size: chunk k of the device is chunk k / n of component k % n. Components
  * count as large as the smallest, in whole chunks. */

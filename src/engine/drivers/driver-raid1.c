@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "raid1": an N-way mirror, every byte on every component at the same
  * offset. The engine reads one healthy copy and writes all of them; this
  * file only says where the copies are. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "raid10": md's "near" layout. The components' chunks form rows of
  * n slots; device chunk c fills the `copies` consecutive slots from
  * c * copies on, and slot s is chunk s / n of component s % n. */

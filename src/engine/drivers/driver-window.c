@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Driver "window": a byte range of a block device, file or other device —
  * loop's "primitive partitioning". size 0 means "to the end". */
 #include "config.h"

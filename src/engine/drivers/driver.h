@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The driver interface: what a device does with its components. Each
  * driver is one file exposing one const VbDriver; drivers.c lists them.
  * Issue 2 needs only the declarative part (attributes, component rules,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The list of drivers and the attribute rules every driver shares: names,
  * canonical values, defaults, component counts. */
 #include "config.h"

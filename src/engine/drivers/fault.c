@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fault injection: the decision whether one request of a "faulty" device
  * fails. The engine calls vb_fault_check() from its I/O threads and
  * vb_fault_set() from the thread that applies an attribute change. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fault injection for the "faulty" driver, like md's faulty personality and
  * dm-flakey: fail chosen reads or writes with -EIO, or slow every request
  * down, so that the redundancy of the devices stacked on top can be tested. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The kernel's FUSE requests, answered: a root directory holding one
  * regular file whose bytes are the device. Reads, writes, fsync and
  * fallocate go to the engine as asynchronous requests on the serving

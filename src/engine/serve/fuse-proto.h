@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The FUSE server's two halves (fuse-server.c: the mount and the serving
  * threads; fuse-proto.c: the kernel's requests answered). vblk speaks the
  * FUSE protocol itself rather than through libfuse 3.14, whose API can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The FUSE server: one file in a private FUSE mount, whose bytes are an
  * engine device, so the kernel loop driver can make a real block node of
  * it. vblkd mounts it itself and speaks the protocol (fuse-proto.c) on a

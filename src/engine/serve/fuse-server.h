@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The FUSE server: serves a VbBlockOps device as one regular file in a
  * private FUSE mount (for the kernel loop driver to sit on). */
 #pragma once

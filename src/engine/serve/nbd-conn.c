@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NBD transmission phase of one connection, after the handshake
  * (nbd-handshake.c), on the serving model of every front end: the
  * connection's thread owns a ring, reads requests when the ring says the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One NBD connection from greeting to close: the protocol half of the NBD
  * server (nbd-server.c owns the sockets and the connection threads).
  * Blocking; it runs on the connection's thread, or straight on a socketpair

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NBD fixed-newstyle handshake of one connection: the greeting, then
  * option haggling (EXPORT_NAME, ABORT, LIST, INFO, GO, STRUCTURED_REPLY; TLS
  * and unknown options refused) until the client enters transmission. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Private to the NBD protocol code: the handshake phase (nbd-handshake.c),
  * which settles what nbd-conn.c's transmission phase is held to, and the
  * byte-order and socket helpers both halves use. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Running NBD requests on the export, asynchronously: through the
  * export's submit (the engine's path) into the connection's own ring, or,
  * for an export with only blocking calls (a test's memory disk, the file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Private to the NBD transmission phase: one connection's state, shared by
  * its reading and replying (nbd-conn.c) and its running of requests on
  * the export (nbd-run.c). Everything here belongs to the connection's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* NBD server: listening sockets, one accept thread per socket and one
  * thread per connection, each running the protocol of nbd-conn.c on a ring
  * of its own. Accepting blocks its thread; nothing here touches a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* An NBD server for one export, served through VbBlockOps: fixed-newstyle
  * handshake, simple and structured replies. Each connection has a thread
  * and a ring of its own (nbd-conn.c): it reads requests as they come, runs
