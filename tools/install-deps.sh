@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   gcc libc6-dev pkgconf meson ninja-build gettext
+  # build: the man pages (doc/*.scd)
+  scdoc
   libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
   libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev liburing-dev libfuse3-dev
   libnbd-dev libdevmapper-dev
