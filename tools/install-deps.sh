@@ -32,6 +32,8 @@ packages=(
   initramfs-tools busybox dracut-core
   # tests: ublk_drv for the VM's kernel, built out of tree (objtool needs libelf1)
   make gcc-12 binutils xz-utils libelf1
+  # tests: the Debian package built from the tree (debian/), installed, checked
+  debhelper dpkg-dev fakeroot lintian
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -664,6 +664,12 @@ main (int argc, char **argv)
 
   /* a client or log reader gone must never end the server of a root */
   signal (SIGPIPE, SIG_IGN);
+  /* Started by a system bus's activation: that bus is the one to serve
+   * (and polkit is asked on), also when it is not at the default address
+   * (a private bus); the bus says so only in DBUS_STARTER_*. */
+  if (g_strcmp0 (g_getenv ("DBUS_STARTER_BUS_TYPE"), "system") == 0
+      && g_getenv ("DBUS_STARTER_ADDRESS") != NULL && g_getenv ("DBUS_SYSTEM_BUS_ADDRESS") == NULL)
+    g_setenv ("DBUS_SYSTEM_BUS_ADDRESS", g_getenv ("DBUS_STARTER_ADDRESS"), TRUE);
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
   textdomain (GETTEXT_PACKAGE);
