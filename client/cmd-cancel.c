@@ -5,6 +5,7 @@
 #include "vbmgr.h"
 
 #include <glib/gi18n.h>
+#include <inttypes.h>
 #include <string.h>
 
 #define JOBS_PATH VB_OBJECT_ROOT "/jobs/"
@@ -46,14 +47,16 @@ vb_cmd_cancel (int argc, char **argv)
   job = object ? vb_dbus_object_get_job (VB_DBUS_OBJECT (object)) : NULL;
   if (job == NULL)
     {
-      g_printerr ("vbmgr: cancel %s: NotFound: no job %s\n", argv[1], argv[1]);
+      g_autofree char *text = g_strdup_printf (_ ("no job %s"), argv[1]);
+
+      g_printerr ("vbmgr: cancel %s: NotFound: %s\n", argv[1], text);
       return VB_EXIT_FAILED;
     }
   reply = vb_mgr_call (job, "Cancel", g_variant_new ("(@a{sv})", g_variant_new ("a{sv}", NULL)),
                        &error);
   if (reply == NULL)
     return vb_mgr_fail ("cancel", argv[1], error);
-  g_print (_ ("job %" G_GUINT64_FORMAT " (%s): asked to stop\n"), number,
+  g_print (_ ("job %" PRIu64 " (%s): asked to stop\n"), number,
            vb_dbus_job_get_operation (job));
   return VB_EXIT_OK;
 }

@@ -7,6 +7,7 @@
 #include "vbmgr.h"
 
 #include <glib/gi18n.h>
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -570,7 +571,7 @@ vb_mgr_wait_report (VbMgrWait *w)
       const char *operation = vb_mgr_str (vb_dbus_job_get_operation (j->job));
       g_autoptr (GDBusObject) object = g_dbus_object_manager_get_object (w->manager, j->path);
       g_autofree char *what
-          = g_strdup_printf (_ ("job %" G_GUINT64_FORMAT " (%s)"), j->id, operation);
+          = g_strdup_printf (_ ("job %" PRIu64 " (%s)"), j->id, operation);
 
       if (strcmp (state, "finished") == 0
           || (w->job_path == NULL && strcmp (state, "cancelled") == 0))

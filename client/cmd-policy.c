@@ -297,7 +297,9 @@ vb_mgr_policy_reload (int argc, char **argv)
       g_autoptr (GVariant) value = NULL;
 
       g_variant_get (rules, "(v)", &value);
-      g_print (_ ("Reloaded: %zu rule(s) from %s\n"), g_variant_n_children (value),
+      gsize n = g_variant_n_children (value);
+
+      g_print (ngettext ("Reloaded: %zu rule from %s\n", "Reloaded: %zu rules from %s\n", n), n,
                vb_dbus_policy_get_directory (policy));
     }
   return VB_EXIT_OK;

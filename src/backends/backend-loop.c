@@ -12,6 +12,8 @@
  * instances (other state directories) alone. Teardown uses libblockdev. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "backend.h"
 #include "engine-runtime.h"
 #include "engine.h"
@@ -139,7 +141,7 @@ start_extent (const VbBackendRequest *request, GError **error)
     {
       int e = errno;
       g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                   "component '%s': %s", path, g_strerror (e));
+                   _ ("component '%s': %s"), path, g_strerror (e));
       return NULL;
     }
   config.block_size = extent.sector_size;
@@ -160,7 +162,7 @@ announce_size (VbEngineRuntime *rt, GError **error)
   r = vb_fuse_server_size_changed (rt->transport);
   if (r < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: the FUSE file's size: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: the FUSE file's size: %s"),
                    rt->block_device, g_strerror (-r));
       return FALSE;
     }
@@ -170,7 +172,7 @@ announce_size (VbEngineRuntime *rt, GError **error)
       int e = errno;
       if (fd >= 0)
         close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: LOOP_SET_CAPACITY: %s", rt->block_device,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: LOOP_SET_CAPACITY: %s"), rt->block_device,
                    g_strerror (e));
       return FALSE;
     }
@@ -267,12 +269,12 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
   if (strcmp (tag, uuid) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "%s now belongs to another device (%s), not detaching it", block_device, tag);
+                   _ ("%s now belongs to another device (%s), not detaching it"), block_device, tag);
       return FALSE;
     }
   if (!bd_loop_teardown (block_device, &local))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "detaching %s: %s", block_device,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("detaching %s: %s"), block_device,
                    local->message);
       return FALSE;
     }
@@ -358,17 +360,17 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
   if (vb_engine_runtime_lookup (block_device) == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s runs on a kernel loop device directly on its component, which cannot "
+                   _ ("%s runs on a kernel loop device directly on its component, which cannot "
                    "change under a writable device (LOOP_CHANGE_FD is for read-only ones); "
-                   "start it with attribute engine=true to reconfigure it online",
+                   "start it with attribute engine=true to reconfigure it online"),
                    block_device);
       return FALSE;
     }
   if (!uses_engine (request))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s is served by the engine; its new driver '%s' must be too (attribute "
-                   "engine=true)",
+                   _ ("%s is served by the engine; its new driver '%s' must be too (attribute "
+                   "engine=true)"),
                    block_device, request->driver->name);
       return FALSE;
     }

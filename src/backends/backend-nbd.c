@@ -18,6 +18,8 @@
  * already done is done again, with the same data. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "backend.h"
 #include "engine-runtime.h"
 #include "nbd-handshake.h"
@@ -147,7 +149,7 @@ serve_pairs (VbNbdServer *server, guint n, int *fds, GError **error)
       if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
         {
           int e = errno;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "socketpair: %s", g_strerror (e));
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("socketpair: %s"), g_strerror (e));
           return FALSE;
         }
       for (guint k = 0; k < 2; k++)
@@ -265,7 +267,7 @@ take_over (const VbBackendRequest *request, gint index, GError **error)
       if (t)
         close_all (fds, n);
       vb_engine_runtime_free (rt);
-      g_prefix_error (error, "taking over %s: ", block_device);
+      g_prefix_error (error, _ ("taking over %s: "), block_device);
       return NULL;
     }
   close_all (fds, n); /* the kernel holds its own references */
@@ -365,14 +367,14 @@ nbd_stop (const char *block_device, const char *instance, const char *uuid, GErr
 
   if (index < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s is not an nbd node", block_device);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s is not an nbd node"), block_device);
       return FALSE;
     }
   id = read_backend_id (index);
   if (id[0] != '\0' && strcmp (id, want) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "%s now belongs to another device (%s), not disconnecting it", block_device, id);
+                   _ ("%s now belongs to another device (%s), not disconnecting it"), block_device, id);
       return FALSE;
     }
   if (id[0] != '\0' && !vb_nbd_netlink_disconnect (index, error))

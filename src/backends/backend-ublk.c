@@ -29,6 +29,9 @@
  * kernel this project is tested on has them, and an untested data path is not one vblk runs. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "backend.h"
 #include "engine-runtime.h"
 #include "loop-util.h"
@@ -101,7 +104,7 @@ control_or_fail (guint32 op, guint32 dev_id, void *buf, guint16 len, guint64 dat
   if (r < 0)
     {
       g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                   "ublk %s (device %u): %s", op_name (op), dev_id, g_strerror (-r));
+                   _ ("ublk %s (device %u): %s"), op_name (op), dev_id, g_strerror (-r));
       return FALSE;
     }
   return TRUE;
@@ -269,7 +272,7 @@ announce_size (VbEngineRuntime *rt, GError **error)
   if (!(t->flags & UBLK_F_UPDATE_SIZE))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s: the ublk driver cannot change the size of a started device",
+                   _ ("%s: the ublk driver cannot change the size of a started device"),
                    rt->block_device);
       return FALSE;
     }
@@ -304,7 +307,7 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
   if (r < 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "taking over %s: START_USER_RECOVERY: %s (device state %u)", node,
+                   _ ("taking over %s: START_USER_RECOVERY: %s (device state %u)"), node,
                    g_strerror (-r), info.state);
       return NULL;
     }
@@ -314,8 +317,8 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
       || info.max_io_buf_bytes != IO_BUF_BYTES)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "taking over %s: its %u queues of depth %u and %u-byte buffers are not this "
-                   "vblkd's (at most %u queues of depth %u, %u-byte buffers)",
+                   _ ("taking over %s: its %u queues of depth %u and %u-byte buffers are not this "
+                   "vblkd's (at most %u queues of depth %u, %u-byte buffers)"),
                    node, info.nr_hw_queues, info.queue_depth, info.max_io_buf_bytes, MAX_QUEUES,
                    QUEUE_DEPTH, IO_BUF_BYTES);
       return NULL;
@@ -330,7 +333,7 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
       || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
     {
       /* the device stays quiesced for another try */
-      g_prefix_error (error, "taking over %s: ", node);
+      g_prefix_error (error, _ ("taking over %s: "), node);
       vb_engine_runtime_free (rt);
       return NULL;
     }
@@ -469,7 +472,7 @@ ublk_stop (const char *block_device, const char *instance, const char *uuid, GEr
 
   if (id < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s is not a ublk node", block_device);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s is not a ublk node"), block_device);
       return FALSE;
     }
   r = vb_ublk_control (UBLK_CMD_GET_DEV_INFO, (guint) id, &info, sizeof info, 0);
@@ -481,7 +484,7 @@ ublk_stop (const char *block_device, const char *instance, const char *uuid, GEr
   if (r < 0 || !info_is (&info, instance, uuid))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "%s now belongs to another device or program (%s), not removing it",
+                   _ ("%s now belongs to another device or program (%s), not removing it"),
                    block_device, r < 0 ? g_strerror (-r) : "its tag differs");
       return FALSE;
     }
@@ -520,8 +523,8 @@ ublk_reconfigure (const char *block_device, const VbBackendRequest *request, gui
       if (size < now || (size > now && !(t->flags & UBLK_F_UPDATE_SIZE)))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "%s: the ublk driver cannot %s a started device (%" G_GUINT64_FORMAT
-                       " bytes); stop it to reconfigure, or use backend nbd",
+                       _ ("%s: the ublk driver cannot %s a started device (%" PRIu64
+                       " bytes); stop it to reconfigure, or use backend nbd"),
                        block_device, size < now ? "shrink" : "grow", now);
           return FALSE;
         }

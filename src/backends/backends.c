@@ -2,6 +2,8 @@
 /* The list of backends and the choice "auto" makes. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "backend.h"
 #include "vb-error.h"
 
@@ -47,7 +49,7 @@ static VbBackendJobFunc job_func;
 static gboolean
 refuse (const VbBackend *backend, const char *member, const char *why, GError **error)
 {
-  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "backend '%s': no %s (%s)",
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("backend '%s': no %s (%s)"),
                backend->name ? backend->name : "(no name)", member, why);
   return FALSE;
 }
@@ -100,7 +102,7 @@ register_locked (const VbBackend *backend, GError **error)
   for (guint i = 0; i + 1 < registry->len; i++)
     if (strcmp (((const VbBackend *) registry->pdata[i])->name, backend->name) == 0)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "backend '%s': registered already",
+        g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("backend '%s': registered already"),
                      backend->name);
         return FALSE;
       }
@@ -256,21 +258,21 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
           return all_backends[i];
         }
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "backend: none can run driver '%s' here (%s)", driver->name, reasons->str);
+                   _ ("backend: none can run driver '%s' here (%s)"), driver->name, reasons->str);
       return NULL;
     }
   backend = vb_backend_lookup (requested);
   if (backend == NULL)
     {
       g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "backend '%s': unknown (known: %s)",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("backend '%s': unknown (known: %s)"),
                    requested, known);
       return NULL;
     }
   if (!backend->supports (driver, attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "backend '%s': cannot run driver '%s': %s", backend->name, driver->name, reason);
+                   _ ("backend '%s': cannot run driver '%s': %s"), backend->name, driver->name, reason);
       return NULL;
     }
   if (why)

@@ -2,6 +2,8 @@
 /* See engine-runtime.h. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "engine-runtime.h"
 
 #include "engine.h"
@@ -350,10 +352,10 @@ vb_engine_runtime_readd (const char *block_device, guint slot, const char *path,
   /* an engine device of this process is called in place, as at start */
   source_for (path, &source);
   if (e == NULL)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: not an engine device of this vblkd",
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("%s: not an engine device of this vblkd"),
                  block_device);
   else if (slot >= vb_engine_n_components (e))
-    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: no slot %u", block_device, slot);
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: no slot %u"), block_device, slot);
   else
     ok = vb_engine_readd (e, slot, &source, uuid, error) == 0;
   engine_put (rt);
@@ -380,7 +382,7 @@ vb_engine_runtime_update (const char *block_device, const VbBackendRequest *requ
 
   if (engine == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: not an engine device of this vblkd",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: not an engine device of this vblkd"),
                    block_device);
       return FALSE;
     }
@@ -430,12 +432,12 @@ suspend (VbEngineRuntime *rt, VbEngine *old, const char *block_device, guint tim
   vb_engine_resume (old);
   if (r == -ETIMEDOUT)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "%s: the requests in flight did not finish within %u ms; the "
-                 "reconfiguration was abandoned and the device goes on as it was",
+                 _ ("%s: the requests in flight did not finish within %u ms; the "
+                 "reconfiguration was abandoned and the device goes on as it was"),
                  block_device, timeout_ms);
   else
     g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                 "%s: flushing before the swap: %s; the device goes on as it was", block_device,
+                 _ ("%s: flushing before the swap: %s; the device goes on as it was"), block_device,
                  g_strerror (-r));
   return FALSE;
 }
@@ -456,7 +458,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   if (rt == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s: not an engine device of this vblkd", block_device);
+                   _ ("%s: not an engine device of this vblkd"), block_device);
       return FALSE;
     }
   old = vb_engine_switch_engine (rt->sw);
@@ -482,7 +484,7 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
       report->held_us = vb_engine_switch_resume (rt->sw);
       vb_engine_resume (old);
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "the new configuration did not assemble: %s; the device goes on as it was",
+                   _ ("the new configuration did not assemble: %s; the device goes on as it was"),
                    local->message);
       return FALSE;
     }

@@ -2,6 +2,8 @@
 /* See loop-util.h. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "loop-util.h"
 
 #include "vb-error.h"
@@ -210,7 +212,7 @@ vb_loop_attach (int backing_fd, const struct loop_config *base, const char *tag,
     }
   if (err < 0)
     g_set_error (error, VB_ERROR, err == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                 "loop device for '%s': %s", what, g_strerror (-err));
+                 _ ("loop device for '%s': %s"), what, g_strerror (-err));
   else
     {
       vb_test_hook ("start:after-loop-setup");

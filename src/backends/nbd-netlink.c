@@ -4,6 +4,8 @@
  * its attributes walked; no libnl. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "nbd-netlink.h"
 
 #include "vb-error.h"
@@ -190,7 +192,7 @@ static gboolean
 fail (GError **error, const char *what, int r)
 {
   g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-               "kernel nbd client: %s: %s", what, g_strerror (-r));
+               _ ("kernel nbd client: %s: %s"), what, g_strerror (-r));
   return FALSE;
 }
 
@@ -252,7 +254,7 @@ vb_nbd_netlink_connect (const VbNbdConnect *c, GError **error)
   if (index == G_MAXUINT32)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "kernel nbd client: connect: the kernel named no device");
+                   _ ("kernel nbd client: connect: the kernel named no device"));
       return -1;
     }
   return (gint) index;

@@ -7,6 +7,8 @@
  * last piece: nothing crosses to another thread on the way. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "ublk-queues.h"
 #include "vb-error.h"
 #include "vb-report.h"
@@ -253,14 +255,14 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
     {
       e = errno;
       q->iods = NULL;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: mmap of queue %u: %s", path, i,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: mmap of queue %u: %s"), path, i,
                    g_strerror (e));
       return FALSE;
     }
   if (posix_memalign ((void **) &q->bufs, 4096, (gsize) QUEUE_DEPTH * IO_BUF_BYTES) != 0)
     {
       q->bufs = NULL;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no memory for queue %u", path, i);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: no memory for queue %u"), path, i);
       return FALSE;
     }
   for (guint t = 0; t < QUEUE_DEPTH; t++)
@@ -275,12 +277,12 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
   q->ring = vb_ring_new (RING_ENTRIES, error);
   if (q->ring == NULL)
     {
-      g_prefix_error (error, "%s: queue %u: ", path, i);
+      g_prefix_error (error, _ ("%s: queue %u: "), path, i);
       return FALSE;
     }
   if ((e = io_uring_register_files (vb_ring_uring (q->ring), &dev->char_fd, 1)) < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: queue %u: registering the fd: %s", path,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: queue %u: registering the fd: %s"), path,
                    i, g_strerror (-e));
       return FALSE;
     }
@@ -291,7 +293,7 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
   g_mutex_unlock (&q->ready_lock);
   if (q->ring_error < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: queue %u: io_uring: %s", path, i,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: queue %u: io_uring: %s"), path, i,
                    g_strerror (-q->ring_error));
       return FALSE;
     }
@@ -310,7 +312,7 @@ vb_ublk_device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw, GError **
   dev->char_fd = -1;
   if (n_queues == 0 || n_queues > MAX_QUEUES)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "%s: %u queues (at most %u)", path,
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("%s: %u queues (at most %u)"), path,
                    n_queues, MAX_QUEUES);
       return dev;
     }

@@ -2,6 +2,8 @@
 /* Opening component paths by their type (vb-open.h). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-open.h"
 
 #include "vb-error.h"
@@ -119,14 +121,14 @@ vb_component_open_error (GError **error, const char *path, int errsv)
                              : (stat (path, &st) == 0 ? vb_file_type_name (st.st_mode)
                                                       : "of another type");
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s' is %s: a component is a regular file or a block device",
+                   _ ("component '%s' is %s: a component is a regular file or a block device"),
                    path, what);
       return;
     }
   if (errsv == EBUSY)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is in use (held open exclusively, e.g. by a file system, an "
-                 "array or another device)",
+                 _ ("component '%s' is in use (held open exclusively, e.g. by a file system, an "
+                 "array or another device)"),
                  path);
   else
     /* a node that is going away (a disk unplugged, a loop device being
@@ -135,5 +137,5 @@ vb_component_open_error (GError **error, const char *path, int errsv)
                  errsv == ENOENT || errsv == ENXIO || errsv == ENODEV || errsv == ENOMEDIUM
                      ? VB_ERROR_NOT_FOUND
                      : VB_ERROR_FAILED,
-                 "component '%s': %s", path, g_strerror (errsv));
+                 _ ("component '%s': %s"), path, g_strerror (errsv));
 }

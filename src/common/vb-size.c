@@ -3,6 +3,8 @@
  * that driver attributes, policy rules and vbmgr share. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-size.h"
 #include "vb-error.h"
 #include "vb-util.h"
@@ -61,7 +63,7 @@ vb_size_parse (const char *text, guint64 *out, GError **error)
     /* a huge text is shown cut */
     g_autofree char *shown = vb_shown (text);
     g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                 "'%s' is not a size (bytes, or a number with K, M, G or T)", shown);
+                 _ ("'%s' is not a size (bytes, or a number with K, M, G or T)"), shown);
     return FALSE;
   }
 }

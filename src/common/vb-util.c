@@ -2,6 +2,8 @@
 /* Device names, object paths and component sources (see vb-util.h). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-util.h"
 #include "vb-error.h"
 
@@ -15,7 +17,7 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
 
   if (name == NULL || *name == '\0')
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: must not be empty", what);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: must not be empty"), what);
       return FALSE;
     }
   len = strlen (name);
@@ -23,7 +25,7 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
     {
       g_autofree char *shown = vb_shown (name);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s '%s': %zu characters, at most %d are allowed", what, shown, len, VB_NAME_MAX);
+                   _ ("%s '%s': %zu characters, at most %d are allowed"), what, shown, len, VB_NAME_MAX);
       return FALSE;
     }
   for (const char *p = name; *p; p++)
@@ -31,14 +33,14 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
       {
         g_autofree char *valid = g_utf8_make_valid (name, -1);
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "%s '%s': character %zu is not allowed "
-                     "(allowed: A-Z a-z 0-9 . _ -)",
+                     _ ("%s '%s': character %zu is not allowed "
+                     "(allowed: A-Z a-z 0-9 . _ -)"),
                      what, valid, (gsize) (p - name) + 1);
         return FALSE;
       }
   if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s '%s' is reserved", what, name);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s '%s' is reserved"), what, name);
       return FALSE;
     }
   return TRUE;
@@ -107,7 +109,7 @@ vb_source_parse (const char *source, VbSourceKind *kind, char **device_name, GEr
 {
   if (source == NULL || *source == '\0')
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component: must not be empty");
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("component: must not be empty"));
       return FALSE;
     }
   if (g_str_has_prefix (source, "vblk:"))
@@ -129,14 +131,14 @@ vb_source_parse (const char *source, VbSourceKind *kind, char **device_name, GEr
     {
       g_autofree char *shown = vb_shown (source);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': not an absolute path, vblk:NAME or an NBD URI", shown);
+                   _ ("component '%s': not an absolute path, vblk:NAME or an NBD URI"), shown);
       return FALSE;
     }
   if (strlen (source) >= PATH_MAX)
     {
       g_autofree char *shown = vb_shown (source);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': longer than a path can be (%d bytes)", shown, PATH_MAX - 1);
+                   _ ("component '%s': longer than a path can be (%d bytes)"), shown, PATH_MAX - 1);
       return FALSE;
     }
   *kind = VB_SOURCE_PATH;

@@ -5,6 +5,8 @@
  * it exists or a component while another device holds it. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-apply.h"
 
 #include <string.h>
@@ -56,7 +58,7 @@ vb_apply_step_id (const VbApplyStep *step)
 
 G_GNUC_PRINTF (4, 5)
 static VbApplyStep *
-step_new (VbApplyKind kind, const char *device, const char *path, const char *reason_format, ...)
+apply_step_new (VbApplyKind kind, const char *device, const char *path, const char *reason_format, ...)
 {
   VbApplyStep *step = g_new0 (VbApplyStep, 1);
   va_list args;
@@ -66,7 +68,7 @@ step_new (VbApplyKind kind, const char *device, const char *path, const char *re
   step->path = g_strdup (path);
   step->autostart = -1;
   va_start (args, reason_format);
-  step->reason = g_strdup_vprintf (reason_format, args);
+  step->reason = g_strdup_vprintf (_ (reason_format), args);
   va_end (args);
   return step;
 }
@@ -82,7 +84,7 @@ spec_error (GError **error, gint code, const char *path, const char *format, ...
   va_list args;
 
   va_start (args, format);
-  msg = g_strdup_vprintf (format, args);
+  msg = g_strdup_vprintf (_ (format), args);
   va_end (args);
   g_set_error (error, VB_ERROR, code, "%s: %s", path, msg);
   return FALSE;
@@ -320,7 +322,7 @@ plan_reconfigure (const VbDeviceConfig *old, const VbDeviceConfig *want, const c
     return TRUE;
   from = vb_reconfig_describe (old);
   to = vb_reconfig_describe (want);
-  step = step_new (VB_APPLY_RECONFIGURE, want->name, path, "%s -> %s", from, to);
+  step = apply_step_new (VB_APPLY_RECONFIGURE, want->name, path, "%s -> %s", from, to);
   if (strcmp (old->driver, want->driver) != 0)
     step->driver = g_strdup (want->driver);
   step->add = null_if_empty (sources_where (want, pick_slot_not_in, (gpointer) old));
@@ -379,7 +381,7 @@ static void
 plan_set (const VbDeviceConfig *now, const VbDeviceConfig *want, const char *path, GPtrArray *steps)
 {
   g_autoptr (GString) why = g_string_new (NULL);
-  g_autoptr (VbApplyStep) step = step_new (VB_APPLY_SET, want->name, path, "%s", "");
+  g_autoptr (VbApplyStep) step = apply_step_new (VB_APPLY_SET, want->name, path, "%s", "");
   g_autoptr (GList) keys
       = g_list_sort (g_hash_table_get_keys (want->attributes), (GCompareFunc) g_strcmp0);
   const VbDriver *driver = vb_driver_lookup (want->driver);
@@ -433,7 +435,7 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
       if (is_slot (c) || (to && g_strcmp0 (to->role, c->role) == 0))
         continue;
       VbApplyStep *step
-          = step_new (VB_APPLY_REMOVE, want->name, path, "%s %s",
+          = apply_step_new (VB_APPLY_REMOVE, want->name, path, "%s %s",
                       strcmp (c->role, "spare") == 0 ? "a spare" : "a component a spare replaced",
                       to ? "that the spec has in a slot" : "that the spec does not have");
       step->source = g_strdup (c->source);
@@ -445,7 +447,7 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
       const VbComponentConfig *was = component_by_source (old, c->source);
       if (g_strcmp0 (c->role, "spare") != 0 || (was && g_strcmp0 (was->role, "spare") == 0))
         continue;
-      VbApplyStep *step = step_new (VB_APPLY_ADD, want->name, path, "a spare of the spec");
+      VbApplyStep *step = apply_step_new (VB_APPLY_ADD, want->name, path, "a spare of the spec");
       step->source = g_strdup (c->source);
       g_ptr_array_add (steps, step);
     }
@@ -453,7 +455,7 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
     if (!g_ptr_array_find_with_equal_func (want->exports, old->exports->pdata[i], g_str_equal,
                                            NULL))
       {
-        VbApplyStep *step = step_new (VB_APPLY_UNEXPORT, want->name, path, "not in the spec");
+        VbApplyStep *step = apply_step_new (VB_APPLY_UNEXPORT, want->name, path, "not in the spec");
         step->listen = g_strdup ((char *) old->exports->pdata[i] + strlen ("nbd "));
         g_ptr_array_add (steps, step);
       }
@@ -462,15 +464,15 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
         || !g_ptr_array_find_with_equal_func (old->exports, want->exports->pdata[i], g_str_equal,
                                               NULL))
       {
-        VbApplyStep *step = step_new (VB_APPLY_EXPORT, want->name, path, "in the spec");
+        VbApplyStep *step = apply_step_new (VB_APPLY_EXPORT, want->name, path, "in the spec");
         const char *e = want->exports->pdata[i];
         step->listen = g_strdup (g_str_has_prefix (e, "nbd ") ? e + strlen ("nbd ") : e);
         g_ptr_array_add (steps, step);
       }
   if (want->started && !(old && old->started))
-    g_ptr_array_add (steps, step_new (VB_APPLY_START, want->name, path, "started in the spec"));
+    g_ptr_array_add (steps, apply_step_new (VB_APPLY_START, want->name, path, "started in the spec"));
   if (!want->started && old && old->started)
-    g_ptr_array_add (steps, step_new (VB_APPLY_STOP, want->name, path, "stopped in the spec"));
+    g_ptr_array_add (steps, apply_step_new (VB_APPLY_STOP, want->name, path, "stopped in the spec"));
 }
 
 /* The exports of a spec are what state.json holds ("nbd LISTEN"). */
@@ -498,7 +500,7 @@ plan_device (const VbDeviceConfig *old, const VbDeviceConfig *want, guint i, GPt
   if (old == NULL)
     {
       VbApplyStep *step
-          = step_new (VB_APPLY_CREATE, want->name, path, "%s", "not in the desired state");
+          = apply_step_new (VB_APPLY_CREATE, want->name, path, "%s", "not in the desired state");
       step->config = vb_device_config_copy (want);
       for (guint j = step->config->components->len; j > 0; j--)
         if (!is_slot (step->config->components->pdata[j - 1]))
@@ -590,8 +592,8 @@ check_losses (GPtrArray *steps, const VbApplyOptions *options, GError **error)
   if (refused->len == 0)
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-               "the plan would lose data: %s; a device that is not in the spec is deleted only "
-               "with prune, any other such step only when confirmed by its id",
+               _ ("the plan would lose data: %s; a device that is not in the spec is deleted only "
+               "with prune, any other such step only when confirmed by its id"),
                refused->str);
   return FALSE;
 }
@@ -622,7 +624,7 @@ vb_apply_plan (const VbState *current, const VbState *spec_in, const VbApplyOpti
       VbApplyStep *step;
       if (vb_state_lookup (spec, d->name))
         continue;
-      step = step_new (VB_APPLY_DELETE, d->name, NULL, "not in the spec");
+      step = apply_step_new (VB_APPLY_DELETE, d->name, NULL, "not in the spec");
       step->loses_data = TRUE;
       g_ptr_array_add (steps, step);
     }

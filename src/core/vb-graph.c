@@ -4,6 +4,8 @@
  * on every run for the same state. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-graph.h"
 
 #include <string.h>
@@ -221,7 +223,7 @@ vb_graph_check (const VbGraph *graph, GError **error)
         {
           g_autofree char *text = cycle_to_string (cycle);
 
-          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE, "dependency cycle: %s", text);
+          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE, _ ("dependency cycle: %s"), text);
           return FALSE;
         }
     }

@@ -3,6 +3,9 @@
  * what can change under a started device without moving data. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "vb-reconfig.h"
 
 #include "driver.h"
@@ -90,7 +93,7 @@ conversion_allowed (const VbDeviceConfig *old, const char *to, guint n_add, guin
   if (why)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s': reconfiguring %s to %s: %s", old->name, from, to, why);
+                   _ ("device '%s': reconfiguring %s to %s: %s"), old->name, from, to, why);
       return FALSE;
     }
   return TRUE;
@@ -133,8 +136,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
           if (g_strcmp0 (g_hash_table_lookup (old->attributes, k), canon) != 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                           "attribute '%s' cannot change in a reconfiguration of %s (it is "
-                           "fixed while the data is on the components)",
+                           _ ("attribute '%s' cannot change in a reconfiguration of %s (it is "
+                           "fixed while the data is on the components)"),
                            (const char *) k, driver->name);
               return NULL;
             }
@@ -150,9 +153,9 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
       if ((meta && strcmp (meta, "none") != 0) || (bitmap && strcmp (bitmap, "none") != 0))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
+                       _ ("device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
                        "and bitmap would go (data from 1 MiB); the mirror keeps metadata=none "
-                       "and its legs' state in the desired state",
+                       "and its legs' state in the desired state"),
                        old->name, ((VbComponentConfig *) old->components->pdata[0])->source);
           return NULL;
         }
@@ -167,8 +170,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
       if (meta && strcmp (meta, "none") != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
-                       "would go (data from 1 MiB); the concatenation keeps metadata=none",
+                       _ ("device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
+                       "would go (data from 1 MiB); the concatenation keeps metadata=none"),
                        old->name, ((VbComponentConfig *) old->components->pdata[0])->source);
           return NULL;
         }
@@ -181,9 +184,9 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
       if (old_meta && strcmp (driver->name, "file") == 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s': its data starts at 1 MiB of the component (metadata=vblk); "
+                       _ ("device '%s': its data starts at 1 MiB of the component (metadata=vblk); "
                        "driver file would show the superblock as data: use --driver window "
-                       "(offset 1048576)",
+                       "(offset 1048576)"),
                        old->name);
           return NULL;
         }
@@ -197,8 +200,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
           if (asked != want)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                           "device '%s': its data starts at byte %" G_GUINT64_FORMAT
-                           " of the component; a window at %" G_GUINT64_FORMAT " would move it",
+                           _ ("device '%s': its data starts at byte %" PRIu64
+                           " of the component; a window at %" PRIu64 " would move it"),
                            old->name, want, asked);
               return NULL;
             }
@@ -206,8 +209,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
       if (given && g_hash_table_contains (given, "engine") && !vb_attr_get_bool (given, "engine"))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s': a mirror runs on the engine, and what it becomes stays "
-                       "there (attribute engine=false needs a stop and a start)",
+                       _ ("device '%s': a mirror runs on the engine, and what it becomes stays "
+                       "there (attribute engine=false needs a stop and a start)"),
                        old->name);
           return NULL;
         }
@@ -230,14 +233,14 @@ target_driver (const VbDeviceConfig *old, const char *to, GError **error)
     {
       g_autofree char *known = vb_drivers_known_names ();
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "driver '%s' is not known (known: %s)", to, known);
+                   _ ("driver '%s' is not known (known: %s)"), to, known);
       return NULL;
     }
   if (g_strcmp0 (g_hash_table_lookup (old->attributes, "metadata"), "md1") == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is an mdadm array (metadata=md1): vblk leaves its shape to mdadm "
-                   "(mdadm --grow) and never rewrites its superblocks",
+                   _ ("device '%s' is an mdadm array (metadata=md1): vblk leaves its shape to mdadm "
+                   "(mdadm --grow) and never rewrites its superblocks"),
                    old->name);
       return NULL;
     }
@@ -261,20 +264,20 @@ check_added (const VbDeviceConfig *old, const VbReconfigRequest *request, guint 
         if (strcmp (((VbComponentConfig *) old->components->pdata[j])->source, src) == 0)
           {
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "component '%s': already a component of '%s'", src, old->name);
+                         _ ("component '%s': already a component of '%s'"), src, old->name);
             return FALSE;
           }
       for (guint j = 0; j < i; j++)
         if (strcmp (request->add[j], src) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': added twice",
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("component '%s': added twice"),
                          src);
             return FALSE;
           }
       if (in_list (request->remove, src))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s': both added and removed", src);
+                       _ ("component '%s': both added and removed"), src);
           return FALSE;
         }
       n++;
@@ -302,8 +305,8 @@ check_removed (const VbDeviceConfig *old, const VbReconfigRequest *request, guin
               if (g_strcmp0 (c->role, "spare") == 0)
                 {
                   g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                               "component '%s' is a spare of '%s': remove it with Remove "
-                               "(vbmgr remove)",
+                               _ ("component '%s' is a spare of '%s': remove it with Remove "
+                               "(vbmgr remove)"),
                                c->source, old->name);
                   return FALSE;
                 }
@@ -313,14 +316,14 @@ check_removed (const VbDeviceConfig *old, const VbReconfigRequest *request, guin
       if (!found)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s' is not a component of '%s'", request->remove[i], old->name);
+                       _ ("component '%s' is not a component of '%s'"), request->remove[i], old->name);
           return FALSE;
         }
       for (guint j = 0; j < i; j++)
         if (strcmp (request->remove[j], request->remove[i]) == 0)
           {
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "component '%s': removed twice", request->remove[i]);
+                         _ ("component '%s': removed twice"), request->remove[i]);
             return FALSE;
           }
       n++;
@@ -351,15 +354,15 @@ check_changes_something (const VbDeviceConfig *old, const char *to, guint n_slot
   if (n_slots == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "device '%s': removing every component leaves nothing", old->name);
+                   _ ("device '%s': removing every component leaves nothing"), old->name);
       return FALSE;
     }
   if (n_add == 0 && n_remove == 0 && strcmp (to, old->driver) == 0)
     {
       /* attributes alone are SetAttributes' */
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "device '%s': nothing to reconfigure (the same driver and components; "
-                   "attributes change with SetAttributes)",
+                   _ ("device '%s': nothing to reconfigure (the same driver and components; "
+                   "attributes change with SetAttributes)"),
                    old->name);
       return FALSE;
     }
@@ -382,7 +385,7 @@ check_data_stays (const VbDeviceConfig *old, const char *to, GError **error)
       if (why)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s': reconfiguring %s to %s: %s", old->name, old->driver, to, why);
+                       _ ("device '%s': reconfiguring %s to %s: %s"), old->name, old->driver, to, why);
           return FALSE;
         }
     }
@@ -390,8 +393,8 @@ check_data_stays (const VbDeviceConfig *old, const char *to, GError **error)
       && strcmp (to, "window") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s': its data starts at byte %" G_GUINT64_FORMAT
-                   " of its component; %s puts it at byte 0, so it would move",
+                   _ ("device '%s': its data starts at byte %" PRIu64
+                   " of its component; %s puts it at byte 0, so it would move"),
                    old->name, vb_attr_get_u64 (old->attributes, "offset"), to);
       return FALSE;
     }
@@ -406,8 +409,8 @@ check_others_fit (const VbDeviceConfig *old, const VbDriver *driver, const char 
   if (others->len > 0 && driver->max_components == 1)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "device '%s' still lists '%s' (%s); driver %s keeps one component: remove it "
-                   "first (vbmgr remove)",
+                   _ ("device '%s' still lists '%s' (%s); driver %s keeps one component: remove it "
+                   "first (vbmgr remove)"),
                    old->name, ((VbComponentConfig *) others->pdata[0])->source,
                    ((VbComponentConfig *) others->pdata[0])->role, to);
       return FALSE;
@@ -450,7 +453,7 @@ check_count (const VbDriver *driver, const char *to, guint n_slots, GError **err
   if (n_slots > driver->max_components || n_slots < driver->min_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "driver %s takes %u to %u components, not %u", to, driver->min_components,
+                   _ ("driver %s takes %u to %u components, not %u"), to, driver->min_components,
                    driver->max_components, n_slots);
       return FALSE;
     }

@@ -4,6 +4,8 @@
  * not load again is never written). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-state.h"
 
 #include <errno.h>
@@ -166,7 +168,7 @@ fsync_directory (const char *dir, GError **error)
       int saved = errno;
 
       close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: fsync: %s", dir, g_strerror (saved));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: fsync: %s"), dir, g_strerror (saved));
       return FALSE;
     }
   close (fd);
@@ -192,7 +194,7 @@ vb_state_save (const VbState *state, const char *path, GError **error)
     if (back == NULL)
       {
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "%s: not saved, it would not load again: %s", path, local->message);
+                     _ ("%s: not saved, it would not load again: %s"), path, local->message);
         return FALSE;
       }
   }

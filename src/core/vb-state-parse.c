@@ -4,6 +4,9 @@
  * "ORIGIN: devices[2].driver" for the schema), refusing repeated keys. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+#include <inttypes.h>
+
 #include "vb-state.h"
 
 #include <string.h>
@@ -25,7 +28,7 @@ schema_error (GError **error, const char *origin, const char *path, const char *
   va_list args;
 
   va_start (args, format);
-  msg = g_strdup_vprintf (format, args);
+  msg = g_strdup_vprintf (_ (format), args);
   va_end (args);
   if (*path != '\0')
     g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: %s: %s", origin, path, msg);
@@ -503,7 +506,7 @@ parse_version (JsonObject *root, const char *origin, GError **error)
   if (version != VB_STATE_VERSION)
     {
       schema_error (error, origin, "version",
-                    "unsupported version %" G_GINT64_FORMAT " (expected %d)", version,
+                    "unsupported version %" PRId64 " (expected %d)", version,
                     VB_STATE_VERSION);
       return FALSE;
     }
@@ -673,14 +676,14 @@ parse_text (const char *text, gssize length, const char *origin, gboolean spec, 
     {
       g_autofree char *escaped = g_strescape (check.key, NULL);
 
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%u:%u: duplicate key '%s'",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s:%u:%u: duplicate key '%s'"),
                    origin, check.line, check.col, escaped);
       g_free (check.key);
       return NULL;
     }
   if (json_parser_get_root (parser) == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s: empty, expected a JSON object",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: empty, expected a JSON object"),
                    origin);
       return NULL;
     }

@@ -43,15 +43,13 @@ static gboolean opt_replace = FALSE;
 static char *opt_initramfs = NULL;
 static gboolean opt_takeover = FALSE;
 
-static const GOptionEntry entries[] = {
-  { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_state_dir,
-    N_ ("Directory of the desired state (default " VB_DEFAULT_STATE_DIR ")"), "DIR" },
-  { "run-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_run_dir,
-    N_ ("Run-time directory (default " VB_DEFAULT_RUN_DIR ")"), "DIR" },
-  { "dev-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dev_dir,
-    N_ ("Directory of the NAME links to block nodes (default " VB_DEFAULT_DEV_DIR ")"), "DIR" },
-  { "policy-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_policy_dir,
-    N_ ("Directory of the policy rules, *.rules (default " VB_DEFAULT_POLICY_DIR ")"), "DIR" },
+/* The options; the descriptions that name a default are made at start
+ * (options_with_defaults), so that their text is translatable. */
+static GOptionEntry entries[] = {
+  { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_state_dir, NULL, N_ ("DIR") },
+  { "run-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_run_dir, NULL, N_ ("DIR") },
+  { "dev-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_dev_dir, NULL, N_ ("DIR") },
+  { "policy-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_policy_dir, NULL, N_ ("DIR") },
   { "debug", 0, 0, G_OPTION_ARG_NONE, &opt_debug, N_ ("Log debug messages"), NULL },
   { "replace", 0, 0, G_OPTION_ARG_NONE, &opt_replace, N_ ("Replace a running vblkd"), NULL },
   { "initramfs", 0, 0, G_OPTION_ARG_STRING, &opt_initramfs,
@@ -61,6 +59,23 @@ static const GOptionEntry entries[] = {
     N_ ("Take over from the vblkd of the same run dir (the initramfs's), without the bus"), NULL },
   { NULL },
 };
+
+/* The descriptions with a default put in, translated (GOption's own
+ * translation then finds nothing more to do with them). */
+static void
+options_with_defaults (void)
+{
+  entries[0].description
+      = g_strdup_printf (_ ("Directory of the desired state (default %s)"), VB_DEFAULT_STATE_DIR);
+  entries[1].description
+      = g_strdup_printf (_ ("Run-time directory (default %s)"), VB_DEFAULT_RUN_DIR);
+  entries[2].description = g_strdup_printf (
+      _ ("Directory of the NAME links to block nodes (default %s)"), VB_DEFAULT_DEV_DIR);
+  entries[3].description
+      = g_strdup_printf (_ ("Read the policy rules (*.rules) from DIR alone (default: %s, then the "
+                            "shipped ones of %s)"),
+                         VB_DEFAULT_POLICY_DIR, VB_VENDOR_POLICY_DIR);
+}
 
 static char **main_argv;
 
@@ -424,7 +439,7 @@ load_state (VbDaemon *daemon, GError **error)
     }
   return TRUE;
 refuse:
-  g_prefix_error (error, "refusing to start: ");
+  g_prefix_error (error, _ ("refusing to start: "));
   return FALSE;
 }
 
@@ -674,6 +689,7 @@ main (int argc, char **argv)
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
   textdomain (GETTEXT_PACKAGE);
 
+  options_with_defaults ();
   context = g_option_context_new (NULL);
   g_option_context_set_summary (context, _ ("The vblk daemon."));
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);

@@ -2,6 +2,8 @@
 /* What vblkd does around boot (vb-boot.h). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-boot.h"
 #include "vb-error.h"
 #include "vb-graph.h"
@@ -92,7 +94,7 @@ vb_boot_takeover (const char *run_dir, guint timeout_ms, GError **error)
   /* SIGUSR1: leave now (SIGTERM would let it stay for a device in use) */
   if (kill (pid, SIGUSR1) < 0 && errno != ESRCH)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "cannot ask vblkd %d to leave: %s", (int) pid,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cannot ask vblkd %d to leave: %s"), (int) pid,
                    g_strerror (errno));
       return FALSE;
     }
@@ -104,7 +106,7 @@ vb_boot_takeover (const char *run_dir, guint timeout_ms, GError **error)
       g_usleep (50 * 1000);
     }
   g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-               "vblkd %d (%s) did not leave within %u ms; not taking over", (int) pid, path,
+               _ ("vblkd %d (%s) did not leave within %u ms; not taking over"), (int) pid, path,
                timeout_ms);
   return FALSE;
 }
@@ -126,7 +128,7 @@ vb_boot_keep_only (VbState *state, const char *names, GError **error)
       if (vb_state_lookup (state, name) == NULL)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                       "device '%s' (for the root file system) is not in the desired state",
+                       _ ("device '%s' (for the root file system) is not in the desired state"),
                        name);
           return FALSE;
         }

@@ -2,6 +2,8 @@
 /* The state directory of a vblkd (vb-state-dir.h). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-state-dir.h"
 #include "backend.h"
 #include "driver.h"
@@ -34,14 +36,14 @@ vb_state_dir_check (VbState *state, GError **error)
         {
           g_autofree char *known = vb_drivers_known_names ();
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "devices[%u] (%s): driver '%s': unknown (known: %s)", i, d->name, d->driver,
+                       _ ("devices[%u] (%s): driver '%s': unknown (known: %s)"), i, d->name, d->driver,
                        known);
           return FALSE;
         }
       resolved = vb_driver_resolve_saved_attributes (driver, d->attributes, error);
       if (resolved == NULL)
         {
-          g_prefix_error (error, "devices[%u] (%s): ", i, d->name);
+          g_prefix_error (error, _ ("devices[%u] (%s): "), i, d->name);
           return FALSE;
         }
       g_hash_table_unref (d->attributes);
@@ -87,7 +89,7 @@ vb_state_dir_lock (const char *dir, int fd, gboolean wait, GError **error)
   return fd;
 fail:
   e = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s/.lock: %s%s", dir, g_strerror (e),
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), _ ("%s/.lock: %s%s"), dir, g_strerror (e),
                e == EWOULDBLOCK ? " (another vblkd uses this state; --replace takes over)" : "");
   if (fd >= 0)
     close (fd);
@@ -110,7 +112,7 @@ vb_state_dir_instance_id (const char *dir, GError **error)
           && strspn (text, "0123456789abcdef") == VB_INSTANCE_ID_LEN)
         return g_steal_pointer (&text);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "%s: '%s' is not %d lower-case hex digits", path, text, VB_INSTANCE_ID_LEN);
+                   _ ("%s: '%s' is not %d lower-case hex digits"), path, text, VB_INSTANCE_ID_LEN);
       return NULL;
     }
   id = g_strdup_printf ("%08x", g_random_int ());

@@ -10,6 +10,9 @@
  * read. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "engine-meta.h"
 #include "engine-meta-state.h"
 
@@ -39,7 +42,7 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
   if (r < 0)
     {
       free (buf);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': reading its superblock: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': reading its superblock: %s"),
                    c->path, g_strerror (-r));
       return FALSE;
     }
@@ -50,15 +53,15 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
       if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
         return TRUE; /* blank: a new component */
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': %s; refusing to start (nothing was written)", c->path,
+                   _ ("component '%s': %s; refusing to start (nothing was written)"), c->path,
                    local->message);
       return FALSE;
     }
   if (strcmp (f->sb.device_uuid, device_uuid) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing to "
-                   "start (nothing was written)",
+                   _ ("component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing to "
+                   "start (nothing was written)"),
                    c->path, f->sb.device_name, f->sb.device_uuid, e->name, device_uuid);
       return FALSE;
     }
@@ -320,8 +323,8 @@ refuse_ambiguous (Assembly *a, GError **error)
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_FAILED,
-              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
-              "; refusing to start (nothing was written)",
+              _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
+              "; refusing to start (nothing was written)"),
               e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
               found[i].sb.events);
           return FALSE;
@@ -329,8 +332,8 @@ refuse_ambiguous (Assembly *a, GError **error)
   if (a->best >= 0 && found[a->best].sb.n_roles != e->n && !a->id->reconfigure)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
-                   "start (nothing was written)",
+                   _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
+                   "start (nothing was written)"),
                    e->components[a->best].path, found[a->best].sb.n_roles, e->n);
       return FALSE;
     }
@@ -375,9 +378,9 @@ assemble_single_copy (Assembly *a, GError **error)
   if (!a->fresh && !a->id->reconfigure && e->layout.component_size < a->found[a->best].sb.data_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-                   "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing "
-                   "was written)",
+                   _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
+                   "components now give %" PRIu64 "; refusing to start (nothing "
+                   "was written)"),
                    e->name, a->found[a->best].sb.data_size, e->layout.component_size);
       return FALSE;
     }
@@ -419,9 +422,9 @@ check_data_fits (Assembly *a, GError **error)
       || relayout_without_strangers (e, a->id, a->found, a->best, a->attributes))
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-               "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-               "components now give %" G_GUINT64_FORMAT " (a smaller one replaced one?); "
-               "refusing to start (nothing was written)",
+               _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
+               "components now give %" PRIu64 " (a smaller one replaced one?); "
+               "refusing to start (nothing was written)"),
                e->name, newest->data_size, e->layout.component_size);
   return FALSE;
 }
@@ -538,7 +541,7 @@ decide_slots (Assembly *a, GError **error)
       else if (c->missing)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' is missing: a new device needs all of its components",
+                       _ ("component '%s' is missing: a new device needs all of its components"),
                        c->path);
           return FALSE;
         }
@@ -550,8 +553,8 @@ decide_slots (Assembly *a, GError **error)
     return TRUE;
   g_set_error (
       error, VB_ERROR, VB_ERROR_FAILED,
-      "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
-      ", names none that is here); refusing to start",
+      _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
+      ", names none that is here); refusing to start"),
       e->name, m->sb.events);
   return FALSE;
 }
@@ -591,7 +594,7 @@ load_bitmap (Assembly *a, GError **error)
       if (bits == NULL)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s': reading its bitmap failed; refusing to start",
+                       _ ("component '%s': reading its bitmap failed; refusing to start"),
                        e->components[a->best].path);
           return FALSE;
         }

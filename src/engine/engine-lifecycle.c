@@ -6,6 +6,8 @@
  * listed in engine-state.h. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "engine-spare.h"
 
 #include "vb-error.h"
@@ -62,8 +64,8 @@ mark_slots_behind (VbEngine *e, const VbEngineIdentity *identity, GError **error
   if (readable > 0)
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-               "device '%s': no component is in sync (the desired state names none "
-               "that is here); refusing to start",
+               _ ("device '%s': no component is in sync (the desired state names none "
+               "that is here); refusing to start"),
                e->name);
   return FALSE;
 }
@@ -118,7 +120,7 @@ vb_engine_new (const char *name, const VbDriver *driver, GHashTable *attributes,
   if (e->redundant && !vb_engine_can_lose (e, G_MAXUINT))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s': too many components are missing: some data has no copy left",
+                   _ ("device '%s': too many components are missing: some data has no copy left"),
                    name);
       return NULL;
     }

@@ -4,6 +4,8 @@
  * ring, so a thread blocked in vb_ring_run wakes for posts as for I/O. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "engine-ring.h"
 
 #include "vb-error.h"
@@ -92,7 +94,7 @@ vb_ring_new (guint entries, GError **error)
   if (e < 0)
     {
       g_free (r);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "io_uring: %s", g_strerror (-e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("io_uring: %s"), g_strerror (-e));
       return NULL;
     }
   r->event_fd = eventfd (0, EFD_CLOEXEC);
@@ -101,7 +103,7 @@ vb_ring_new (guint entries, GError **error)
       e = errno;
       io_uring_queue_exit (&r->ring);
       g_free (r);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "eventfd: %s", g_strerror (e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("eventfd: %s"), g_strerror (e));
       return NULL;
     }
   g_mutex_init (&r->lock);

@@ -5,6 +5,8 @@
  * a rebuild job fills it. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "engine-spare.h"
 
 #include "vb-error.h"
@@ -148,7 +150,7 @@ read_own_superblock (VbEngine *e, const VbEngineSource *source, int fd, VbSuperb
       || (!handler->decode (buf, handler->block_size, sb, &local)
           && !g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND)))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s; not re-added",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': %s; not re-added"),
                    source->path, local ? local->message : g_strerror (-r));
       free (buf);
       return -EINVAL;
@@ -158,7 +160,7 @@ read_own_superblock (VbEngine *e, const VbEngineSource *source, int fd, VbSuperb
   if (!*blank && strcmp (sb->device_uuid, engine_meta_device_uuid (e)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s' belongs to device '%s' (%s); not re-added", source->path,
+                   _ ("component '%s' belongs to device '%s' (%s); not re-added"), source->path,
                    sb->device_name, sb->device_uuid);
       return -EINVAL;
     }
@@ -174,14 +176,14 @@ refuse_readd (VbEngine *e, guint slot, GError **error)
   if (!e->redundant)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' has %s: a component cannot be re-added", e->name,
+                   _ ("device '%s' has %s: a component cannot be re-added"), e->name,
                    e->driver->redundant ? "no redundancy" : "one copy of its data");
       return -ENOTSUP;
     }
   if (!engine_is_faulty (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "component %u (%s) of '%s' is not faulty: nothing to re-add", slot, c->path,
+                   _ ("component %u (%s) of '%s' is not faulty: nothing to re-add"), slot, c->path,
                    e->name);
       return -EBUSY;
     }

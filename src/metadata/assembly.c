@@ -21,6 +21,9 @@
  *     in full. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+#include <inttypes.h>
+
 #include "assembly.h"
 
 #include <string.h>
@@ -74,7 +77,7 @@ because (VbSlotDecision d, char **why, const char *format, ...)
   if (why != NULL)
     {
       va_start (args, format);
-      *why = g_strdup_vprintf (format, args);
+      *why = g_strdup_vprintf (_ (format), args);
       va_end (args);
     }
   return d;
@@ -176,7 +179,7 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
 
       if (seen == VB_ROLE_FAULTY || seen == VB_ROLE_MISSING)
         return because (VB_SLOT_REBUILD, why,
-                        "it diverged: its superblock (events %" G_GUINT64_FORMAT
+                        "it diverged: its superblock (events %" PRIu64
                         ") says the newest component was %s, so it ran without it; rebuilt in full",
                         own->events, vb_role_state_to_string (seen));
     }
@@ -187,7 +190,7 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
       if (own->events == dev->events && f->use_bitmap && f->can_resume
           && (dev->features & VB_SB_FEATURE_BITMAP) && dev->rebuild_offset > 0)
         return because (VB_SLOT_RESUME, why,
-                        "its rebuild was stopped at %" G_GUINT64_FORMAT " bytes",
+                        "its rebuild was stopped at %" PRIu64 " bytes",
                         dev->rebuild_offset);
       return because (VB_SLOT_REBUILD, why, "it was being rebuilt");
     }
@@ -195,29 +198,29 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
    * writes, or a copy put back), missing, or faulty and re-added */
   if (own->events > dev->events)
     return because (VB_SLOT_REBUILD, why,
-                    "its events %" G_GUINT64_FORMAT " are above the device's %" G_GUINT64_FORMAT,
+                    "its events %" PRIu64 " are above the device's %" PRIu64,
                     own->events, dev->events);
   if (state_in (own, own->component_uuid) != VB_ROLE_IN_SYNC)
     return because (VB_SLOT_REBUILD, why, "its own superblock says it was %s",
                     vb_role_state_to_string (state_in (own, own->component_uuid)));
   if (!f->use_bitmap || !(dev->features & VB_SB_FEATURE_BITMAP))
     return because (VB_SLOT_REBUILD, why,
-                    "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
+                    "it is at events %" PRIu64 ", the device at %" PRIu64
                     ", and no bitmap says what it missed",
                     own->events, dev->events);
   if (!(dev->features & VB_SB_FEATURE_EVENTS_CLEARED))
     return because (VB_SLOT_REBUILD, why,
-                    "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
+                    "it is at events %" PRIu64 ", the device at %" PRIu64
                     ", whose superblocks were written before events_cleared was recorded",
                     own->events, dev->events);
   if (own->events < dev->events_cleared)
     return because (VB_SLOT_REBUILD, why,
-                    "it is at events %" G_GUINT64_FORMAT
-                    ", below the bitmap's events_cleared %" G_GUINT64_FORMAT
+                    "it is at events %" PRIu64
+                    ", below the bitmap's events_cleared %" PRIu64
                     " (bits of writes it missed were cleared)",
                     own->events, dev->events_cleared);
   return because (VB_SLOT_RESYNC, why,
-                  "it is at events %" G_GUINT64_FORMAT ", the device at %" G_GUINT64_FORMAT
-                  " (events_cleared %" G_GUINT64_FORMAT "): the bitmap holds what it missed",
+                  "it is at events %" PRIu64 ", the device at %" PRIu64
+                  " (events_cleared %" PRIu64 "): the bitmap holds what it missed",
                   own->events, dev->events, dev->events_cleared);
 }

@@ -10,9 +10,14 @@
  * metadata; what vblk writes is only the first superblock of a blank
  * component that joins the array as a spare (vb_md1_write_spare), made
  * from a member's as mdadm --add makes it. */
+#include "config.h"
+
 #include "handler-md1.h"
 #include "metadata.h"
 #include "vb-open.h"
+
+#include <glib/gi18n-lib.h>
+#include <inttypes.h>
 
 #include "vb-error.h"
 #include "vb-report.h"
@@ -102,7 +107,7 @@ refuse (GError **error, const char *format, ...)
   va_start (ap, format);
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
-  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "md 1.x superblock: %s", msg);
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("md 1.x superblock: %s"), msg);
   return FALSE;
 }
 
@@ -116,7 +121,7 @@ md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
 
   if (len < MD1_BLOCK || le32 (b + OFF (magic)) != MD_SB_MAGIC)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no md 1.x superblock");
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no md 1.x superblock"));
       return FALSE;
     }
   if (le32 (b + OFF (major_version)) != 1)
@@ -269,7 +274,7 @@ md1_read_fd (int fd, const char *path, VbSuperblock *sb, GError **error)
       g_set_error (error, VB_ERROR, first->code, "%s: %s", path, first->message);
       return FALSE;
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "%s: no md 1.x superblock", path);
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("%s: no md 1.x superblock"), path);
   return FALSE;
 }
 
@@ -366,7 +371,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
 
   if (!parse_uuid (component_uuid, uuid))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "'%s' is not a UUID",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("'%s' is not a UUID"),
                    component_uuid);
       return FALSE;
     }
@@ -388,7 +393,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
       || !md1_decode (tmpl, MD1_BLOCK, &check, error))
     {
       if (error && *error == NULL)
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': reading its md %s superblock: %s",
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': reading its md %s superblock: %s"),
                      member, version, g_strerror (errno));
       else
         g_prefix_error (error, "'%s': ", member);
@@ -402,8 +407,8 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
                                        : (data_offset + used) * 512 > size))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "'%s': %" G_GUINT64_FORMAT " bytes, too small for the array (%" G_GUINT64_FORMAT
-                   " bytes of data from %" G_GUINT64_FORMAT ")",
+                   _ ("'%s': %" PRIu64 " bytes, too small for the array (%" PRIu64
+                   " bytes of data from %" PRIu64 ")"),
                    path, size, used * 512, data_offset * 512);
       goto out;
     }
@@ -428,7 +433,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
   dev_number = MAX (max_dev, at_least);
   if (dev_number + 1 > MD1_MAX_DEV)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': the array's role table is full",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': the array's role table is full"),
                    member);
       goto out;
     }
@@ -459,7 +464,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
   }
   if (pwrite (fd, block, MD1_BLOCK, off) != MD1_BLOCK || fsync (fd) != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': writing its md superblock: %s", path,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': writing its md superblock: %s"), path,
                    g_strerror (errno));
       goto out;
     }
@@ -487,8 +492,8 @@ static gboolean
 md1_write (int fd, const char *path, const VbSuperblock *sb, GError **error)
 {
   g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-               "%s: md writes md 1.x superblocks itself (backend kernel); vblk writes only a new "
-               "spare's",
+               _ ("%s: md writes md 1.x superblocks itself (backend kernel); vblk writes only a new "
+               "spare's"),
                path);
   return FALSE;
 }

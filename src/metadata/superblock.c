@@ -42,6 +42,9 @@
  * Every byte has one meaning, so an accepted block re-encodes to itself. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "superblock.h"
 #include "vb-open.h"
 
@@ -499,7 +502,7 @@ vb_superblock_decode (const guint8 *buf, gsize len, VbSuperblock *sb, GError **e
   memset (sb, 0, sizeof *sb);
   if (len < VB_SB_MAGIC_LEN || memcmp (buf + VB_SB_OFF_MAGIC, VB_SB_MAGIC, VB_SB_MAGIC_LEN) != 0)
     {
-      g_set_error_literal (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no vblk superblock");
+      g_set_error_literal (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no vblk superblock"));
       return FALSE;
     }
   if (len < VB_SB_SIZE)
@@ -559,11 +562,11 @@ target_open (Target *t, int fd, const char *path, int flags, GError **error)
       /* a FIFO, a directory, a device of another kind: never opened */
       if (errsv == ENOTBLK && stat (path, &st) == 0)
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "'%s': %s, not a regular file or block device", path,
+                     _ ("'%s': %s, not a regular file or block device"), path,
                      vb_file_type_name (st.st_mode));
       else
         g_set_error (error, VB_ERROR, errsv == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                     "'%s': cannot open: %s", path, g_strerror (errsv));
+                     _ ("'%s': cannot open: %s"), path, g_strerror (errsv));
       return FALSE;
     }
   t->owned = TRUE;
@@ -621,7 +624,7 @@ vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error)
   size = target_size (t.fd);
   if (size >= 0 && size < VB_SB_OFFSET + VB_SB_SIZE)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "'%s': no vblk superblock (too small)",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s': no vblk superblock (too small)"),
                    t.label);
       return FALSE;
     }
@@ -633,20 +636,20 @@ vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error)
     {
       int errsv = errno;
 
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': cannot read the superblock: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': cannot read the superblock: %s"),
                    t.label, g_strerror (errsv));
       return FALSE;
     }
   if (n == 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "'%s': no vblk superblock (too small)",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s': no vblk superblock (too small)"),
                    t.label);
       return FALSE;
     }
   if (n != VB_SB_SIZE)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "'%s': short read of the superblock (%" G_GSSIZE_FORMAT " of %d bytes)", t.label,
+                   _ ("'%s': short read of the superblock (%" "zd" " of %d bytes)"), t.label,
                    n, VB_SB_SIZE);
       return FALSE;
     }
@@ -685,7 +688,7 @@ vb_superblock_count_dirty (int fd, const char *path, const VbSuperblock *sb, gui
       if (n != VB_SB_SIZE)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "'%s': cannot read the bitmap at %" G_GUINT64_FORMAT ": %s", t.label,
+                       _ ("'%s': cannot read the bitmap at %" PRIu64 ": %s"), t.label,
                        VB_BITMAP_OFFSET + off, n < 0 ? g_strerror (errno) : "short read");
           return FALSE;
         }
@@ -721,14 +724,14 @@ vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **
     {
       int errsv = errno;
 
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': cannot write the superblock: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': cannot write the superblock: %s"),
                    t.label, g_strerror (errsv));
       return FALSE;
     }
   if (n != VB_SB_SIZE)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "'%s': short write of the superblock (%" G_GSSIZE_FORMAT " of %d bytes)",
+                   _ ("'%s': short write of the superblock (%" "zd" " of %d bytes)"),
                    t.label, n, VB_SB_SIZE);
       return FALSE;
     }
@@ -736,7 +739,7 @@ vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **
     {
       int errsv = errno;
 
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': cannot flush the superblock: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': cannot flush the superblock: %s"),
                    t.label, g_strerror (errsv));
       return FALSE;
     }

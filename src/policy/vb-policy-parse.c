@@ -5,6 +5,8 @@
  * bisecting over prefixes of the text. Every error is "FILE:LINE: ...". */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-error.h"
 #include "vb-policy-private.h"
 #include "vb-util.h"
@@ -27,7 +29,7 @@ set_error (GError **error, const char *file, guint line, const char *format, ...
   g_autofree char *message = NULL;
 
   va_start (args, format);
-  message = g_strdup_vprintf (format, args);
+  message = g_strdup_vprintf (_ (format), args);
   va_end (args);
   g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%u: %s", file, line, message);
 }

@@ -11,6 +11,8 @@
  * dm's own writes reach the components. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "assembly.h"
 #include "dm-meta.h"
 #include "kernel-util.h"
@@ -126,7 +128,7 @@ vb_kernel_dm_meta_write (const VbBackendRequest *request, GPtrArray *nodes, VbSu
       one.role = (gint32) i;
       if (!vb_superblock_write (-1, nodes->pdata[i], &one, error))
         {
-          g_prefix_error (error, "%s: component '%s': ", request->name, request->paths[i]);
+          g_prefix_error (error, _ ("%s: component '%s': "), request->name, request->paths[i]);
           return FALSE;
         }
     }

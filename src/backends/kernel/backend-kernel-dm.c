@@ -12,6 +12,8 @@
  * outlive vblkd (as md arrays outlive mdadm) and are found by scan. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "dm-meta.h"
 #include "kernel-parts.h"
 #include "kernel-util.h"
@@ -115,7 +117,7 @@ add_targets (struct dm_task *dmt, const VbBackendRequest *request, GPtrArray *no
   return TRUE;
 
 refused:
-  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper refused the table of '%s'",
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device-mapper refused the table of '%s'"),
                request->name);
   return FALSE;
 }
@@ -125,7 +127,7 @@ run_task (struct dm_task *dmt, const char *what, const char *name, GError **erro
 {
   if (dm_task_run (dmt))
     return TRUE;
-  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper %s of %s failed: %s", what, name,
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device-mapper %s of %s failed: %s"), what, name,
                dm_task_get_errno (dmt) ? g_strerror (dm_task_get_errno (dmt)) : "refused");
   return FALSE;
 }
@@ -206,7 +208,7 @@ dm_start (const VbBackendRequest *request, GError **error)
   dmt = dm_task_create (DM_DEVICE_CREATE);
   if (dmt == NULL || !dm_task_set_name (dmt, name) || !dm_task_set_uuid (dmt, uuid)
       || (read_only && !dm_task_set_ro (dmt)))
-    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device-mapper: cannot prepare %s", name);
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device-mapper: cannot prepare %s"), name);
   else if (add_targets (dmt, request, nodes, &size, error) && run_task (dmt, "create", name, error)
            && dm_task_get_info (dmt, &info) && info.exists)
     block_device = g_strdup_printf ("/dev/dm-%u", info.minor);
@@ -265,7 +267,7 @@ dm_stop (const char *block_device, const char *instance, const char *uuid, GErro
       if (strcmp (expect, block_device) != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "%s is not %s (that is %s), not removing it", block_device, name, expect);
+                       _ ("%s is not %s (that is %s), not removing it"), block_device, name, expect);
           return FALSE;
         }
       g_mutex_lock (&dm_lock);
@@ -465,12 +467,12 @@ dm_reconfigure (const char *block_device, const VbBackendRequest *request, guint
   if (!dm_supports (request->driver, request->attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s runs on device-mapper (backend kernel): %s", block_device, reason);
+                   _ ("%s runs on device-mapper (backend kernel): %s"), block_device, reason);
       return FALSE;
     }
   if (!reload (block_device, request, report, error))
     {
-      g_prefix_error (error, "the device goes on as it was: ");
+      g_prefix_error (error, _ ("the device goes on as it was: "));
       return FALSE;
     }
   vb_report (

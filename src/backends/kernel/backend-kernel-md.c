@@ -48,6 +48,8 @@
  * while the array runs (md arrays outlive vblkd, as they outlive mdadm). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "assembly.h"
 #include "kernel-parts.h"
 #include "kernel-util.h"
@@ -185,8 +187,8 @@ md_stop (const char *block_device, const char *instance, const char *uuid, GErro
         {
           g_autofree char *file = md_run_file (base);
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "%s runs, but vblkd cannot tell which device it is (%s is gone); not "
-                       "stopping it (mdadm --stop does)",
+                       _ ("%s runs, but vblkd cannot tell which device it is (%s is gone); not "
+                       "stopping it (mdadm --stop does)"),
                        block_device, file);
           return FALSE;
         }
@@ -201,7 +203,7 @@ md_stop (const char *block_device, const char *instance, const char *uuid, GErro
   if (strcmp (a->uuid, uuid) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "%s belongs to another device (%s), not stopping it", block_device, a->uuid);
+                   _ ("%s belongs to another device (%s), not stopping it"), block_device, a->uuid);
       return FALSE;
     }
   md_monitor_stop (a);
@@ -216,7 +218,7 @@ md_stop (const char *block_device, const char *instance, const char *uuid, GErro
   if (r < 0)
     {
       g_set_error (error, VB_ERROR, r == -EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                   "stopping md array %s: %s", a->md,
+                   _ ("stopping md array %s: %s"), a->md,
                    r == -EBUSY ? "it is in use (mounted or open)" : g_strerror (-r));
       if (watched)
         md_monitor_start (a);
@@ -256,7 +258,7 @@ md_update (const char *block_device, const VbBackendRequest *request, GError **e
 
   if (a == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: no md array of vblkd's", block_device);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: no md array of vblkd's"), block_device);
       return FALSE;
     }
   g_mutex_lock (&a->lock);
@@ -424,7 +426,7 @@ md_readd (const char *block_device, guint slot, const char *path, const char *uu
   if (a == NULL || slot >= a->n)
     {
       g_set_error (error, VB_ERROR, a ? VB_ERROR_FAILED : VB_ERROR_NOT_SUPPORTED,
-                   "%s: no slot %u of an md array of vblkd's (no redundancy to re-add to)",
+                   _ ("%s: no slot %u of an md array of vblkd's (no redundancy to re-add to)"),
                    block_device, slot);
       return FALSE;
     }
@@ -433,7 +435,7 @@ md_readd (const char *block_device, guint slot, const char *path, const char *uu
   if (m && !m->failed && !m->removed)
     {
       g_mutex_unlock (&a->lock);
-      g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "slot %u of %s is in use by '%s'", slot, a->name,
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("slot %u of %s is in use by '%s'"), slot, a->name,
                    m->path);
       return FALSE;
     }
@@ -445,7 +447,7 @@ md_readd (const char *block_device, guint slot, const char *path, const char *uu
         {
           g_mutex_unlock (&a->lock);
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       "md has not let go of the failed component in slot %u of %s yet", slot,
+                       _ ("md has not let go of the failed component in slot %u of %s yet"), slot,
                        a->name);
           return FALSE;
         }
@@ -531,7 +533,7 @@ md_settle (const char *block_device, GError **error)
     {
       g_autofree char *state = md_get (a, "array_state");
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "md array still %s after %d s: its superblocks say not clean", state,
+                   _ ("md array still %s after %d s: its superblocks say not clean"), state,
                    SETTLE_WAIT_MS / 1000);
     }
   return clean;

@@ -8,6 +8,8 @@
  * they find no array (no redundancy, no job, no component status). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "backend.h"
 #include "kernel-parts.h"
 #include "kernel-util.h"
@@ -77,8 +79,8 @@ kernel_reconfigure (const char *block_device, const VbBackendRequest *request, g
     {
       memset (report, 0, sizeof *report);
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "%s is an md array (backend kernel): its online reconfiguration is not built "
-                   "yet; stop it, or run it on the engine (backend loop)",
+                   _ ("%s is an md array (backend kernel): its online reconfiguration is not built "
+                   "yet; stop it, or run it on the engine (backend loop)"),
                    block_device);
       return FALSE;
     }

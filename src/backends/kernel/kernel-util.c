@@ -5,6 +5,8 @@
  * point finds it again), sysfs reads and writes, and the format. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "kernel-util.h"
 #include "engine-runtime.h"
 #include "loop-util.h"
@@ -52,7 +54,7 @@ vb_kernel_component_nodes (const VbBackendRequest *request, const char *tag, gbo
         {
           int e = errno;
           g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                       "component '%s': %s", path, g_strerror (e));
+                       _ ("component '%s': %s"), path, g_strerror (e));
           return FALSE;
         }
       /* buffered, as losetup makes them: direct I/O is refused at I/O time

@@ -4,6 +4,8 @@
  * block node, and md's sysfs attributes. See md-array.h. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "md-array.h"
 #include "kernel-util.h"
 #include "loop-util.h"
@@ -109,14 +111,14 @@ node_identity (const char *node, char **kname, dev_t *devnum, GError **error)
 
   if (stat (node, &st) != 0 || !S_ISBLK (st.st_mode))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s' is not a block device", node);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s' is not a block device"), node);
       return FALSE;
     }
   link = g_strdup_printf ("/sys/dev/block/%u:%u", major (st.st_rdev), minor (st.st_rdev));
   target = g_file_read_link (link, NULL);
   if (target == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': no %s", node, link);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': no %s"), node, link);
       return FALSE;
     }
   *kname = g_path_get_basename (target);
@@ -143,7 +145,7 @@ md_member_new (const char *path, const char *uuid, const char *node, gboolean me
   if (meta && (m->fd = open (node, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
     {
       int e = errno;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s' (%s): %s", path, node,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s' (%s): %s"), path, node,
                    g_strerror (e));
       md_member_free (m);
       return NULL;

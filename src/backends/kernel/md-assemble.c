@@ -4,6 +4,8 @@
  * taken up again (vblkd started again). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "md-array.h"
 #include "assembly.h"
 #include "handler-md1.h"
@@ -28,7 +30,7 @@ create_array (MdArray *a, GError **error)
   int r = vb_kernel_sys_write (NEW_ARRAY, a->md);
 
   if (r == -EEXIST)
-    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md array %s exists already", a->md);
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md array %s exists already"), a->md);
   return r;
 }
 
@@ -94,7 +96,7 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
 #undef SET
   if (r < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused %s of %s (%s): %s", what, a->md,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md refused %s of %s (%s): %s"), what, a->md,
                    a->name, g_strerror (-r));
       md_clear_array (a);
       return FALSE;
@@ -137,8 +139,8 @@ configure_native (MdArray *a, GError **error)
   if (r < 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "md refused %s of %s (%s): %s (does every component carry a superblock of "
-                   "the array, md %s?)",
+                   _ ("md refused %s of %s (%s): %s (does every component carry a superblock of "
+                   "the array, md %s?)"),
                    what, a->md, a->name, g_strerror (-r), a->md_version);
       md_clear_array (a);
       return FALSE;

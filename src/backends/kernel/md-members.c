@@ -4,6 +4,8 @@
  * added to a slot (re-add, spare), a spare taking a failed slot. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "md-array.h"
 #include "handler-md1.h"
 #include "kernel-util.h"
@@ -74,7 +76,7 @@ native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
   if (from == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "%s: no in-sync member to take a superblock for '%s' from", a->name, m->path);
+                   _ ("%s: no in-sync member to take a superblock for '%s' from"), a->name, m->path);
       return FALSE;
     }
   if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, a->next_dev_number,
@@ -101,7 +103,7 @@ new_member (MdArray *a, const char *path, const char *uuid, GPtrArray *attached,
     {
       int e = errno;
       g_set_error (error, VB_ERROR, e == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                   "component '%s': %s", path, g_strerror (e));
+                   _ ("component '%s': %s"), path, g_strerror (e));
       return NULL;
     }
   info.kind = S_ISBLK (st.st_mode) ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
@@ -149,7 +151,7 @@ md_add_locked (MdArray *a, Member *m, guint slot, GError **error)
   if (r < 0)
     {
       g_autofree char *state = md_dev_attr (m, "state");
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "md refused '%s' in slot %u of %s: %s",
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md refused '%s' in slot %u of %s: %s"),
                    m->path, slot, a->md, g_strerror (-r));
       md_set (a, state, "remove");
       return FALSE;

@@ -5,6 +5,9 @@
  * assembly at start (the engine's rules, assembly.h). */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "md-array.h"
 #include "assembly.h"
 #include "superblock.h"
@@ -107,14 +110,14 @@ read_superblocks (MdArray *a, VbSuperblock *found, gboolean *present, gint *best
           if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
             continue; /* blank: a new component */
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "%s; refusing to start (nothing was written)", local->message);
+                       _ ("%s; refusing to start (nothing was written)"), local->message);
           return FALSE;
         }
       if (strcmp (found[i].device_uuid, a->uuid) != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing "
-                       "to start (nothing was written)",
+                       _ ("component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing "
+                       "to start (nothing was written)"),
                        m->path, found[i].device_name, found[i].device_uuid, a->name, a->uuid);
           return FALSE;
         }
@@ -132,15 +135,15 @@ read_superblocks (MdArray *a, VbSuperblock *found, gboolean *present, gint *best
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_FAILED,
-              "components '%s' and '%s' both claim role %d of '%s' at events %" G_GUINT64_FORMAT
-              "; refusing to start (nothing was written)",
+              _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
+              "; refusing to start (nothing was written)"),
               a->members[i]->path, a->members[j]->path, found[i].role, a->name, found[i].events);
           return FALSE;
         }
   if (*best < 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s': no component holds a vblk superblock of it; refusing to start",
+                   _ ("device '%s': no component holds a vblk superblock of it; refusing to start"),
                    a->name);
       return FALSE;
     }
@@ -155,17 +158,17 @@ newest_fits (MdArray *a, const VbSuperblock *newest, const char *path, const VbL
   if (newest->n_roles != a->n)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': its superblock says %u slots, the device has %u; refusing to "
-                   "start (nothing was written)",
+                   _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
+                   "start (nothing was written)"),
                    path, newest->n_roles, a->n);
       return FALSE;
     }
   if (layout->component_size < newest->data_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-                   "components now give %" G_GUINT64_FORMAT "; refusing to start (nothing was "
-                   "written)",
+                   _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
+                   "components now give %" PRIu64 "; refusing to start (nothing was "
+                   "written)"),
                    a->name, newest->data_size, layout->component_size);
       return FALSE;
     }
@@ -265,8 +268,8 @@ md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout
     {
       g_set_error (
           error, VB_ERROR, VB_ERROR_FAILED,
-          "device '%s': no component is in sync (the newest superblock, events %" G_GUINT64_FORMAT
-          ", names none that is here); refusing to start",
+          _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
+          ", names none that is here); refusing to start"),
           a->name, a->sb.events);
       return FALSE;
     }

@@ -21,7 +21,7 @@ lookup_or_fail (VbState *candidate, const char *name, GError **error)
   VbDeviceConfig *d = vb_state_lookup (candidate, name);
 
   if (d == NULL)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no device named '%s'", name);
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no device named '%s'"), name);
   return d;
 }
 
@@ -65,7 +65,7 @@ vb_mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIn
   if (users->len && !vb_options_get_bool (req->options, "recursive", FALSE))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "device '%s' is used by %s (stop those first, or use recursive)", req->name,
+                   _ ("device '%s' is used by %s (stop those first, or use recursive)"), req->name,
                    users->str);
       return FALSE;
     }
@@ -98,7 +98,7 @@ vb_mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
       for (guint i = 0; order[i + 1]; i++)
         g_string_append_printf (users, "%s%s", i ? ", " : "", order[i]);
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "device '%s' is used by %s (delete those first, or use recursive)", req->name,
+                   _ ("device '%s' is used by %s (delete those first, or use recursive)"), req->name,
                    users->str);
       return FALSE;
     }
@@ -138,7 +138,7 @@ vb_mutate_set_attributes (VbDaemon *daemon, VbState *candidate, gpointer user_da
           if (!spec->online && g_strcmp0 (value, g_hash_table_lookup (d->attributes, key)) != 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                           "attribute '%s' cannot change while '%s' is started (stop it first)",
+                           _ ("attribute '%s' cannot change while '%s' is started (stop it first)"),
                            (char *) key, d->name);
               g_hash_table_unref (resolved);
               return FALSE;
@@ -210,8 +210,8 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
       if (strcmp (c->source, source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       "component '%s' was replaced in its slot of '%s' (a spare took it): remove "
-                       "it, then add it again as a spare if it is to serve",
+                       _ ("component '%s' was replaced in its slot of '%s' (a spare took it): remove "
+                       "it, then add it again as a spare if it is to serve"),
                        source, d->name);
           return FALSE;
         }
@@ -220,9 +220,9 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
       && !is_slot_source (d, source))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is started: adding a component to a started device needs "
+                   _ ("device '%s' is started: adding a component to a started device needs "
                    "online reconfiguration, which driver '%s' does not have (a spare can be "
-                   "added: --spare)",
+                   "added: --spare)"),
                    d->name, d->driver);
       return FALSE;
     }
@@ -230,8 +230,8 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
       && !vb_driver_takes_spares (vb_driver_lookup (d->driver), d->attributes))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s': spares need redundancy and on-component metadata (driver "
-                   "raid1 or raid10 with metadata=vblk; this is '%s')",
+                   _ ("device '%s': spares need redundancy and on-component metadata (driver "
+                   "raid1 or raid10 with metadata=vblk; this is '%s')"),
                    d->name, d->driver);
       return FALSE;
     }
@@ -277,7 +277,7 @@ vb_mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_dat
               return TRUE;
             }
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s': already a component of '%s'", req->source, d->name);
+                       _ ("component '%s': already a component of '%s'"), req->source, d->name);
           return FALSE;
         }
       if (g_strcmp0 (c->role, "spare") != 0)
@@ -286,7 +286,7 @@ vb_mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_dat
   if (role && strcmp (role, "spare") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'role': '%s' is not allowed (allowed: spare)", role);
+                   _ ("option 'role': '%s' is not allowed (allowed: spare)"), role);
       return FALSE;
     }
   if (role == NULL)
@@ -321,7 +321,7 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
     return FALSE;
   if (g_strcmp0 (req->source, "nbd") != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "protocol '%s': only nbd is known",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("protocol '%s': only nbd is known"),
                    req->source);
       return FALSE;
     }
@@ -334,7 +334,7 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
     {
       if (!g_ptr_array_find_with_equal_func (d->exports, spec, g_str_equal, &at))
         {
-          g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' is not exported on %s",
+          g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("device '%s' is not exported on %s"),
                        d->name, listen);
           return FALSE;
         }
@@ -348,7 +348,7 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
           if (g_ptr_array_find_with_equal_func (o->exports, spec, g_str_equal, NULL))
             {
               g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
-                           "%s already serves device '%s'", listen, o->name);
+                           _ ("%s already serves device '%s'"), listen, o->name);
               return FALSE;
             }
         }
@@ -372,7 +372,7 @@ vb_backend_option_check (const VbDeviceConfig *d, const VbRunning *r, const char
     {
       g_autofree char *known = vb_backends_known_names ();
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'backend': '%s' is not known (known: %s)", backend, known);
+                   _ ("option 'backend': '%s' is not known (known: %s)"), backend, known);
       return FALSE;
     }
   if (r && strcmp (backend, r->backend) != 0 && strcmp (backend, "auto") != 0)
@@ -380,9 +380,9 @@ vb_backend_option_check (const VbDeviceConfig *d, const VbRunning *r, const char
       /* every engine backend makes its own kind of node: /dev/loopN is not
        * /dev/nbdN, so a move would take the node away from its users */
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is started on backend %s (%s); backend %s would give it another "
+                   _ ("device '%s' is started on backend %s (%s); backend %s would give it another "
                    "block node, which a started device cannot change: stop it, reconfigure, "
-                   "start it",
+                   "start it"),
                    d->name, r->backend, r->block_device, backend);
       return FALSE;
     }
@@ -414,7 +414,7 @@ vb_mutate_reconfigure (VbDaemon *daemon, VbState *candidate, gpointer user_data,
   if (timeout == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'timeout': must be at least 1 (milliseconds)");
+                   _ ("option 'timeout': must be at least 1 (milliseconds)"));
       return FALSE;
     }
   if (backend && !vb_backend_option_check (d, r, backend, error))
@@ -468,7 +468,7 @@ vb_mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpI
     return FALSE;
   if (!g_hash_table_contains (daemon->running, d->uuid))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started", d->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("device '%s' is not started"), d->name);
       return FALSE;
     }
   vb_op_intent_fault (intent, d->name, req->index, NULL);
@@ -496,15 +496,15 @@ vb_mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
       }
   if (c == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component '%s': not a component of '%s'",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("component '%s': not a component of '%s'"),
                    req->source, d->name);
       return FALSE;
     }
   if (vb_component_config_is_slot (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "component '%s' holds slot %s of '%s': only a spare or a replaced (faulty) "
-                   "component can be removed; removing a slot is a reconfiguration",
+                   _ ("component '%s' holds slot %s of '%s': only a spare or a replaced (faulty) "
+                   "component can be removed; removing a slot is a reconfiguration"),
                    req->source, c->role, d->name);
       return FALSE;
     }

@@ -8,6 +8,8 @@
  * where it was. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-auth.h"
 #include "vb-device.h"
 #include "vb-device-mutate.h"
@@ -106,7 +108,7 @@ taken_back (VbDaemon *daemon, const GError *error, gpointer user_data)
   g_autoptr (GError) both = NULL;
 
   if (error)
-    both = g_error_new (VB_ERROR, why->code, "%s; taking '%s' out again failed too: %s",
+    both = g_error_new (VB_ERROR, why->code, _ ("%s; taking '%s' out again failed too: %s"),
                         why->message, r->new_source, error->message);
   replace_end (r, both ? both : why);
 }
@@ -128,7 +130,7 @@ old_removed (VbDaemon *daemon, const GError *error, gpointer user_data)
 
   if (error)
     local = g_error_new (VB_ERROR, error->domain == VB_ERROR ? error->code : VB_ERROR_FAILED,
-                         "'%s' is in sync, but removing '%s' failed (both serve now): %s",
+                         _ ("'%s' is in sync, but removing '%s' failed (both serve now): %s"),
                          r->new_source, r->old_source, error->message);
   replace_end (r, local);
 }
@@ -156,7 +158,7 @@ look (gpointer data)
     {
       r->look_id = 0;
       take_back (r, g_error_new (VB_ERROR, VB_ERROR_FAILED,
-                                 "cancelled while '%s' was being filled; '%s' stays", r->new_source,
+                                 _ ("cancelled while '%s' was being filled; '%s' stays"), r->new_source,
                                  r->old_source));
       return G_SOURCE_REMOVE;
     }
@@ -168,11 +170,11 @@ look (gpointer data)
   else if (state == NULL)
     {
       g_autoptr (GError) gone = g_error_new_literal (
-          VB_ERROR, VB_ERROR_FAILED, "the device or the new component went away meanwhile");
+          VB_ERROR, VB_ERROR_FAILED, _ ("the device or the new component went away meanwhile"));
       replace_end (r, gone);
     }
   else
-    take_back (r, g_error_new (VB_ERROR, VB_ERROR_FAILED, "'%s' became %s while being filled",
+    take_back (r, g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("'%s' became %s while being filled"),
                                r->new_source, state));
   return G_SOURCE_REMOVE;
 }
@@ -206,31 +208,31 @@ check_replace (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const cha
   if (!vb_component_config_is_slot (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s' of '%s' is a %s, not in a slot: nothing to replace", c->source,
+                   _ ("component '%s' of '%s' is a %s, not in a slot: nothing to replace"), c->source,
                    d->name, c->role);
       return FALSE;
     }
   if (strcmp (d->driver, "raid1") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is %s: a component is replaced live by adding the new one as "
+                   _ ("device '%s' is %s: a component is replaced live by adding the new one as "
                    "another copy until it is in sync, which only raid1 has room for (here: add "
-                   "a spare, then fail '%s')",
+                   "a spare, then fail '%s')"),
                    d->name, d->driver, c->source);
       return FALSE;
     }
   if (!g_hash_table_contains (daemon->running, d->uuid))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "device '%s' is not started: the new component is filled from the others "
-                   "while it runs (or, stopped: vbmgr reconfigure --add, then --remove)",
+                   _ ("device '%s' is not started: the new component is filled from the others "
+                   "while it runs (or, stopped: vbmgr reconfigure --add, then --remove)"),
                    d->name);
       return FALSE;
     }
   if (!g_path_is_absolute (source) && !g_str_has_prefix (source, "vblk:"))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "'%s' is not an absolute path or vblk:NAME", source);
+                   _ ("'%s' is not an absolute path or vblk:NAME"), source);
       return FALSE;
     }
   return TRUE;

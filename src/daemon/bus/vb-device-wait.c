@@ -4,6 +4,8 @@
  * (vb_objects_sync), or until its timeout. Main thread only. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-device.h"
 #include "vb-objects.h"
 #include "vb-request.h"
@@ -48,7 +50,7 @@ wait_over (StateWait *w, GError **error)
 
   if (d == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' was deleted", w->device);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("device '%s' was deleted"), w->device);
       return TRUE;
     }
   return strcmp (vb_daemon_device_state (w->daemon, d), w->state) == 0;
@@ -75,7 +77,7 @@ timed_out (gpointer data)
 
   w->timeout_id = 0;
   g_set_error (&error, VB_ERROR, VB_ERROR_FAILED,
-               "timed out after %u ms: device '%s' is %s, not %s", w->timeout_ms, w->device,
+               _ ("timed out after %u ms: device '%s' is %s, not %s"), w->timeout_ms, w->device,
                d ? vb_daemon_device_state (w->daemon, d) : "gone", w->state);
   wait_end (w, error);
   return G_SOURCE_REMOVE;
@@ -97,7 +99,7 @@ vb_device_handle_wait_state (VbDBusDevice *iface, GDBusMethodInvocation *inv, co
     {
       g_autofree char *known = g_strjoinv (", ", (char **) states);
       g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                                             "'%s' is not a device state (%s)", state, known);
+                                             _ ("'%s' is not a device state (%s)"), state, known);
       return TRUE;
     }
   if (waits == NULL)

@@ -220,13 +220,13 @@ check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_da
   if (d == NULL)
     {
       g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_FOUND,
-                                             "no device named '%s'", name);
+                                             _ ("no device named '%s'"), name);
       return;
     }
   if (r == NULL)
     {
       g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                                             "device '%s' is not started", d->name);
+                                             _ ("device '%s' is not started"), d->name);
       return;
     }
   if (backend == NULL || backend->engine == NULL)
@@ -234,7 +234,7 @@ check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_da
       /* (md's own check, sync_action, is not driven by vblkd yet) */
       g_dbus_method_invocation_return_error (
           inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-          "device '%s' runs on backend '%s': vblkd checks only devices on the engine", d->name,
+          _ ("device '%s' runs on backend '%s': vblkd checks only devices on the engine"), d->name,
           r->backend);
       return;
     }
@@ -242,13 +242,13 @@ check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_da
   if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED))
     g_dbus_method_invocation_return_error (
         inv, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-        "device '%s' (driver '%s') has no redundancy: there are no copies to compare", d->name,
+        _ ("device '%s' (driver '%s') has no redundancy: there are no copies to compare"), d->name,
         d->driver);
   else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_BUSY))
     g_dbus_method_invocation_return_error (
-        inv, VB_ERROR, VB_ERROR_BUSY, "device '%s' runs another job; wait for it first", d->name);
+        inv, VB_ERROR, VB_ERROR_BUSY, _ ("device '%s' runs another job; wait for it first"), d->name);
   else if (failed)
-    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, "device '%s': %s",
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s': %s"),
                                            d->name, failed->message);
   else
     g_dbus_method_invocation_return_value (
@@ -299,7 +299,7 @@ vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GEr
             return d;
         }
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no component at %s", path);
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no component at %s"), path);
   return NULL;
 }
 

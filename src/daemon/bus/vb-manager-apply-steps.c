@@ -5,6 +5,8 @@
  * or a mutate that puts back exactly what the step changed. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-device-mutate.h"
 #include "vb-graph.h"
 #include "vb-manager.h"
@@ -81,7 +83,7 @@ mutate_set (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent
     return FALSE;
   if (d == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "no device named '%s'", step->device);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no device named '%s'"), step->device);
       return FALSE;
     }
   if (step->backend && !vb_backend_option_check (d, r, step->backend, error))
@@ -235,7 +237,7 @@ undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError *
 
   if (d == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' was not there before",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("device '%s' was not there before"),
                    step->device);
       return FALSE;
     }
@@ -243,14 +245,14 @@ undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError *
     {
       g_autofree char *id = vb_apply_step_id (vb_apply_step_at (a, later));
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                   "step %d (%s) wrote its own superblocks on components of '%s', which stays "
-                   "deleted",
+                   _ ("step %d (%s) wrote its own superblocks on components of '%s', which stays "
+                   "deleted"),
                    later + 1, id, d->name);
       return FALSE;
     }
   if (vb_state_lookup (candidate, d->name))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' exists again meanwhile",
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("device '%s' exists again meanwhile"),
                    d->name);
       return FALSE;
     }
@@ -302,7 +304,7 @@ undo_remove (const VbDeviceConfig *before, VbDeviceConfig *now, const char *sour
           return TRUE;
         }
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component '%s' of '%s' is gone", source,
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("component '%s' of '%s' is gone"), source,
                before ? before->name : "?");
   return FALSE;
 }
@@ -343,7 +345,7 @@ vb_apply_mutate_undo (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
     case VB_APPLY_RECONFIGURE:
       return vb_mutate_reconfigure (daemon, candidate, user_data, intent, error);
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "device '%s' is gone", step->device);
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("device '%s' is gone"), step->device);
   return FALSE;
 }
 

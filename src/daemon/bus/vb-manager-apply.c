@@ -9,6 +9,8 @@
  * the answer names the steps done, undone and not done. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-auth.h"
 #include "vb-manager.h"
 #include "vb-manager-apply.h"
@@ -267,7 +269,7 @@ step_done (VbDaemon *daemon, const GError *error, gpointer user_data)
       a->status[i] = "failed";
       a->error
           = g_error_new (VB_ERROR, error->domain == VB_ERROR ? error->code : VB_ERROR_FAILED,
-                         "step %u of %u (%s) failed: %s", i + 1, a->plan->len, id, error->message);
+                         _ ("step %u of %u (%s) failed: %s"), i + 1, a->plan->len, id, error->message);
       a->undoing = (gint) i - 1;
       undo_next (a);
       return;
@@ -297,7 +299,7 @@ run_next (Apply *a)
 
   if (a->cancelled && a->next < a->plan->len)
     {
-      a->error = g_error_new (VB_ERROR, VB_ERROR_FAILED, "cancelled before step %u of %u",
+      a->error = g_error_new (VB_ERROR, VB_ERROR_FAILED, _ ("cancelled before step %u of %u"),
                               a->next + 1, a->plan->len);
       a->undoing = (gint) a->next - 1;
       undo_next (a);
@@ -378,14 +380,14 @@ mutate_replay (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
       if (ok && (shared = shared_component (candidate)) != NULL)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       "%s (the plan cannot order this change: apply it in two specs, the "
-                       "first freeing the component)",
+                       _ ("%s (the plan cannot order this change: apply it in two specs, the "
+                       "first freeing the component)"),
                        shared);
           ok = FALSE;
         }
       if (!ok)
         {
-          g_prefix_error (error, "step %u of %u (%s): ", i + 1, a->plan->len, id);
+          g_prefix_error (error, _ ("step %u of %u (%s): "), i + 1, a->plan->len, id);
           return FALSE;
         }
     }
@@ -441,7 +443,7 @@ checked (VbDaemon *daemon, const GError *error, gpointer user_data)
       g_autoptr (GError) placed = g_error_copy (error);
       g_autofree char *where = spec_place (a->spec, error->message);
       if (where)
-        g_prefix_error (&placed, "spec: %s: ", where);
+        g_prefix_error (&placed, _ ("spec: %s: "), where);
       vb_invocation_return_gerror (a->invocation, placed);
       apply_free (a);
     }
@@ -518,7 +520,7 @@ make_plan (Apply *a)
     {
       a->plan = vb_apply_plan (a->daemon->desired, spec, &options, &error);
       if (a->plan == NULL)
-        g_prefix_error (&error, "spec: ");
+        g_prefix_error (&error, _ ("spec: "));
     }
   if (a->plan == NULL)
     {

@@ -32,7 +32,7 @@ add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *co
       for (guint j = 0; j < i; j++)
         if (strcmp (components[j], source) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "component '%s': given twice",
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("component '%s': given twice"),
                          source);
             return FALSE;
           }
@@ -41,7 +41,7 @@ add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *co
   if (d->components->len > driver->max_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "components: driver '%s' takes at most %u, %u given", driver->name,
+                   _ ("components: driver '%s' takes at most %u, %u given"), driver->name,
                    driver->max_components, d->components->len);
       return FALSE;
     }
@@ -56,7 +56,7 @@ name_is_free (const VbState *candidate, const char *name, GError **error)
     return FALSE;
   if (vb_state_lookup (candidate, name))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, "device '%s' already exists", name);
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("device '%s' already exists"), name);
       return FALSE;
     }
   return TRUE;
@@ -75,8 +75,8 @@ vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean st
   if (g_strcmp0 (g_hash_table_lookup (d->attributes, "metadata"), "md1") == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
-                   "(vbmgr scan --adopt) but does not create");
+                   _ ("attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
+                   "(vbmgr scan --adopt) but does not create"));
       return FALSE;
     }
   if (strcmp (d->backend, "auto") != 0
@@ -118,7 +118,7 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   if (driver == NULL)
     {
       g_autofree char *known = vb_drivers_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "driver '%s': unknown (known: %s)",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("driver '%s': unknown (known: %s)"),
                    req->driver, known);
       return FALSE;
     }
@@ -258,9 +258,11 @@ scan_return (ScanRequest *req)
   devices = vb_scan_device_paths (req->scan);
   if (req->job)
     {
+      guint found = req->scan->groups->len;
       g_autofree char *summary
-          = g_strdup_printf ("%u device(s) found, %u adopted", req->scan->groups->len,
-                             g_hash_table_size (req->adopted));
+          = g_strdup_printf (ngettext ("%u device found, %u adopted", "%u devices found, %u adopted",
+                                       found),
+                             found, g_hash_table_size (req->adopted));
       vb_job_finish (req->job, "finished", summary);
     }
   g_dbus_method_invocation_return_value (
@@ -358,7 +360,7 @@ adopt_done (VbDaemon *daemon, const GError *error, gpointer user_data)
     {
       g_autoptr (GError) copy = g_error_copy (error);
 
-      g_prefix_error (&copy, "adopting: ");
+      g_prefix_error (&copy, _ ("adopting: "));
       if (req->job)
         vb_job_finish (req->job, "failed", copy->message);
       vb_invocation_return_gerror (req->invocation, copy);
@@ -404,7 +406,7 @@ scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer u
   if (req->start && !req->adopt)
     {
       g_set_error (&error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'start': only together with adopt");
+                   _ ("option 'start': only together with adopt"));
       goto fail;
     }
   if (g_variant_lookup (req->options, "paths", "^as", &req->paths))
@@ -413,7 +415,7 @@ scan_authorized (VbDaemon *daemon, GDBusMethodInvocation *invocation, gpointer u
         if (!g_path_is_absolute (req->paths[i]))
           {
             g_set_error (&error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "option 'paths': '%s' is not an absolute path", req->paths[i]);
+                         _ ("option 'paths': '%s' is not an absolute path"), req->paths[i]);
             goto fail;
           }
     }
@@ -560,7 +562,7 @@ handle_wipe (VbDBusManager *iface, GDBusMethodInvocation *invocation, const char
   if (!g_path_is_absolute (path))
     {
       g_dbus_method_invocation_return_error (invocation, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                                             "path '%s': not an absolute path", path);
+                                             _ ("path '%s': not an absolute path"), path);
       return TRUE;
     }
   req = g_new0 (WipeRequest, 1);

@@ -6,6 +6,8 @@
  * rules are swapped on the main thread. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-auth.h"
 #include "vb-policy-dbus.h"
 #include "vb-request.h"
@@ -258,7 +260,7 @@ probe_udev (EvaluateRequest *req, dev_t devnum, GError **error)
 
   if (udev == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "devnode '%s': no udev context", req->devnode);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("devnode '%s': no udev context"), req->devnode);
       return FALSE;
     }
   dev = udev_device_new_from_devnum (udev, 'b', devnum);
@@ -315,13 +317,13 @@ probe_devnode (EvaluateRequest *req, GError **error)
     {
       errsv = errno;
       g_set_error (error, VB_ERROR, errsv == ENOENT ? VB_ERROR_NOT_FOUND : VB_ERROR_FAILED,
-                   "option 'devnode': '%s': %s", req->devnode, g_strerror (errsv));
+                   _ ("option 'devnode': '%s': %s"), req->devnode, g_strerror (errsv));
       return FALSE;
     }
   if (!S_ISBLK (st.st_mode))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'devnode': '%s' is not a block device", req->devnode);
+                   _ ("option 'devnode': '%s' is not a block device"), req->devnode);
       return FALSE;
     }
   fd = open (req->devnode, O_RDONLY | O_CLOEXEC);
@@ -330,7 +332,7 @@ probe_devnode (EvaluateRequest *req, GError **error)
       errsv = errno;
       if (fd >= 0)
         close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "devnode '%s': size: %s", req->devnode,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("devnode '%s': size: %s"), req->devnode,
                    g_strerror (errsv));
       return FALSE;
     }
@@ -508,7 +510,7 @@ evaluate_parse (EvaluateRequest *req, GVariant *options, GError **error)
       && !g_path_is_absolute (req->devnode))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'devnode': '%s' is not an absolute path", req->devnode);
+                   _ ("option 'devnode': '%s' is not an absolute path"), req->devnode);
       return FALSE;
     }
   if (g_variant_lookup (options, "metadata", "s", &req->metadata)
@@ -516,14 +518,14 @@ evaluate_parse (EvaluateRequest *req, GVariant *options, GError **error)
       && g_strcmp0 (req->metadata, "unknown") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'metadata': '%s' is not one of vblk, none, unknown", req->metadata);
+                   _ ("option 'metadata': '%s' is not one of vblk, none, unknown"), req->metadata);
       return FALSE;
     }
   if (g_variant_lookup (options, "device-uuid", "s", &req->device_uuid)
       && !vb_uuid_is_valid (req->device_uuid))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "option 'device-uuid': '%s' is not a UUID", req->device_uuid);
+                   _ ("option 'device-uuid': '%s' is not a UUID"), req->device_uuid);
       return FALSE;
     }
   if (g_variant_lookup (options, "device-name", "s", &req->device_name)

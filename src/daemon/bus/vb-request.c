@@ -3,6 +3,8 @@
  * the helpers every method handler shares: options, attributes, errors. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-request.h"
 
 #include <string.h>
@@ -86,7 +88,7 @@ vb_options_check (GVariant *options, const char *const *allowed, GError **error)
           if (strcmp (g_variant_get_type_string (value), colon + 1) != 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                           "option '%s': expected type '%s', got '%s'", key, colon + 1,
+                           _ ("option '%s': expected type '%s', got '%s'"), key, colon + 1,
                            g_variant_get_type_string (value));
               g_variant_unref (value);
               return FALSE;
@@ -97,7 +99,7 @@ vb_options_check (GVariant *options, const char *const *allowed, GError **error)
         {
           g_autofree char *list = g_strjoinv (", ", (char **) allowed);
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "option '%s': unknown (known: %s)", key, *list ? list : "none");
+                       _ ("option '%s': unknown (known: %s)"), key, *list ? list : "none");
           return FALSE;
         }
     }

@@ -2,6 +2,8 @@
 /* The claim of a device's components (vb-claim.h). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-claim.h"
 
 #include "vb-error.h"
@@ -31,23 +33,23 @@ refuse_vblk_node (VbProbe *probe, const VbDeviceConfig *config, const char *sour
 
   if (g_strcmp0 (owner->instance, probe->instance) != 0)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is a block node of another vblkd (instance %s)", source,
+                 _ ("component '%s' is a block node of another vblkd (instance %s)"), source,
                  owner->instance);
   else if (owner->internal)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is a node vblk uses inside device '%s' (%s backend), not a disk",
+                 _ ("component '%s' is a node vblk uses inside device '%s' (%s backend), not a disk"),
                  source, d ? d->name : owner->uuid, owner->backend);
   else if (d == NULL)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is a block node vblk made (for device %s, no longer known)",
+                 _ ("component '%s' is a block node vblk made (for device %s, no longer known)"),
                  source, owner->uuid);
   else if (strcmp (d->uuid, config->uuid) == 0)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is the block node of device '%s' itself", source, d->name);
+                 _ ("component '%s' is the block node of device '%s' itself"), source, d->name);
   else
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is the block node of device '%s' (to build on it, name it "
-                 "'vblk:%s')",
+                 _ ("component '%s' is the block node of device '%s' (to build on it, name it "
+                 "'vblk:%s')"),
                  source, d->name, d->name);
   return FALSE;
 }
@@ -67,8 +69,8 @@ refuse_cycle (VbProbe *probe, const VbDeviceConfig *config, const char *source,
       if (d && g_strv_contains ((const char *const *) above, d->name))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE,
-                       "component '%s' is built on the block node of device '%s'%s%s: '%s' "
-                       "cannot hold itself",
+                       _ ("component '%s' is built on the block node of device '%s'%s%s: '%s' "
+                       "cannot hold itself"),
                        source, d->name, strcmp (d->name, config->name) == 0 ? "" : ", built on ",
                        strcmp (d->name, config->name) == 0 ? "" : config->name, config->name);
           return TRUE;
@@ -140,7 +142,7 @@ check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source, 
           if (strcmp (id, oid) == 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                           "component '%s' is already used by device '%s'", source, other->name);
+                           _ ("component '%s' is already used by device '%s'"), source, other->name);
               return FALSE;
             }
         }
@@ -153,16 +155,16 @@ static gboolean
 check_unused (const char *source, const VbPathFacts *f, GError **error)
 {
   if (f->mounted_on)
-    g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA, "component '%s' is mounted on %s",
+    g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA, _ ("component '%s' is mounted on %s"),
                  source, f->mounted_on);
   else if (f->holders)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 "component '%s' is held by %s (a device-mapper or md device built on it)", source,
+                 _ ("component '%s' is held by %s (a device-mapper or md device built on it)"), source,
                  f->holders);
   else if (f->exclusive)
     g_set_error (
         error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-        "component '%s' is in use (held open exclusively, e.g. by a filesystem or array)", source);
+        _ ("component '%s' is in use (held open exclusively, e.g. by a filesystem or array)"), source);
   else
     return TRUE;
   return FALSE;
@@ -207,7 +209,7 @@ claim_one (VbProbe *probe, const VbDeviceConfig *config, const VbComponentConfig
   if (f->engine_file)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "component '%s' is a file through which vblk's engine serves a device",
+                   _ ("component '%s' is a file through which vblk's engine serves a device"),
                    c->source);
       return FALSE;
     }
@@ -265,6 +267,6 @@ vb_claim_node_unused (VbProbe *probe, const char *name, const char *block_device
       g_clear_error (&local);
       g_usleep (EXCLUSIVE_RETRY_US);
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "device '%s' is in use: %s", name, local->message);
+  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("device '%s' is in use: %s"), name, local->message);
   return FALSE;
 }

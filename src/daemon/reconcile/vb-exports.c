@@ -6,6 +6,8 @@
  * worker thread touches the servers (ops run one at a time). */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-exports.h"
 
 #include "engine.h"
@@ -53,7 +55,7 @@ vb_export_spec_parse (const char *spec, char **address, GError **error)
   if (!g_str_has_prefix (spec, "nbd "))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "export '%s': only 'nbd ADDRESS' is known", spec);
+                   _ ("export '%s': only 'nbd ADDRESS' is known"), spec);
       return FALSE;
     }
   addr = spec + 4;
@@ -67,14 +69,14 @@ vb_export_spec_parse (const char *spec, char **address, GError **error)
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-              "export '%s': listen address needs tcp:HOST:PORT with a port from 1 to 65535", addr);
+              _ ("export '%s': listen address needs tcp:HOST:PORT with a port from 1 to 65535"), addr);
           return FALSE;
         }
     }
   else
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT",
+                   _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"),
                    addr);
       return FALSE;
     }
@@ -161,7 +163,7 @@ export_start (const VbDeviceConfig *d, const VbRunning *r, GError **error)
         }
       if (!vb_nbd_server_listen (x->server, address, error))
         {
-          g_prefix_error (error, "export of '%s' on %s: ", d->name, address);
+          g_prefix_error (error, _ ("export of '%s' on %s: "), d->name, address);
           goto fail;
         }
     }

@@ -3,6 +3,9 @@
  * checks that touches a path given from outside. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "vb-inspect.h"
 
 #include "metadata.h"
@@ -294,7 +297,7 @@ inspect_now (const char *path, VbInspectFlags flags, GError **error)
   if (f->is_block && f->size == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                   "component '%s': the block device has no medium (size 0)", path);
+                   _ ("component '%s': the block device has no medium (size 0)"), path);
       close (fd);
       return NULL;
     }
@@ -405,8 +408,8 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
   if (stalled_since (path, &since))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': still not answering (a look at it has waited %" G_GINT64_FORMAT
-                   " s); nothing was changed",
+                   _ ("component '%s': still not answering (a look at it has waited %" PRId64
+                   " s); nothing was changed"),
                    path, (g_get_monotonic_time () - since) / G_USEC_PER_SEC);
       return NULL;
     }
@@ -434,8 +437,8 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
       look->abandoned = TRUE;
       stalled_set (path, TRUE);
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': looking at it did not finish within %u ms (a file system or "
-                   "device that does not answer?); nothing was changed",
+                   _ ("component '%s': looking at it did not finish within %u ms (a file system or "
+                   "device that does not answer?); nothing was changed"),
                    path, timeout_ms);
     }
   g_mutex_unlock (&look->lock);

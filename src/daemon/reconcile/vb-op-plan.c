@@ -5,6 +5,8 @@
  * thread. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-claim.h"
 #include "vb-exports.h"
 #include "vb-op.h"
@@ -35,7 +37,7 @@ start_backend (VbOp *op, const VbDeviceConfig *config, const VbDriver *driver, c
   if (!backend->available (&not_here))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "backend '%s' is not available here: %s", backend->name, not_here);
+                   _ ("backend '%s' is not available here: %s"), backend->name, not_here);
       return NULL;
     }
   return backend;
@@ -68,7 +70,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   for (guint i = 0; i < paths->len; i++)
     if (paths->pdata[i] == NULL && !g_array_index (infos, VbComponentInfo, i).missing)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': that device is not started"),
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
@@ -171,7 +173,7 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
   vb_op_world_unlock (op);
   if (backend == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: unknown backend '%s'", step->block_device,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: unknown backend '%s'"), step->block_device,
                    step->backend);
       return FALSE;
     }
@@ -218,7 +220,7 @@ run_start (VbOp *op, const VbStep *step, GHashTable *failed, GError **error)
   for (guint j = 0; deps[j]; j++)
     if (g_hash_table_contains (failed, deps[j]))
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "device '%s' it is built on did not start",
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s' it is built on did not start"),
                      deps[j]);
         return;
       }

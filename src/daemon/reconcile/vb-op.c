@@ -4,6 +4,8 @@
  * helpers every worker step shares. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-devlinks.h"
 #include "vb-node-records.h"
 #include "vb-op.h"
@@ -223,7 +225,7 @@ vb_op_save (VbOp *op, GError **error)
     }
   vb_op_world_unlock (op);
   if (!ok)
-    g_prefix_error (error, "saving the desired state: ");
+    g_prefix_error (error, _ ("saving the desired state: "));
   return ok;
 }
 

@@ -4,6 +4,9 @@
  * checks against them. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "vb-probe.h"
 
 #include "metadata.h"
@@ -77,7 +80,7 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
     {
     case VB_SOURCE_NBD:
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   "component '%s': NBD components need the engine, which this version lacks",
+                   _ ("component '%s': NBD components need the engine, which this version lacks"),
                    source);
       return FALSE;
 
@@ -147,8 +150,8 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
       if (data_offset && info.size < data_offset + 4096)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s': %" G_GUINT64_FORMAT
-                       " bytes, too small for its metadata (data starts at %" G_GUINT64_FORMAT ")",
+                       _ ("component '%s': %" PRIu64
+                       " bytes, too small for its metadata (data starts at %" PRIu64 ")"),
                        c->source, info.size, data_offset);
           g_free (path);
           return FALSE;
@@ -170,7 +173,7 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
       if (smallest == G_MAXUINT64)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                       "device '%s': none of its components is there", config->name);
+                       _ ("device '%s': none of its components is there"), config->name);
           return FALSE;
         }
       for (guint i = 0; i < in->len; i++)
@@ -207,9 +210,9 @@ vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **e
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_BUSY,
-              "component '%s' carries the %s superblock of device '%s' (%s), events %" G_GUINT64_FORMAT
+              _ ("component '%s' carries the %s superblock of device '%s' (%s), events %" PRIu64
               "; adopt that device (vbmgr scan --adopt) or wipe its "
-              "metadata first",
+              "metadata first"),
               c->source, metadata, sb->device_name, sb->device_uuid, sb->events);
           return FALSE;
         }
@@ -267,7 +270,7 @@ vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_c
   if (driver == NULL)
     {
       g_autofree char *known = vb_drivers_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "driver '%s': unknown (known: %s)",
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("driver '%s': unknown (known: %s)"),
                    config->driver, known);
       return FALSE;
     }
@@ -303,14 +306,14 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
     }
   if (config == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "component 'vblk:%s': no device named '%s'",
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("component 'vblk:%s': no device named '%s'"),
                    name, name);
       return FALSE;
     }
   if (probe->depth >= PROBE_MAX_DEPTH)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE,
-                   "component 'vblk:%s': devices nested deeper than %d", name, PROBE_MAX_DEPTH);
+                   _ ("component 'vblk:%s': devices nested deeper than %d"), name, PROBE_MAX_DEPTH);
       return FALSE;
     }
   /* a device that runs is the size of its node: what its metadata keeps
@@ -329,7 +332,7 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
   probe->depth--;
   if (!ok)
     {
-      g_set_error (error, local->domain, local->code, "component 'vblk:%s': %s", name,
+      g_set_error (error, local->domain, local->code, _ ("component 'vblk:%s': %s"), name,
                    local->message);
       return FALSE;
     }

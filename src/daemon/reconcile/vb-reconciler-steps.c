@@ -4,6 +4,8 @@
  * started device is told about. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "vb-probe.h"
 #include "vb-op.h"
 
@@ -93,7 +95,7 @@ vb_op_run_readds (VbOp *op)
       if (backend == NULL || backend->engine == NULL)
         {
           g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       "device '%s' is not started on a backend that re-adds components",
+                       _ ("device '%s' is not started on a backend that re-adds components"),
                        readd->device);
         }
       else
@@ -102,7 +104,7 @@ vb_op_run_readds (VbOp *op)
           ok = vb_probe_components (&probe, d, &paths, &infos, &local);
           vb_probe_clear (&probe);
           if (ok && (slot >= paths->len || paths->pdata[slot] == NULL))
-            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "device '%s': slot %u has no path",
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s': slot %u has no path"),
                          d->name, slot);
           else if (ok
                    && backend->engine->readd (r->block_device, slot, paths->pdata[slot],
@@ -157,32 +159,32 @@ vb_op_run_faults (VbOp *op)
       GError *local = NULL;
 
       if (d == NULL || r == NULL)
-        g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, "device '%s' is not started",
+        g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("device '%s' is not started"),
                      fault->device);
       else if (gone && slot_holds_other (backend, r->block_device, index, gone))
         g_debug ("vblk: %s: %s went away, but slot %u no longer holds it", d->name, gone, index);
       else
         {
           if (backend == NULL || backend->engine == NULL)
-            g_set_error_literal (&failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, "no engine");
+            g_set_error_literal (&failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED, _ ("no engine"));
           else
             backend->engine->set_faulty (r->block_device, index, &failed);
           if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_BUSY))
             g_set_error (&local, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                         "component '%s' holds the last in-sync copy of data of '%s'", source,
+                         _ ("component '%s' holds the last in-sync copy of data of '%s'"), source,
                          d->name);
           else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                         "device '%s' (driver '%s') has no redundancy: a component cannot be "
-                         "failed",
+                         _ ("device '%s' (driver '%s') has no redundancy: a component cannot be "
+                         "failed"),
                          d->name, d->driver);
           else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                         "component '%s' of '%s' is not one of its slots (a spare or a replaced "
-                         "one)",
+                         _ ("component '%s' of '%s' is not one of its slots (a spare or a replaced "
+                         "one)"),
                          source, d->name);
           else if (failed)
-            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s", source,
+            g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': %s"), source,
                          failed->message);
           /* it is going away: the engine lets go of its file */
           if (release && backend && backend->engine)
@@ -266,8 +268,8 @@ vb_op_check_spares_kept (VbOp *op, const VbDeviceConfig *d, const VbDeviceConfig
       if (!kept && (slot = slot_taken_by (op, old, c->source)) >= 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       "spare '%s' has just taken slot %d of '%s' (it is being rebuilt); it is no "
-                       "longer a spare to remove",
+                       _ ("spare '%s' has just taken slot %d of '%s' (it is being rebuilt); it is no "
+                       "longer a spare to remove"),
                        c->source, slot, old->name);
           return FALSE;
         }

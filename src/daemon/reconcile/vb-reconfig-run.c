@@ -17,6 +17,9 @@
  * one. Test hooks stop vblkd at each step (VBLK_TEST_STOP_AT). */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "metadata.h"
 #include "vb-probe.h"
 #include "vb-op.h"
@@ -46,7 +49,7 @@ save_intent (VbDaemon *daemon, const VbDeviceConfig *d, GError **error)
   g_ptr_array_add (intent->devices, vb_device_config_copy (d));
   if (!vb_state_save (intent, path, error))
     {
-      g_prefix_error (error, "saving the reconfiguration intent: ");
+      g_prefix_error (error, _ ("saving the reconfiguration intent: "));
       return FALSE;
     }
   return TRUE;
@@ -241,7 +244,7 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   for (guint i = 0; i < r->paths->len; i++)
     if (r->paths->pdata[i] == NULL && !g_array_index (r->infos, VbComponentInfo, i).missing)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': that device is not started",
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': that device is not started"),
                      slot_path (d, i));
         return FALSE;
       }
@@ -326,8 +329,8 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
   if (n == 0 && known > 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                   "device '%s': the new configuration keeps no in-sync copy of the data (in "
-                   "sync now: %s); nothing changed",
+                   _ ("device '%s': the new configuration keeps no in-sync copy of the data (in "
+                   "sync now: %s); nothing changed"),
                    old->name, in_sync->len ? in_sync->str : "none");
       g_string_free (in_sync, TRUE);
       return FALSE;
@@ -369,8 +372,8 @@ stopped_keeps_a_copy (const VbDeviceConfig *d, GError **error)
     }
   if (!any)
     g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                 "device '%s': the new configuration keeps no in-sync copy of the data; nothing "
-                 "changed",
+                 _ ("device '%s': the new configuration keeps no in-sync copy of the data; nothing "
+                 "changed"),
                  d->name);
   return any;
 }
@@ -389,9 +392,9 @@ check (VbOp *op, Swap *swap, GError **error)
   if (swap->new_size < swap->old_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-                   "device '%s': the new configuration holds %" G_GUINT64_FORMAT
-                   " bytes, the device %" G_GUINT64_FORMAT
-                   ": the end of the data would be cut off; nothing changed",
+                   _ ("device '%s': the new configuration holds %" PRIu64
+                   " bytes, the device %" PRIu64
+                   ": the end of the data would be cut off; nothing changed"),
                    swap->d->name, swap->new_size, swap->old_size);
       return FALSE;
     }
@@ -423,7 +426,7 @@ swap_engine (VbOp *op, Swap *swap, GError **error)
     {
       if (!(backend->capabilities & VB_BACKEND_CAN_RECONFIGURE))
         g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                     "backend %s cannot reconfigure a started device", backend->name);
+                     _ ("backend %s cannot reconfigure a started device"), backend->name);
       else
         backend->reconfigure (r->block_device, &req.request, timeout_ms, &report, &local);
     }

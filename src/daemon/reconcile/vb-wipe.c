@@ -3,6 +3,9 @@
  * refused, what is wiped is named, a disk with nothing to wipe is an error. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "vb-wipe.h"
 
 #include "metadata.h"
@@ -54,15 +57,15 @@ check_not_in_use (const char *path, const struct stat *st, const VbState *state,
   if (d && g_hash_table_contains (started, d->uuid))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "'%s' is a component of device '%s', which is started; nothing was wiped",
+                   _ ("'%s' is a component of device '%s', which is started; nothing was wiped"),
                    path, d->name);
       return FALSE;
     }
   if (d && !force)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   "'%s' is a component of device '%s' (remove it from the device first, or force); "
-                   "nothing was wiped",
+                   _ ("'%s' is a component of device '%s' (remove it from the device first, or force); "
+                   "nothing was wiped"),
                    path, d->name);
       return FALSE;
     }
@@ -77,14 +80,14 @@ zero (int fd, const char *path, guint64 offset, gsize length, GError **error)
 
   if (posix_memalign (&buf, 4096, length) != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': out of memory", path);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': out of memory"), path);
       return FALSE;
     }
   memset (buf, 0, length);
   ok = pwrite (fd, buf, length, (off_t) offset) == (ssize_t) length;
   if (!ok)
-    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "'%s': writing zeros at byte %" G_GUINT64_FORMAT
-                 ": %s; the metadata may be partly wiped",
+    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': writing zeros at byte %" PRIu64
+                 ": %s; the metadata may be partly wiped"),
                  path, offset, g_strerror (errno));
   free (buf);
   return ok;
@@ -103,7 +106,7 @@ open_exclusive (const char *path, struct stat *st, GError **error)
   if (!S_ISBLK (st->st_mode) && !S_ISREG (st->st_mode))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "'%s' is neither a block device nor a regular file", path);
+                   _ ("'%s' is neither a block device nor a regular file"), path);
       return -1;
     }
   /* O_EXCL on a block device: refused while mounted, or held by md, dm or
@@ -111,7 +114,7 @@ open_exclusive (const char *path, struct stat *st, GError **error)
   fd = open (path, O_RDWR | O_CLOEXEC | (S_ISBLK (st->st_mode) ? O_EXCL : 0));
   if (fd < 0)
     g_set_error (error, VB_ERROR, errno == EBUSY ? VB_ERROR_BUSY : VB_ERROR_FAILED,
-                 "'%s': %s%s; nothing was wiped", path, g_strerror (errno),
+                 _ ("'%s': %s%s; nothing was wiped"), path, g_strerror (errno),
                  errno == EBUSY ? " (mounted, or held by a device)" : "");
   return fd;
 }
@@ -137,7 +140,7 @@ vb_wipe (const char *path, const VbState *state, GHashTable *started, gboolean f
   if (readable)
     bitmap = sb.bitmap_bytes;
   if (!has_vblk && !has_md)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, "'%s': no vblk superblock%s; nothing was wiped",
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s': no vblk superblock%s; nothing was wiped"),
                  path, md ? " and no md superblock" : "");
   ok = (has_vblk || has_md)
        && check_not_in_use (path, &st, state, started, force, readable ? &sb : NULL, error);

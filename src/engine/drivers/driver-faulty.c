@@ -5,6 +5,9 @@
  * engine always serves it, so that every request passes the fault check. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -44,14 +47,14 @@ faulty_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (size == 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT " bytes, smaller than one sector (%d)",
+                   _ ("component '%s': %" PRIu64 " bytes, smaller than one sector (%d)"),
                    components[0].source, components[0].size, FAULTY_SECTOR);
       return FALSE;
     }
   if (delay > FAULTY_DELAY_MAX)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'delay_us': %" G_GUINT64_FORMAT " is more than %llu (ten seconds)",
+                   _ ("attribute 'delay_us': %" PRIu64 " is more than %llu (ten seconds)"),
                    delay, FAULTY_DELAY_MAX);
       return FALSE;
     }
@@ -60,8 +63,8 @@ faulty_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (offset >= size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'fail_offset': %" G_GUINT64_FORMAT
-                   " is beyond the end of the device (%" G_GUINT64_FORMAT " bytes)",
+                   _ ("attribute 'fail_offset': %" PRIu64
+                   " is beyond the end of the device (%" PRIu64 " bytes)"),
                    offset, size);
       return FALSE;
     }

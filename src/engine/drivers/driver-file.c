@@ -2,6 +2,9 @@
 /* Driver "file": one regular file shown whole as a block device. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -26,8 +29,8 @@ file_validate (GHashTable *attributes, const VbComponentInfo *components, guint 
   if (components[0].size < sector)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT
-                   " bytes, smaller than one sector (%" G_GUINT64_FORMAT ")",
+                   _ ("component '%s': %" PRIu64
+                   " bytes, smaller than one sector (%" PRIu64 ")"),
                    components[0].source, components[0].size, sector);
       return FALSE;
     }

@@ -4,6 +4,9 @@
  * on. Each component counts in whole 512-byte sectors. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -28,7 +31,7 @@ linear_validate (GHashTable *attributes, const VbComponentInfo *components, guin
       if (usable == 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s': %" G_GUINT64_FORMAT " bytes, smaller than one sector (%d)",
+                       _ ("component '%s': %" PRIu64 " bytes, smaller than one sector (%d)"),
                        components[i].source, components[i].size, LINEAR_SECTOR);
           return FALSE;
         }
@@ -36,7 +39,7 @@ linear_validate (GHashTable *attributes, const VbComponentInfo *components, guin
       if (usable > (guint64) G_MAXINT64 - total)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "component '%s': the device would be larger than %" G_GINT64_FORMAT " bytes",
+                       _ ("component '%s': the device would be larger than %" PRId64 " bytes"),
                        components[i].source, G_MAXINT64);
           return FALSE;
         }

@@ -4,6 +4,9 @@
  * count as large as the smallest, in whole chunks. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -29,7 +32,7 @@ raid0_validate (GHashTable *attributes, const VbComponentInfo *components, guint
   if (smallest / chunk * chunk > (guint64) G_MAXINT64 / n_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "components: the device would be larger than %" G_GINT64_FORMAT " bytes",
+                   _ ("components: the device would be larger than %" PRId64 " bytes"),
                    G_MAXINT64);
       return FALSE;
     }

@@ -4,6 +4,9 @@
  * file only says where the copies are. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -31,7 +34,7 @@ raid1_validate (GHashTable *attributes, const VbComponentInfo *components, guint
   if (smallest < RAID1_BLOCK)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT " bytes, smaller than one block (%d)",
+                   _ ("component '%s': %" PRIu64 " bytes, smaller than one block (%d)"),
                    components[which].source, smallest, RAID1_BLOCK);
       return FALSE;
     }

@@ -4,6 +4,9 @@
  * c * copies on, and slot s is chunk s / n of component s % n. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -43,8 +46,8 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (copies > n_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'copies': %" G_GUINT64_FORMAT
-                   " copies need at least as many components, %u given",
+                   _ ("attribute 'copies': %" PRIu64
+                   " copies need at least as many components, %u given"),
                    copies, n_components);
       return FALSE;
     }
@@ -54,7 +57,7 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (raid10_chunks (smallest, chunk, n_components, copies) > (guint64) G_MAXINT64 / chunk)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "components: the device would be larger than %" G_GINT64_FORMAT " bytes",
+                   _ ("components: the device would be larger than %" PRId64 " bytes"),
                    G_MAXINT64);
       return FALSE;
     }

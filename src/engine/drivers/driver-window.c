@@ -3,6 +3,9 @@
  * loop's "primitive partitioning". size 0 means "to the end". */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 
@@ -31,23 +34,23 @@ window_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (offset >= avail)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'offset': %" G_GUINT64_FORMAT
-                   " is beyond the end of component '%s' (%" G_GUINT64_FORMAT " bytes)",
+                   _ ("attribute 'offset': %" PRIu64
+                   " is beyond the end of component '%s' (%" PRIu64 " bytes)"),
                    offset, components[0].source, avail);
       return FALSE;
     }
   if (size > avail - offset)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'size': offset %" G_GUINT64_FORMAT " + size %" G_GUINT64_FORMAT
-                   " exceeds component '%s' (%" G_GUINT64_FORMAT " bytes)",
+                   _ ("attribute 'size': offset %" PRIu64 " + size %" PRIu64
+                   " exceeds component '%s' (%" PRIu64 " bytes)"),
                    offset, size, components[0].source, avail);
       return FALSE;
     }
   if (size == 0 && (avail - offset) < WINDOW_ALIGN)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'offset': leaves less than %d bytes of component '%s'", WINDOW_ALIGN,
+                   _ ("attribute 'offset': leaves less than %d bytes of component '%s'"), WINDOW_ALIGN,
                    components[0].source);
       return FALSE;
     }

@@ -3,6 +3,9 @@
  * canonical values, defaults, component counts. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "driver.h"
 #include "vb-error.h"
 #include "vb-size.h"
@@ -44,8 +47,8 @@ vb_check_redundancy (GHashTable *attributes, GError **error)
   if (g_strcmp0 (bitmap, "internal") == 0 && strcmp (metadata, "vblk") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'bitmap': an internal bitmap lives in the metadata area, which "
-                   "metadata=%s does not have (use bitmap=none)",
+                   _ ("attribute 'bitmap': an internal bitmap lives in the metadata area, which "
+                   "metadata=%s does not have (use bitmap=none)"),
                    metadata);
       return FALSE;
     }
@@ -53,8 +56,8 @@ vb_check_redundancy (GHashTable *attributes, GError **error)
   if (chunk < VB_BITMAP_CHUNK_MIN || (chunk & (chunk - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'bitmap_chunk': %" G_GUINT64_FORMAT
-                   " is not a power of two of at least 64K",
+                   _ ("attribute 'bitmap_chunk': %" PRIu64
+                   " is not a power of two of at least 64K"),
                    chunk);
       return FALSE;
     }
@@ -176,7 +179,7 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
           || g_ascii_strcasecmp (given, "no") == 0 || g_ascii_strcasecmp (given, "off") == 0)
         return g_strdup ("false");
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute '%s': '%s' is not a boolean (true or false)", spec->name, value);
+                   _ ("attribute '%s': '%s' is not a boolean (true or false)"), spec->name, value);
       return NULL;
 
       case VB_ATTR_UINT: {
@@ -197,28 +200,28 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
                 g_string_append_printf (list, "%s%" G_GUINT64_FORMAT, list->len ? ", " : "", *a);
               }
             g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                         "attribute '%s': %s is not allowed (allowed: %s)", spec->name, value,
+                         _ ("attribute '%s': %s is not allowed (allowed: %s)"), spec->name, value,
                          list->str);
             return NULL;
           }
         return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
       not_number:
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "attribute '%s': '%s' is not a whole number", spec->name, value);
+                     _ ("attribute '%s': '%s' is not a whole number"), spec->name, value);
         return NULL;
       }
 
     case VB_ATTR_SIZE:
       if (!vb_size_parse (given, &v, error))
         {
-          g_prefix_error (error, "attribute '%s': ", spec->name);
+          g_prefix_error (error, _ ("attribute '%s': "), spec->name);
           return NULL;
         }
       if (spec->multiple && v % spec->multiple != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "attribute '%s': %" G_GUINT64_FORMAT
-                       " is not a multiple of %" G_GUINT64_FORMAT,
+                       _ ("attribute '%s': %" PRIu64
+                       " is not a multiple of %" PRIu64),
                        spec->name, v, spec->multiple);
           return NULL;
         }
@@ -231,7 +234,7 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
             return g_strdup (given);
         list = g_strjoinv (", ", (char **) spec->choices);
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "attribute '%s': '%s' is not allowed (allowed: %s)", spec->name, value, list);
+                     _ ("attribute '%s': '%s' is not allowed (allowed: %s)"), spec->name, value, list);
         return NULL;
       }
     }
@@ -258,8 +261,8 @@ drop_md1_attributes (const VbDriver *driver, GHashTable *out, GError **error)
       if (strcmp (v, spec->default_value) != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       "attribute '%s': only an adopted mdadm array has it (metadata=md1; this "
-                       "device has metadata=%s)",
+                       _ ("attribute '%s': only an adopted mdadm array has it (metadata=md1; this "
+                       "device has metadata=%s)"),
                        md1_only[i], (const char *) g_hash_table_lookup (out, "metadata"));
           return FALSE;
         }
@@ -300,11 +303,11 @@ vb_driver_resolve_attributes (const VbDriver *driver, GHashTable *base, GHashTab
               /* a driver without attributes: say so rather than "(allowed: )" */
               if (*allowed == '\0')
                 g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                             "attribute '%s': driver '%s' has no attributes", name,
+                             _ ("attribute '%s': driver '%s' has no attributes"), name,
                              driver->name);
               else
                 g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                             "attribute '%s': not an attribute of driver '%s' (allowed: %s)",
+                             _ ("attribute '%s': not an attribute of driver '%s' (allowed: %s)"),
                              name, driver->name, allowed);
               return NULL;
             }
@@ -365,11 +368,11 @@ vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
     {
       if (driver->min_components == driver->max_components)
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "components: driver '%s' takes exactly %u, %u given", driver->name,
+                     _ ("components: driver '%s' takes exactly %u, %u given"), driver->name,
                      driver->min_components, n_components);
       else
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "components: driver '%s' takes %u to %u, %u given", driver->name,
+                     _ ("components: driver '%s' takes %u to %u, %u given"), driver->name,
                      driver->min_components, driver->max_components, n_components);
       return FALSE;
     }
@@ -377,7 +380,7 @@ vb_driver_validate (const VbDriver *driver, GHashTable *attributes,
     if ((components[i].kind & driver->component_kinds) == 0)
       {
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "component '%s': driver '%s' takes %s", components[i].source, driver->name,
+                     _ ("component '%s': driver '%s' takes %s"), components[i].source, driver->name,
                      kind_word (driver->component_kinds));
         return FALSE;
       }
@@ -428,16 +431,16 @@ vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components, guin
   if (chunk < VB_CHUNK_MIN || chunk > VB_CHUNK_MAX || (chunk & (chunk - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "attribute 'chunk_size': %" G_GUINT64_FORMAT
-                   " is not a power of two from 4K (4096) to 64M (67108864)",
+                   _ ("attribute 'chunk_size': %" PRIu64
+                   " is not a power of two from 4K (4096) to 64M (67108864)"),
                    chunk);
       return FALSE;
     }
   if (smallest < chunk)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "component '%s': %" G_GUINT64_FORMAT
-                   " bytes, smaller than one chunk (%" G_GUINT64_FORMAT ")",
+                   _ ("component '%s': %" PRIu64
+                   " bytes, smaller than one chunk (%" PRIu64 ")"),
                    components[which].source, smallest, chunk);
       return FALSE;
     }

@@ -8,6 +8,8 @@
  * they complete. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "fuse-server.h"
 
 #include "fuse-proto.h"
@@ -203,7 +205,7 @@ mount_fuse (VbFuseServer *s, const char *fsname, GError **error)
   if (s->fd < 0)
     {
       e = errno;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "/dev/fuse: %s", g_strerror (e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("/dev/fuse: %s"), g_strerror (e));
       return FALSE;
     }
   /* the mount's source names its owner, so that who serves a loop device
@@ -213,7 +215,7 @@ mount_fuse (VbFuseServer *s, const char *fsname, GError **error)
   if (mount (fsname, s->mountpoint, "fuse.vblk", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
     {
       e = errno;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "FUSE mount on %s failed: %s", s->mountpoint,
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("FUSE mount on %s failed: %s"), s->mountpoint,
                    g_strerror (e));
       return FALSE;
     }
@@ -241,7 +243,7 @@ start_threads (VbFuseServer *s, GError **error)
       if (t->fd < 0)
         {
           int e = errno;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "cloning /dev/fuse: %s", g_strerror (e));
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cloning /dev/fuse: %s"), g_strerror (e));
           return FALSE;
         }
       t->thread = g_thread_new ("vblk-fuse", serve, t);

@@ -5,6 +5,8 @@
  * GMainContext. */
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include "nbd-conn.h"
 #include "nbd-server.h"
 #include "vb-error.h"
@@ -109,10 +111,10 @@ vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GErr
       g_mutex_unlock (&server->lock);
       close (fd);
       if (stopping)
-        g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "NBD export %s is stopping",
+        g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("NBD export %s is stopping"),
                      server->export.name);
       else
-        g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "NBD export %s already has %u connections",
+        g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("NBD export %s already has %u connections"),
                      server->export.name, VB_NBD_MAX_CONNECTIONS);
       return FALSE;
     }
@@ -128,7 +130,7 @@ vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GErr
       close (fd);
       g_free (c);
       g_propagate_prefixed_error (error, g_steal_pointer (&local),
-                                  "NBD export %s: ", server->export.name);
+                                  _ ("NBD export %s: "), server->export.name);
       return FALSE;
     }
   server->n_active++;
@@ -205,7 +207,7 @@ add_listener (VbNbdServer *s, int fd, const char *unix_path, GError **error)
   if (local)
     g_propagate_error (error, g_steal_pointer (&local));
   else
-    g_set_error (error, VB_ERROR, VB_ERROR_BUSY, "NBD export %s is stopping", s->export.name);
+    g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("NBD export %s is stopping"), s->export.name);
   return FALSE;
 }
 
@@ -245,7 +247,7 @@ listen_unix (VbNbdServer *s, const char *path, GError **error)
   if (path[0] == '\0' || strlen (path) >= sizeof sa.sun_path)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "unix socket path '%s' is empty or longer than %zu bytes", path,
+                   _ ("unix socket path '%s' is empty or longer than %zu bytes"), path,
                    sizeof sa.sun_path - 1);
       return FALSE;
     }
@@ -284,7 +286,7 @@ listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
   if (colon == NULL || colon[1] == '\0' || strspn (colon + 1, "0123456789") != strlen (colon + 1))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "NBD address 'tcp:%s' is not tcp:HOST:PORT", hostport);
+                   _ ("NBD address 'tcp:%s' is not tcp:HOST:PORT"), hostport);
       return FALSE;
     }
   port = colon + 1;
@@ -298,7 +300,7 @@ listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
   gai = getaddrinfo (host[0] ? host : NULL, port, &hints, &res);
   if (gai != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "NBD address 'tcp:%s': %s", hostport,
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("NBD address 'tcp:%s': %s"), hostport,
                    gai_strerror (gai));
       return FALSE;
     }
@@ -351,7 +353,7 @@ vb_nbd_server_listen (VbNbdServer *server, const char *address, GError **error)
   if (g_str_has_prefix (address, "tcp:"))
     return listen_tcp (server, address + strlen ("tcp:"), error);
   g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-               "NBD address '%s' is neither unix:PATH nor tcp:HOST:PORT", address);
+               _ ("NBD address '%s' is neither unix:PATH nor tcp:HOST:PORT"), address);
   return FALSE;
 }
 
@@ -363,7 +365,7 @@ check_string (const char *what, const char *s, GError **error)
   if (strlen (s) > VB_NBD_MAX_STRING || !g_utf8_validate (s, -1, NULL))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "NBD %s must be UTF-8 of at most %u bytes", what, VB_NBD_MAX_STRING);
+                   _ ("NBD %s must be UTF-8 of at most %u bytes"), what, VB_NBD_MAX_STRING);
       return FALSE;
     }
   return TRUE;
@@ -389,7 +391,7 @@ vb_nbd_server_new (const char *export_name, const char *description, const VbBlo
   if (bs == 0 || bs > 65536 || (bs & (bs - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   "NBD export %s: block size %u is not a power of two up to 64 KiB", export_name,
+                   _ ("NBD export %s: block size %u is not a power of two up to 64 KiB"), export_name,
                    bs);
       return NULL;
     }
