@@ -34,6 +34,8 @@ packages=(
   make gcc-12 binutils xz-utils libelf1
   # tests: the Debian package built from the tree (debian/), installed, checked
   debhelper dpkg-dev fakeroot lintian
+  # tests: German messages (po/de.po) under LANG=de_DE.UTF-8
+  locales
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -47,7 +49,17 @@ for p in "${packages[@]}"; do
   [ "$status" = installed ] || missing+=("$p")
 done
 
+# the German locale test-translation.sh runs vbmgr and vblkd under
+vblk_locale () {
+  if ! locale -a 2> /dev/null | grep -qix 'de_DE.utf8'; then
+    sed -i 's/^# *de_DE.UTF-8 UTF-8/de_DE.UTF-8 UTF-8/' /etc/locale.gen
+    grep -q '^de_DE.UTF-8 UTF-8' /etc/locale.gen || echo 'de_DE.UTF-8 UTF-8' >> /etc/locale.gen
+    locale-gen > /dev/null
+  fi
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
+  vblk_locale
   echo "install-deps.sh: all ${#packages[@]} packages are installed"
   exit 0
 fi
@@ -56,3 +68,4 @@ echo "install-deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+vblk_locale

@@ -346,7 +346,7 @@ check_action_keys (const VbPolicyRule *r, const KeyLines *lines, GError **error)
 
   if (lines->action == 0)
     {
-      set_error (error, r->file, r->line, "rule '%s' has no action= (one of " ACTIONS ")", r->name);
+      set_error (error, r->file, r->line, "rule '%s' has no action= (one of %s)", r->name, ACTIONS);
       return FALSE;
     }
   if (lines->devices != 0 && r->action == VB_POLICY_IGNORE)
@@ -459,7 +459,7 @@ parse_key (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, VbPolicyRule *r, 
           (const char *const[]){ "action", "devices", "start-degraded-after", "domain", NULL },
           key))
     {
-      set_error (error, file, k->line, "%s: unknown key (known: " KNOWN_KEYS ")", key);
+      set_error (error, file, k->line, "%s: unknown key (known: %s)", key, KNOWN_KEYS);
       return FALSE;
     }
   if ((value = get_value (kf, g, k, file, error)) == NULL)
@@ -470,13 +470,13 @@ parse_key (GKeyFile *kf, const ScanGroup *g, const ScanKey *k, VbPolicyRule *r, 
       lines->action = k->line;
       if (*value == '\0')
         {
-          set_error (error, file, k->line, "action: empty value (one of " ACTIONS ")");
+          set_error (error, file, k->line, "action: empty value (one of %s)", ACTIONS);
           return FALSE;
         }
       if (!vb_policy_action_from_string (value, &r->action))
         {
-          set_error (error, file, k->line, "action: '%s' is not an action (one of " ACTIONS ")",
-                     value);
+          set_error (error, file, k->line, "action: '%s' is not an action (one of %s)", value,
+                     ACTIONS);
           return FALSE;
         }
       return TRUE;

@@ -45,8 +45,18 @@ if grep -q '^E: ' "$T/pkg/lintian.log"; then
 fi
 
 vb_log "apt install ./$(basename "$deb")"
-vb_on_cleanup "dpkg --purge vblk > /dev/null 2>&1 || true"
-for d in "${sysdirs[@]}"; do vb_on_cleanup "rm -rf $d"; done
+# undone in this order, whatever failed: the activated vblkd ended (and
+# waited for: it writes into /run/vblk as it leaves), the package purged,
+# the system directories it made removed
+pkg_vblkd=
+pkg_cleanup () {
+  if [ -n "$pkg_vblkd" ] && kill -TERM "$pkg_vblkd" 2> /dev/null; then
+    vb_wait_until 30 bash -c "! kill -0 $pkg_vblkd 2> /dev/null" || kill -KILL "$pkg_vblkd"
+  fi
+  dpkg --purge vblk > /dev/null 2>&1 || true
+  rm -rf "${sysdirs[@]}"
+}
+vb_on_cleanup pkg_cleanup
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$deb" > "$T/pkg/install.log" 2>&1 ||
   { tail -20 "$T/pkg/install.log" >&2; vb_fail "apt install failed"; }
 dpkg -L vblk > "$T/pkg/files"
@@ -56,10 +66,15 @@ for f in /usr/sbin/vblkd /usr/bin/vbmgr /usr/share/dbus-1/system.d/org.vblk.VBlk
          /lib/systemd/system/vblkd.service /lib/systemd/system/vblk-check.timer \
          /usr/share/vblk/policy.d/00-defaults.rules /usr/share/man/man8/vbmgr.8.gz \
          /usr/share/man/man5/vblk.rules.5.gz /usr/share/bash-completion/completions/vbmgr \
-         /usr/share/dbus-1/interfaces/org.vblk.VBlk1.xml /etc/default/vblk /etc/vblk/policy.d; do
+         /usr/share/dbus-1/interfaces/org.vblk.VBlk1.xml /etc/default/vblk /etc/vblk/policy.d \
+         /usr/share/locale/de/LC_MESSAGES/vblk.mo /lib/systemd/system/vblk-monitor.service \
+         /usr/share/doc/vblk/dbus; do
   grep -qx "$f" "$T/pkg/files" || vb_fail "the package lacks $f"
   [ -e "$f" ] || vb_fail "$f is not installed"
 done
+# (the API reference, one page per interface; dh_compress packs the large ones)
+vb_assert_eq 5 "$(find /usr/share/doc/vblk/dbus -name 'vblk-dbus-org.vblk.VBlk1.*.rst*' | wc -l)" \
+  "the D-Bus reference's pages"
 vb_assert_eq "/usr/sbin/vblkd" "$(sed -n 's/^Exec=//p' /usr/share/dbus-1/system-services/org.vblk.VBlk1.service)" \
   "the activation file's Exec"
 vb_assert_contains "$(/usr/bin/vbmgr --version)" "vbmgr" "the installed vbmgr"
@@ -73,8 +88,12 @@ pid=$(gdbus call --system --dest org.freedesktop.DBus --object-path /org/freedes
   --method org.freedesktop.DBus.GetConnectionUnixProcessID "$VB_BUS_NAME" |
   sed -n 's/^(uint32 \([0-9]*\),)$/\1/p')
 [ -n "$pid" ] || vb_fail "no process owns $VB_BUS_NAME after the call"
-vb_on_cleanup "kill -TERM $pid 2> /dev/null || true"
+pkg_vblkd=$pid
 vb_assert_eq /usr/sbin/vblkd "$(readlink "/proc/$pid/exe")" "the activated vblkd's binary"
+
+vb_log "the installed catalogue: German with LANG=de_DE.UTF-8"
+vb_assert_contains "$(LANG=de_DE.UTF-8 /usr/bin/vbmgr show nosuch 2>&1 || true)" \
+  "NotFound: kein Gerät namens 'nosuch'" "the installed vbmgr in German"
 
 vb_log "a short scenario against the installed binaries"
 for f in a b; do vb_mkimg "$T/$f.img" 40M; done
@@ -89,6 +108,7 @@ vb_assert_eq 0 "$(/usr/bin/vbmgr status > /dev/null; echo $?)" "vbmgr status"
 [ -e /var/lib/vblk/state.json ] || vb_fail "no /var/lib/vblk/state.json"
 kill -TERM "$pid"
 vb_wait_until 30 bash -c "! kill -0 $pid 2> /dev/null" || vb_fail "the activated vblkd did not leave"
+pkg_vblkd=
 
 vb_log "remove and purge: the user's data and desired state stay"
 sum_a=$(sha256sum < "$T/a.img")
