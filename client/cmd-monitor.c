@@ -181,11 +181,15 @@ vb_mgr_run_program (const char *program, GDateTime *now, const char *kind, const
   GVariant *value;
   int status = 0;
 
-  env = g_environ_setenv (env, "VBLK_EVENT", kind, TRUE);
-  env = g_environ_setenv (env, "VBLK_DEVICE", device ? device : "", TRUE);
-  env = g_environ_setenv (env, "VBLK_OBJECT", object, TRUE);
-  env = g_environ_setenv (env, "VBLK_TIME", time, TRUE);
-  env = g_environ_setenv (env, "VBLK_LINE", line, TRUE);
+  /* (no VBLK_* of vbmgr's own environment passes for a field) */
+  for (guint i = 0; env[i] != NULL;)
+    if (g_str_has_prefix (env[i], "VBLK_"))
+      {
+        g_autofree char *name = g_strndup (env[i], strcspn (env[i], "="));
+        env = g_environ_unsetenv (env, name);
+      }
+    else
+      i++;
   g_variant_iter_init (&iter, details);
   while (g_variant_iter_next (&iter, "{&sv}", &key, &value))
     {
@@ -198,6 +202,12 @@ vb_mgr_run_program (const char *program, GDateTime *now, const char *kind, const
       env = g_environ_setenv (env, name, text, TRUE);
       g_variant_unref (value);
     }
+  /* the event's own fields last: a detail of the same name does not hide them */
+  env = g_environ_setenv (env, "VBLK_EVENT", kind, TRUE);
+  env = g_environ_setenv (env, "VBLK_DEVICE", device ? device : "", TRUE);
+  env = g_environ_setenv (env, "VBLK_OBJECT", object, TRUE);
+  env = g_environ_setenv (env, "VBLK_TIME", time, TRUE);
+  env = g_environ_setenv (env, "VBLK_LINE", line, TRUE);
   g_ptr_array_add (args, (gpointer) "/bin/sh");
   g_ptr_array_add (args, (gpointer) "-c");
   g_ptr_array_add (args, (gpointer) program);
@@ -286,8 +296,8 @@ vb_cmd_monitor (int argc, char **argv)
       = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print one JSON object per line"), NULL },
           { "program", 0, 0, G_OPTION_ARG_STRING, &program,
             N_ ("Run CMD (with /bin/sh) for each event: arguments KIND DEVICE [SOURCE], the "
-                "event's fields in VBLK_EVENT, VBLK_DEVICE, VBLK_TIME, VBLK_LINE and VBLK_KEY "
-                "for each detail"),
+                "event's fields in VBLK_EVENT, VBLK_DEVICE, VBLK_OBJECT, VBLK_TIME, VBLK_LINE and "
+                "VBLK_KEY for each detail"),
             N_ ("CMD") },
           G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusConnection) connection = NULL;

@@ -40,9 +40,11 @@ vb_status_line_free (VbStatusLine *line)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbStatusLine, vb_status_line_free)
 
 /* A device is failed when its data cannot be reached as it should (state
- * failed, or configuring: a component is not there to start it), degraded
- * when a component is not a full copy (faulty, missing, rebuilding; a
- * spare that failed too), ok otherwise: a stopped device is not a fault. */
+ * failed, or configuring — a component is not there to start it — while
+ * it is marked to start at boot), degraded when a component is not a full
+ * copy (faulty, missing, rebuilding; a spare that failed too; an
+ * incomplete device not marked to start), ok otherwise: a stopped device
+ * is not a fault. */
 static VbStatusLine *
 vb_status_of (GDBusObjectManager *manager, VbDBusDevice *device)
 {
@@ -64,7 +66,10 @@ vb_status_of (GDBusObjectManager *manager, VbDBusDevice *device)
                        g_strdup_printf ("%s (%s) %s", vb_mgr_str (vb_dbus_component_get_source (c)),
                                         vb_mgr_str (vb_dbus_component_get_role (c)), cstate));
     }
-  if (strcmp (state, "failed") == 0 || strcmp (state, "configuring") == 0)
+  /* (configuring: a component is not there; failed when the device is
+   * meant to run, at boot and so now; a stopped one is only incomplete) */
+  if (strcmp (state, "failed") == 0
+      || (strcmp (state, "configuring") == 0 && vb_dbus_device_get_autostart (device)))
     line->health = VB_HEALTH_FAILED;
   else if (strcmp (state, "degraded") == 0 || line->problems->len > 0)
     line->health = VB_HEALTH_DEGRADED;
@@ -109,7 +114,8 @@ vb_cmd_status (int argc, char **argv)
           _ ("Say whether each device (or each one named) holds every copy it should, one line "
              "each: NAME STATE HEALTH and the components that are not in sync. HEALTH is ok, "
              "degraded (a component is faulty, missing or being rebuilt) or failed (the data "
-             "cannot be reached: state failed, or configuring while a component is not there). "
+             "cannot be reached: state failed, or configuring while a component is not there "
+             "and the device is marked to start at boot). "
              "Exit status: 0 every device ok (a stopped device is ok), 3 one or more degraded "
              "and none failed, 4 one or more failed, 1 vblkd unreachable or a NAME unknown, 2 "
              "bad usage."),
@@ -207,7 +213,11 @@ vb_cmd_drivers (int argc, char **argv)
     return VB_EXIT_FAILED;
   drivers = vb_dbus_manager_get_drivers (iface);
   if (drivers == NULL)
-    return VB_EXIT_OK;
+    {
+      if (json)
+        g_print ("{}\n");
+      return VB_EXIT_OK;
+    }
   g_variant_iter_init (&iter, drivers);
   while (g_variant_iter_next (&iter, "{&s@a(sssb)}", &name, NULL))
     g_ptr_array_add (names, (gpointer) name);

@@ -203,8 +203,8 @@ vb_graph_check (const VbGraph *graph, GError **error)
           if (!node_lookup (graph, component)->exists)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
-                           "device '%s' uses " VB_DEVICE_SOURCE_PREFIX "%s, which does not exist",
-                           node->name, component);
+                           _ ("device '%s' uses vblk:%s, which does not exist"), node->name,
+                           component);
               return FALSE;
             }
         }
@@ -223,7 +223,8 @@ vb_graph_check (const VbGraph *graph, GError **error)
         {
           g_autofree char *text = cycle_to_string (cycle);
 
-          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE, _ ("dependency cycle: %s"), text);
+          g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE, _ ("dependency cycle: %s"),
+                       text);
           return FALSE;
         }
     }

@@ -235,8 +235,9 @@ static void
 print_startup_error (const GError *error)
 {
   g_printerr ("vblkd: %s\n", error->message);
-  if (g_str_has_prefix (error->message, "refusing to start"))
-    g_printerr ("vblkd: the file is left as it is; fix or move it away\n");
+  /* (the prefix prepare_state puts on a state file it refuses, as translated) */
+  if (g_str_has_prefix (error->message, _ ("refusing to start: ")))
+    g_printerr (_ ("vblkd: the file is left as it is; fix or move it away\n"));
 }
 
 #define RECONNECT_INTERVAL_S 1

@@ -3,13 +3,14 @@
  * linear), beside the redundant drivers' rule in assembly.c. */
 #include "config.h"
 
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
 #include "assembly.h"
 
 #include "vb-error.h"
 
 #include <string.h>
-
-#define REFUSED "; refusing to start (nothing was written)"
 
 gboolean
 vb_assembly_single_copy (const char *device, VbSuperblock *table, const VbAssemblySlot *slots,
@@ -27,7 +28,7 @@ vb_assembly_single_copy (const char *device, VbSuperblock *table, const VbAssemb
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_FAILED,
-              "component '%s' is missing: '%s' keeps no other copy of the data on it" REFUSED,
+              _ ("component '%s' is missing: '%s' keeps no other copy of the data on it; refusing to start (nothing was written)"),
               s->path, device);
           return FALSE;
         }
@@ -38,9 +39,9 @@ vb_assembly_single_copy (const char *device, VbSuperblock *table, const VbAssemb
           if (grown && table->roles[i].state == VB_ROLE_REBUILDING)
             continue;
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' carries no superblock of '%s' (slot %u holds component "
-                       "%s, events %" G_GUINT64_FORMAT "): not the component that holds that "
-                       "part of the data" REFUSED,
+                       _ ("component '%s' carries no superblock of '%s' (slot %u holds component "
+                          "%s, events %" PRIu64 "): not the component that holds that "
+                          "part of the data; refusing to start (nothing was written)"),
                        s->path, device, i, table->roles[i].uuid, table->events);
           return FALSE;
         }
@@ -50,26 +51,25 @@ vb_assembly_single_copy (const char *device, VbSuperblock *table, const VbAssemb
                                      ? g_strdup ("a spare")
                                      : g_strdup_printf ("slot %d", sb->role);
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' is component %s (%s) of '%s', not the one of slot %u "
-                       "(%s)" REFUSED,
+                       _ ("component '%s' is component %s (%s) of '%s', not the one of slot %u "
+                          "(%s); refusing to start (nothing was written)"),
                        s->path, sb->component_uuid, was, device, i, table->roles[i].uuid);
           return FALSE;
         }
       if (sb->events + 1 < table->events)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' is stale (events %" G_GUINT64_FORMAT
-                       ", the device at %" G_GUINT64_FORMAT
-                       "): it missed writes, and '%s' keeps no other copy of "
-                       "them" REFUSED,
+                       _ ("component '%s' is stale (events %" PRIu64 ", the device at %" PRIu64
+                          "): it missed writes, and '%s' keeps no other copy of "
+                          "them; refusing to start (nothing was written)"),
                        s->path, sb->events, table->events, device);
           return FALSE;
         }
       if (table->roles[i].state != VB_ROLE_IN_SYNC)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s': the superblocks say slot %u is %s, and '%s' keeps no "
-                       "other copy of its data" REFUSED,
+                       _ ("component '%s': the superblocks say slot %u is %s, and '%s' keeps no "
+                          "other copy of its data; refusing to start (nothing was written)"),
                        s->path, i, vb_role_state_to_string (table->roles[i].state), device);
           return FALSE;
         }

@@ -6,6 +6,9 @@
 # shellcheck shell=bash
 
 set -euo pipefail
+# the messages the tests match are the untranslated ones, whatever the
+# caller's locale (test-translation sets German where it wants it)
+export LC_ALL=C.UTF-8 LANGUAGE=
 
 vb_log () { printf '# %s\n' "$*" >&2; }
 # the failure is said again after the vblkd log at the cleanup, so that a

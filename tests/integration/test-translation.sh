@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# vbmgr and vblkd speak German with LANG=de_DE.UTF-8 (po/de.po): a usage
+# vbmgr and vblkd speak German with LC_ALL=de_DE.UTF-8 (po/de.po): a usage
 # error, vbmgr's own refusal, vblkd's refusal (vblkd answers in its own
 # locale, as a system service does), a plural form, vblkd's option help.
 # The build's catalogue is put where the binaries look (their LOCALEDIR) in
@@ -21,8 +21,8 @@ mount --bind "$T/locale" "$VB_LOCALEDIR"
 
 vb_setup
 # (vblkd answers in its own locale: a German system)
-vb_start_daemon LANG=de_DE.UTF-8
-de () { LANG=de_DE.UTF-8 LANGUAGE='' "$VBMGR" "$@"; }
+vb_start_daemon LC_ALL=de_DE.UTF-8
+de () { LC_ALL=de_DE.UTF-8 LANGUAGE='' "$VBMGR" "$@"; }
 
 vb_log "a usage error"
 rc=0
@@ -49,13 +49,13 @@ vb_log "a plural form (ngettext)"
 mkdir -p "$T/policy"
 printf '[rule a]\naction=ignore\n' > "$T/policy/10-a.rules"
 vb_stop_daemon
-VB_DAEMON_ARGS="--policy-dir $T/policy" vb_start_daemon LANG=de_DE.UTF-8
+VB_DAEMON_ARGS="--policy-dir $T/policy" vb_start_daemon LC_ALL=de_DE.UTF-8
 vb_assert_contains "$(de policy reload)" "Neu geladen: 1 Regel aus" "one rule"
 printf '[rule b]\naction=ignore\n' > "$T/policy/20-b.rules"
 vb_assert_contains "$(de policy reload)" "Neu geladen: 2 Regeln aus" "two rules"
 
 vb_log "vblkd's option help"
-vb_assert_contains "$(LANG=de_DE.UTF-8 "$VBLKD" --help)" "Verzeichnis des Sollzustands (Vorgabe " "vblkd --help"
-vb_assert_contains "$(LANG=C.UTF-8 "$VBMGR" show nosuch 2>&1 || true)" "no device named 'nosuch'" \
+vb_assert_contains "$(LC_ALL=de_DE.UTF-8 "$VBLKD" --help)" "Verzeichnis des Sollzustands (Vorgabe " "vblkd --help"
+vb_assert_contains "$(LC_ALL=C.UTF-8 "$VBMGR" show nosuch 2>&1 || true)" "no device named 'nosuch'" \
   "the same refusal in the C locale"
 vb_stop_daemon

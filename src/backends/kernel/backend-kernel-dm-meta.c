@@ -11,6 +11,7 @@
  * dm's own writes reach the components. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "assembly.h"
@@ -21,8 +22,6 @@
 #include "vb-report.h"
 
 #include <string.h>
-
-#define REFUSED "; refusing to start (nothing was written)"
 
 gboolean
 vb_kernel_dm_meta_found (const VbBackendRequest *request)
@@ -59,16 +58,18 @@ vb_kernel_dm_meta_check (const VbBackendRequest *request, GPtrArray *nodes, gboo
         {
           if (g_error_matches (local, VB_ERROR, VB_ERROR_NOT_FOUND))
             continue; /* blank: the rules say whether it may be */
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "component '%s': %s" REFUSED,
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       _ ("component '%s': %s; refusing to start (nothing was written)"),
                        request->paths[i], local->message);
           return FALSE;
         }
       if (strcmp (found[i].device_uuid, request->uuid) != 0)
         {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       "component '%s' belongs to device '%s' (%s), not to '%s' (%s)" REFUSED,
-                       request->paths[i], found[i].device_name, found[i].device_uuid, request->name,
-                       request->uuid);
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_FAILED,
+              _ ("component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing to start (nothing was written)"),
+              request->paths[i], found[i].device_name, found[i].device_uuid, request->name,
+              request->uuid);
           return FALSE;
         }
       slots[i].sb = &found[i];
@@ -78,24 +79,26 @@ vb_kernel_dm_meta_check (const VbBackendRequest *request, GPtrArray *nodes, gboo
   /* a new device's superblocks were written when it was created */
   if (best < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s': no component holds a vblk superblock of it" REFUSED,
-                   request->name);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_FAILED,
+          _ ("device '%s': no component holds a vblk superblock of it; refusing to start (nothing was written)"),
+          request->name);
       return FALSE;
     }
   *table = found[best];
   if (table->n_roles > n || (table->n_roles < n && !grown))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "component '%s': its superblock says %u slots, the device has %u" REFUSED,
-                   request->paths[best], table->n_roles, n);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_FAILED,
+          _ ("component '%s': its superblock says %u slots, the device has %u; refusing to start (nothing was written)"),
+          request->paths[best], table->n_roles, n);
       return FALSE;
     }
   if (!grown && smallest < table->data_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   "device '%s' holds %" G_GUINT64_FORMAT " bytes of data per component, its "
-                   "components now give %" G_GUINT64_FORMAT REFUSED,
+                   _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
+                      "components now give %" PRIu64 "; refusing to start (nothing was written)"),
                    request->name, table->data_size, smallest);
       return FALSE;
     }

@@ -318,6 +318,8 @@ set_faulty_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer us
       vb_invocation_return_gerror (inv, error);
       return;
     }
+  /* (an earlier going away of its disk is no return to re-add now) */
+  vb_hotplug_forget_gone (((const VbComponentConfig *) d->components->pdata[index])->uuid);
   req = vb_request_new (inv, d->name, options);
   req->index = index;
   vb_daemon_submit (daemon, d->name, vb_mutate_fault, VB_OP_CHANGE, NULL, vb_request_done, req,

@@ -75,7 +75,7 @@ vb_policy_dbus_init (VbDaemon *daemon)
   g_autoptr (GError) error = NULL;
   VbPolicy *policy;
 
-  g_return_if_fail (daemon->policy_dir != NULL);
+  g_return_if_fail (daemon->policy_dir != NULL && daemon->policy_dirs != NULL);
 
   policy = vb_policy_load_dirs ((const char *const *) daemon->policy_dirs, &error);
   if (policy == NULL)

@@ -662,6 +662,13 @@ vb_hotplug_when_settled (GFunc func, gpointer data)
   g_timeout_add (SETTLE_ROUND_MS, settle_round, s);
 }
 
+void
+vb_hotplug_forget_gone (const char *component_uuid)
+{
+  if (hp.went_away != NULL && component_uuid != NULL)
+    g_hash_table_remove (hp.went_away, component_uuid);
+}
+
 guint64
 vb_hotplug_decisions (void)
 {

@@ -29,6 +29,10 @@ const char *vb_hotplug_component_at (const char *devnode);
 gboolean vb_hotplug_slot_failed (VbDaemon *daemon, const VbDeviceConfig *d, guint slot);
 /* A started device lost a component: a spare of its domain may move to it. */
 void vb_hotplug_component_failed (const char *device);
+/* Main thread: the administrator failed this component (SetFaulty): a
+ * going away of its disk seen before no longer counts as a return to
+ * re-add at its next event. */
+void vb_hotplug_forget_gone (const char *component_uuid);
 /* Decisions taken since start (benchmark). */
 guint64 vb_hotplug_decisions (void);
 
