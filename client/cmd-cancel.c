@@ -56,7 +56,6 @@ vb_cmd_cancel (int argc, char **argv)
                        &error);
   if (reply == NULL)
     return vb_mgr_fail ("cancel", argv[1], error);
-  g_print (_ ("job %" PRIu64 " (%s): asked to stop\n"), number,
-           vb_dbus_job_get_operation (job));
+  g_print (_ ("job %" PRIu64 " (%s): asked to stop\n"), number, vb_dbus_job_get_operation (job));
   return VB_EXIT_OK;
 }

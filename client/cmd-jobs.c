@@ -570,8 +570,7 @@ vb_mgr_wait_report (VbMgrWait *w)
       const char *message = vb_mgr_str (vb_dbus_job_get_message (j->job));
       const char *operation = vb_mgr_str (vb_dbus_job_get_operation (j->job));
       g_autoptr (GDBusObject) object = g_dbus_object_manager_get_object (w->manager, j->path);
-      g_autofree char *what
-          = g_strdup_printf (_ ("job %" PRIu64 " (%s)"), j->id, operation);
+      g_autofree char *what = g_strdup_printf (_ ("job %" PRIu64 " (%s)"), j->id, operation);
 
       if (strcmp (state, "finished") == 0
           || (w->job_path == NULL && strcmp (state, "cancelled") == 0))

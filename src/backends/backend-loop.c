@@ -172,8 +172,8 @@ announce_size (VbEngineRuntime *rt, GError **error)
       int e = errno;
       if (fd >= 0)
         close (fd);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: LOOP_SET_CAPACITY: %s"), rt->block_device,
-                   g_strerror (e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: LOOP_SET_CAPACITY: %s"),
+                   rt->block_device, g_strerror (e));
       return FALSE;
     }
   close (fd);
@@ -269,7 +269,8 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
   if (strcmp (tag, uuid) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("%s now belongs to another device (%s), not detaching it"), block_device, tag);
+                   _ ("%s now belongs to another device (%s), not detaching it"), block_device,
+                   tag);
       return FALSE;
     }
   if (!bd_loop_teardown (block_device, &local))
@@ -361,8 +362,8 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("%s runs on a kernel loop device directly on its component, which cannot "
-                   "change under a writable device (LOOP_CHANGE_FD is for read-only ones); "
-                   "start it with attribute engine=true to reconfigure it online"),
+                      "change under a writable device (LOOP_CHANGE_FD is for read-only ones); "
+                      "start it with attribute engine=true to reconfigure it online"),
                    block_device);
       return FALSE;
     }
@@ -370,7 +371,7 @@ loop_reconfigure (const char *block_device, const VbBackendRequest *request, gui
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("%s is served by the engine; its new driver '%s' must be too (attribute "
-                   "engine=true)"),
+                      "engine=true)"),
                    block_device, request->driver->name);
       return FALSE;
     }

@@ -374,7 +374,8 @@ nbd_stop (const char *block_device, const char *instance, const char *uuid, GErr
   if (id[0] != '\0' && strcmp (id, want) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("%s now belongs to another device (%s), not disconnecting it"), block_device, id);
+                   _ ("%s now belongs to another device (%s), not disconnecting it"), block_device,
+                   id);
       return FALSE;
     }
   if (id[0] != '\0' && !vb_nbd_netlink_disconnect (index, error))

@@ -318,7 +318,7 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("taking over %s: its %u queues of depth %u and %u-byte buffers are not this "
-                   "vblkd's (at most %u queues of depth %u, %u-byte buffers)"),
+                      "vblkd's (at most %u queues of depth %u, %u-byte buffers)"),
                    node, info.nr_hw_queues, info.queue_depth, info.max_io_buf_bytes, MAX_QUEUES,
                    QUEUE_DEPTH, IO_BUF_BYTES);
       return NULL;
@@ -524,7 +524,7 @@ ublk_reconfigure (const char *block_device, const VbBackendRequest *request, gui
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        _ ("%s: the ublk driver cannot %s a started device (%" PRIu64
-                       " bytes); stop it to reconfigure, or use backend nbd"),
+                          " bytes); stop it to reconfigure, or use backend nbd"),
                        block_device, size < now ? "shrink" : "grow", now);
           return FALSE;
         }

@@ -102,8 +102,8 @@ register_locked (const VbBackend *backend, GError **error)
   for (guint i = 0; i + 1 < registry->len; i++)
     if (strcmp (((const VbBackend *) registry->pdata[i])->name, backend->name) == 0)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("backend '%s': registered already"),
-                     backend->name);
+        g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
+                     _ ("backend '%s': registered already"), backend->name);
         return FALSE;
       }
   registry->pdata[registry->len - 1] = (gpointer) backend;
@@ -265,14 +265,15 @@ vb_backend_choose (const char *requested, const VbDriver *driver, GHashTable *at
   if (backend == NULL)
     {
       g_autofree char *known = vb_backends_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("backend '%s': unknown (known: %s)"),
-                   requested, known);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("backend '%s': unknown (known: %s)"), requested, known);
       return NULL;
     }
   if (!backend->supports (driver, attributes, &reason))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   _ ("backend '%s': cannot run driver '%s': %s"), backend->name, driver->name, reason);
+                   _ ("backend '%s': cannot run driver '%s': %s"), backend->name, driver->name,
+                   reason);
       return NULL;
     }
   if (why)

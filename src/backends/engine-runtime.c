@@ -352,10 +352,11 @@ vb_engine_runtime_readd (const char *block_device, guint slot, const char *path,
   /* an engine device of this process is called in place, as at start */
   source_for (path, &source);
   if (e == NULL)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("%s: not an engine device of this vblkd"),
-                 block_device);
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                 _ ("%s: not an engine device of this vblkd"), block_device);
   else if (slot >= vb_engine_n_components (e))
-    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: no slot %u"), block_device, slot);
+    g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: no slot %u"), block_device,
+                 slot);
   else
     ok = vb_engine_readd (e, slot, &source, uuid, error) == 0;
   engine_put (rt);
@@ -433,7 +434,7 @@ suspend (VbEngineRuntime *rt, VbEngine *old, const char *block_device, guint tim
   if (r == -ETIMEDOUT)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                  _ ("%s: the requests in flight did not finish within %u ms; the "
-                 "reconfiguration was abandoned and the device goes on as it was"),
+                    "reconfiguration was abandoned and the device goes on as it was"),
                  block_device, timeout_ms);
   else
     g_set_error (error, VB_ERROR, VB_ERROR_FAILED,

@@ -282,8 +282,8 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
     }
   if ((e = io_uring_register_files (vb_ring_uring (q->ring), &dev->char_fd, 1)) < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: queue %u: registering the fd: %s"), path,
-                   i, g_strerror (-e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: queue %u: registering the fd: %s"),
+                   path, i, g_strerror (-e));
       return FALSE;
     }
   q->thread = g_thread_new ("ublk-queue", queue_thread, q);

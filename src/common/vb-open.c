@@ -128,7 +128,7 @@ vb_component_open_error (GError **error, const char *path, int errsv)
   if (errsv == EBUSY)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                  _ ("component '%s' is in use (held open exclusively, e.g. by a file system, an "
-                 "array or another device)"),
+                    "array or another device)"),
                  path);
   else
     /* a node that is going away (a disk unplugged, a loop device being

@@ -25,7 +25,8 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
     {
       g_autofree char *shown = vb_shown (name);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("%s '%s': %zu characters, at most %d are allowed"), what, shown, len, VB_NAME_MAX);
+                   _ ("%s '%s': %zu characters, at most %d are allowed"), what, shown, len,
+                   VB_NAME_MAX);
       return FALSE;
     }
   for (const char *p = name; *p; p++)
@@ -34,13 +35,14 @@ vb_name_is_valid (const char *name, const char *what, GError **error)
         g_autofree char *valid = g_utf8_make_valid (name, -1);
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                      _ ("%s '%s': character %zu is not allowed "
-                     "(allowed: A-Z a-z 0-9 . _ -)"),
+                        "(allowed: A-Z a-z 0-9 . _ -)"),
                      what, valid, (gsize) (p - name) + 1);
         return FALSE;
       }
   if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s '%s' is reserved"), what, name);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s '%s' is reserved"), what,
+                   name);
       return FALSE;
     }
   return TRUE;

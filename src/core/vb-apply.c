@@ -58,7 +58,8 @@ vb_apply_step_id (const VbApplyStep *step)
 
 G_GNUC_PRINTF (4, 5)
 static VbApplyStep *
-apply_step_new (VbApplyKind kind, const char *device, const char *path, const char *reason_format, ...)
+apply_step_new (VbApplyKind kind, const char *device, const char *path, const char *reason_format,
+                ...)
 {
   VbApplyStep *step = g_new0 (VbApplyStep, 1);
   va_list args;
@@ -434,10 +435,10 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
       const VbComponentConfig *to = component_by_source (want, c->source);
       if (is_slot (c) || (to && g_strcmp0 (to->role, c->role) == 0))
         continue;
-      VbApplyStep *step
-          = apply_step_new (VB_APPLY_REMOVE, want->name, path, "%s %s",
-                      strcmp (c->role, "spare") == 0 ? "a spare" : "a component a spare replaced",
-                      to ? "that the spec has in a slot" : "that the spec does not have");
+      VbApplyStep *step = apply_step_new (
+          VB_APPLY_REMOVE, want->name, path, "%s %s",
+          strcmp (c->role, "spare") == 0 ? "a spare" : "a component a spare replaced",
+          to ? "that the spec has in a slot" : "that the spec does not have");
       step->source = g_strdup (c->source);
       g_ptr_array_add (steps, step);
     }
@@ -470,9 +471,11 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
         g_ptr_array_add (steps, step);
       }
   if (want->started && !(old && old->started))
-    g_ptr_array_add (steps, apply_step_new (VB_APPLY_START, want->name, path, "started in the spec"));
+    g_ptr_array_add (steps,
+                     apply_step_new (VB_APPLY_START, want->name, path, "started in the spec"));
   if (!want->started && old && old->started)
-    g_ptr_array_add (steps, apply_step_new (VB_APPLY_STOP, want->name, path, "stopped in the spec"));
+    g_ptr_array_add (steps,
+                     apply_step_new (VB_APPLY_STOP, want->name, path, "stopped in the spec"));
 }
 
 /* The exports of a spec are what state.json holds ("nbd LISTEN"). */
@@ -593,7 +596,7 @@ check_losses (GPtrArray *steps, const VbApplyOptions *options, GError **error)
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                _ ("the plan would lose data: %s; a device that is not in the spec is deleted only "
-               "with prune, any other such step only when confirmed by its id"),
+                  "with prune, any other such step only when confirmed by its id"),
                refused->str);
   return FALSE;
 }

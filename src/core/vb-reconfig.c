@@ -137,7 +137,7 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                            _ ("attribute '%s' cannot change in a reconfiguration of %s (it is "
-                           "fixed while the data is on the components)"),
+                              "fixed while the data is on the components)"),
                            (const char *) k, driver->name);
               return NULL;
             }
@@ -154,8 +154,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        _ ("device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
-                       "and bitmap would go (data from 1 MiB); the mirror keeps metadata=none "
-                       "and its legs' state in the desired state"),
+                          "and bitmap would go (data from 1 MiB); the mirror keeps metadata=none "
+                          "and its legs' state in the desired state"),
                        old->name, ((VbComponentConfig *) old->components->pdata[0])->source);
           return NULL;
         }
@@ -171,7 +171,7 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        _ ("device '%s': its data starts at byte 0 of '%s', where a vblk superblock "
-                       "would go (data from 1 MiB); the concatenation keeps metadata=none"),
+                          "would go (data from 1 MiB); the concatenation keeps metadata=none"),
                        old->name, ((VbComponentConfig *) old->components->pdata[0])->source);
           return NULL;
         }
@@ -185,8 +185,8 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        _ ("device '%s': its data starts at 1 MiB of the component (metadata=vblk); "
-                       "driver file would show the superblock as data: use --driver window "
-                       "(offset 1048576)"),
+                          "driver file would show the superblock as data: use --driver window "
+                          "(offset 1048576)"),
                        old->name);
           return NULL;
         }
@@ -201,7 +201,7 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
             {
               g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                            _ ("device '%s': its data starts at byte %" PRIu64
-                           " of the component; a window at %" PRIu64 " would move it"),
+                              " of the component; a window at %" PRIu64 " would move it"),
                            old->name, want, asked);
               return NULL;
             }
@@ -210,7 +210,7 @@ resolve_attributes (const VbDeviceConfig *old, const VbDriver *driver, GHashTabl
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                        _ ("device '%s': a mirror runs on the engine, and what it becomes stays "
-                       "there (attribute engine=false needs a stop and a start)"),
+                          "there (attribute engine=false needs a stop and a start)"),
                        old->name);
           return NULL;
         }
@@ -238,10 +238,11 @@ target_driver (const VbDeviceConfig *old, const char *to, GError **error)
     }
   if (g_strcmp0 (g_hash_table_lookup (old->attributes, "metadata"), "md1") == 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                   _ ("device '%s' is an mdadm array (metadata=md1): vblk leaves its shape to mdadm "
-                   "(mdadm --grow) and never rewrites its superblocks"),
-                   old->name);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+          _ ("device '%s' is an mdadm array (metadata=md1): vblk leaves its shape to mdadm "
+             "(mdadm --grow) and never rewrites its superblocks"),
+          old->name);
       return NULL;
     }
   return driver;
@@ -270,8 +271,8 @@ check_added (const VbDeviceConfig *old, const VbReconfigRequest *request, guint 
       for (guint j = 0; j < i; j++)
         if (strcmp (request->add[j], src) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("component '%s': added twice"),
-                         src);
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         _ ("component '%s': added twice"), src);
             return FALSE;
           }
       if (in_list (request->remove, src))
@@ -306,7 +307,7 @@ check_removed (const VbDeviceConfig *old, const VbReconfigRequest *request, guin
                 {
                   g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                                _ ("component '%s' is a spare of '%s': remove it with Remove "
-                               "(vbmgr remove)"),
+                                  "(vbmgr remove)"),
                                c->source, old->name);
                   return FALSE;
                 }
@@ -316,7 +317,8 @@ check_removed (const VbDeviceConfig *old, const VbReconfigRequest *request, guin
       if (!found)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       _ ("component '%s' is not a component of '%s'"), request->remove[i], old->name);
+                       _ ("component '%s' is not a component of '%s'"), request->remove[i],
+                       old->name);
           return FALSE;
         }
       for (guint j = 0; j < i; j++)
@@ -362,7 +364,7 @@ check_changes_something (const VbDeviceConfig *old, const char *to, guint n_slot
       /* attributes alone are SetAttributes' */
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("device '%s': nothing to reconfigure (the same driver and components; "
-                   "attributes change with SetAttributes)"),
+                      "attributes change with SetAttributes)"),
                    old->name);
       return FALSE;
     }
@@ -385,7 +387,8 @@ check_data_stays (const VbDeviceConfig *old, const char *to, GError **error)
       if (why)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-                       _ ("device '%s': reconfiguring %s to %s: %s"), old->name, old->driver, to, why);
+                       _ ("device '%s': reconfiguring %s to %s: %s"), old->name, old->driver, to,
+                       why);
           return FALSE;
         }
     }
@@ -394,7 +397,7 @@ check_data_stays (const VbDeviceConfig *old, const char *to, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s': its data starts at byte %" PRIu64
-                   " of its component; %s puts it at byte 0, so it would move"),
+                      " of its component; %s puts it at byte 0, so it would move"),
                    old->name, vb_attr_get_u64 (old->attributes, "offset"), to);
       return FALSE;
     }
@@ -410,7 +413,7 @@ check_others_fit (const VbDeviceConfig *old, const VbDriver *driver, const char 
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("device '%s' still lists '%s' (%s); driver %s keeps one component: remove it "
-                   "first (vbmgr remove)"),
+                      "first (vbmgr remove)"),
                    old->name, ((VbComponentConfig *) others->pdata[0])->source,
                    ((VbComponentConfig *) others->pdata[0])->role, to);
       return FALSE;

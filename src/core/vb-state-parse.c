@@ -505,9 +505,8 @@ parse_version (JsonObject *root, const char *origin, GError **error)
   version = json_node_get_int (node);
   if (version != VB_STATE_VERSION)
     {
-      schema_error (error, origin, "version",
-                    "unsupported version %" PRId64 " (expected %d)", version,
-                    VB_STATE_VERSION);
+      schema_error (error, origin, "version", "unsupported version %" PRId64 " (expected %d)",
+                    version, VB_STATE_VERSION);
       return FALSE;
     }
   return TRUE;
@@ -683,8 +682,8 @@ parse_text (const char *text, gssize length, const char *origin, gboolean spec, 
     }
   if (json_parser_get_root (parser) == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: empty, expected a JSON object"),
-                   origin);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("%s: empty, expected a JSON object"), origin);
       return NULL;
     }
 

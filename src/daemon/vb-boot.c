@@ -94,8 +94,8 @@ vb_boot_takeover (const char *run_dir, guint timeout_ms, GError **error)
   /* SIGUSR1: leave now (SIGTERM would let it stay for a device in use) */
   if (kill (pid, SIGUSR1) < 0 && errno != ESRCH)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cannot ask vblkd %d to leave: %s"), (int) pid,
-                   g_strerror (errno));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cannot ask vblkd %d to leave: %s"),
+                   (int) pid, g_strerror (errno));
       return FALSE;
     }
   deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;

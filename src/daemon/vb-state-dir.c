@@ -36,8 +36,8 @@ vb_state_dir_check (VbState *state, GError **error)
         {
           g_autofree char *known = vb_drivers_known_names ();
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       _ ("devices[%u] (%s): driver '%s': unknown (known: %s)"), i, d->name, d->driver,
-                       known);
+                       _ ("devices[%u] (%s): driver '%s': unknown (known: %s)"), i, d->name,
+                       d->driver, known);
           return FALSE;
         }
       resolved = vb_driver_resolve_saved_attributes (driver, d->attributes, error);
@@ -89,7 +89,8 @@ vb_state_dir_lock (const char *dir, int fd, gboolean wait, GError **error)
   return fd;
 fail:
   e = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), _ ("%s/.lock: %s%s"), dir, g_strerror (e),
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), _ ("%s/.lock: %s%s"), dir,
+               g_strerror (e),
                e == EWOULDBLOCK ? " (another vblkd uses this state; --replace takes over)" : "");
   if (fd >= 0)
     close (fd);

@@ -42,8 +42,8 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
   if (r < 0)
     {
       free (buf);
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': reading its superblock: %s"),
-                   c->path, g_strerror (-r));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   _ ("component '%s': reading its superblock: %s"), c->path, g_strerror (-r));
       return FALSE;
     }
   f->present = e->meta->handler->decode (buf, e->meta->handler->block_size, &f->sb, &local);
@@ -61,7 +61,7 @@ read_slot (VbEngine *e, guint i, const char *device_uuid, Found *f, GError **err
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing to "
-                   "start (nothing was written)"),
+                      "start (nothing was written)"),
                    c->path, f->sb.device_name, f->sb.device_uuid, e->name, device_uuid);
       return FALSE;
     }
@@ -321,20 +321,20 @@ refuse_ambiguous (Assembly *a, GError **error)
           && found[i].sb.role >= 0 && found[i].sb.events == found[j].sb.events
           && strcmp (found[i].sb.component_uuid, found[j].sb.component_uuid) != 0)
         {
-          g_set_error (
-              error, VB_ERROR, VB_ERROR_FAILED,
-              _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
-              "; refusing to start (nothing was written)"),
-              e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
-              found[i].sb.events);
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
+                          "; refusing to start (nothing was written)"),
+                       e->components[i].path, e->components[j].path, found[i].sb.role, e->name,
+                       found[i].sb.events);
           return FALSE;
         }
   if (a->best >= 0 && found[a->best].sb.n_roles != e->n && !a->id->reconfigure)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
-                   "start (nothing was written)"),
-                   e->components[a->best].path, found[a->best].sb.n_roles, e->n);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_FAILED,
+          _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
+             "start (nothing was written)"),
+          e->components[a->best].path, found[a->best].sb.n_roles, e->n);
       return FALSE;
     }
   return TRUE;
@@ -379,8 +379,8 @@ assemble_single_copy (Assembly *a, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
-                   "components now give %" PRIu64 "; refusing to start (nothing "
-                   "was written)"),
+                      "components now give %" PRIu64 "; refusing to start (nothing "
+                      "was written)"),
                    e->name, a->found[a->best].sb.data_size, e->layout.component_size);
       return FALSE;
     }
@@ -423,8 +423,8 @@ check_data_fits (Assembly *a, GError **error)
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
-               "components now give %" PRIu64 " (a smaller one replaced one?); "
-               "refusing to start (nothing was written)"),
+                  "components now give %" PRIu64 " (a smaller one replaced one?); "
+                  "refusing to start (nothing was written)"),
                e->name, newest->data_size, e->layout.component_size);
   return FALSE;
 }
@@ -551,11 +551,10 @@ decide_slots (Assembly *a, GError **error)
     readable += !g_atomic_int_get (&e->components[i].rebuilding);
   if (readable > 0)
     return TRUE;
-  g_set_error (
-      error, VB_ERROR, VB_ERROR_FAILED,
-      _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
-      ", names none that is here); refusing to start"),
-      e->name, m->sb.events);
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+               _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
+                  ", names none that is here); refusing to start"),
+               e->name, m->sb.events);
   return FALSE;
 }
 

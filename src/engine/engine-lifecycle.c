@@ -65,7 +65,7 @@ mark_slots_behind (VbEngine *e, const VbEngineIdentity *identity, GError **error
     return TRUE;
   g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                _ ("device '%s': no component is in sync (the desired state names none "
-               "that is here); refusing to start"),
+                  "that is here); refusing to start"),
                e->name);
   return FALSE;
 }

@@ -189,16 +189,14 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
     {
       if (own->events == dev->events && f->use_bitmap && f->can_resume
           && (dev->features & VB_SB_FEATURE_BITMAP) && dev->rebuild_offset > 0)
-        return because (VB_SLOT_RESUME, why,
-                        "its rebuild was stopped at %" PRIu64 " bytes",
+        return because (VB_SLOT_RESUME, why, "its rebuild was stopped at %" PRIu64 " bytes",
                         dev->rebuild_offset);
       return because (VB_SLOT_REBUILD, why, "it was being rebuilt");
     }
   /* older than the device: in-sync (an unclean stop between two superblock
    * writes, or a copy put back), missing, or faulty and re-added */
   if (own->events > dev->events)
-    return because (VB_SLOT_REBUILD, why,
-                    "its events %" PRIu64 " are above the device's %" PRIu64,
+    return because (VB_SLOT_REBUILD, why, "its events %" PRIu64 " are above the device's %" PRIu64,
                     own->events, dev->events);
   if (state_in (own, own->component_uuid) != VB_ROLE_IN_SYNC)
     return because (VB_SLOT_REBUILD, why, "its own superblock says it was %s",
@@ -215,12 +213,11 @@ vb_assembly_decide (const VbSlotFacts *f, char **why)
                     own->events, dev->events);
   if (own->events < dev->events_cleared)
     return because (VB_SLOT_REBUILD, why,
-                    "it is at events %" PRIu64
-                    ", below the bitmap's events_cleared %" PRIu64
+                    "it is at events %" PRIu64 ", below the bitmap's events_cleared %" PRIu64
                     " (bits of writes it missed were cleared)",
                     own->events, dev->events_cleared);
   return because (VB_SLOT_RESYNC, why,
-                  "it is at events %" PRIu64 ", the device at %" PRIu64
-                  " (events_cleared %" PRIu64 "): the bitmap holds what it missed",
+                  "it is at events %" PRIu64 ", the device at %" PRIu64 " (events_cleared %" PRIu64
+                  "): the bitmap holds what it missed",
                   own->events, dev->events, dev->events_cleared);
 }

@@ -408,7 +408,7 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("'%s': %" PRIu64 " bytes, too small for the array (%" PRIu64
-                   " bytes of data from %" PRIu64 ")"),
+                      " bytes of data from %" PRIu64 ")"),
                    path, size, used * 512, data_offset * 512);
       goto out;
     }
@@ -464,8 +464,8 @@ vb_md1_write_spare (const char *member, const char *version, const char *path,
   }
   if (pwrite (fd, block, MD1_BLOCK, off) != MD1_BLOCK || fsync (fd) != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': writing its md superblock: %s"), path,
-                   g_strerror (errno));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': writing its md superblock: %s"),
+                   path, g_strerror (errno));
       goto out;
     }
   ok = TRUE;
@@ -491,10 +491,11 @@ md1_probe (int fd, const char *path)
 static gboolean
 md1_write (int fd, const char *path, const VbSuperblock *sb, GError **error)
 {
-  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
-               _ ("%s: md writes md 1.x superblocks itself (backend kernel); vblk writes only a new "
-               "spare's"),
-               path);
+  g_set_error (
+      error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+      _ ("%s: md writes md 1.x superblocks itself (backend kernel); vblk writes only a new "
+         "spare's"),
+      path);
   return FALSE;
 }
 

@@ -649,8 +649,10 @@ vb_superblock_read (int fd, const char *path, VbSuperblock *sb, GError **error)
   if (n != VB_SB_SIZE)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("'%s': short read of the superblock (%" "zd" " of %d bytes)"), t.label,
-                   n, VB_SB_SIZE);
+                   _ ("'%s': short read of the superblock (%"
+                      "zd"
+                      " of %d bytes)"),
+                   t.label, n, VB_SB_SIZE);
       return FALSE;
     }
   if (!vb_superblock_decode (buf, VB_SB_SIZE, sb, error))
@@ -731,7 +733,9 @@ vb_superblock_write (int fd, const char *path, const VbSuperblock *sb, GError **
   if (n != VB_SB_SIZE)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("'%s': short write of the superblock (%" "zd" " of %d bytes)"),
+                   _ ("'%s': short write of the superblock (%"
+                      "zd"
+                      " of %d bytes)"),
                    t.label, n, VB_SB_SIZE);
       return FALSE;
     }

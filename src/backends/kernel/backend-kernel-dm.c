@@ -127,8 +127,8 @@ run_task (struct dm_task *dmt, const char *what, const char *name, GError **erro
 {
   if (dm_task_run (dmt))
     return TRUE;
-  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device-mapper %s of %s failed: %s"), what, name,
-               dm_task_get_errno (dmt) ? g_strerror (dm_task_get_errno (dmt)) : "refused");
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device-mapper %s of %s failed: %s"), what,
+               name, dm_task_get_errno (dmt) ? g_strerror (dm_task_get_errno (dmt)) : "refused");
   return FALSE;
 }
 
@@ -267,7 +267,8 @@ dm_stop (const char *block_device, const char *instance, const char *uuid, GErro
       if (strcmp (expect, block_device) != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                       _ ("%s is not %s (that is %s), not removing it"), block_device, name, expect);
+                       _ ("%s is not %s (that is %s), not removing it"), block_device, name,
+                       expect);
           return FALSE;
         }
       g_mutex_lock (&dm_lock);

@@ -188,7 +188,7 @@ md_stop (const char *block_device, const char *instance, const char *uuid, GErro
           g_autofree char *file = md_run_file (base);
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                        _ ("%s runs, but vblkd cannot tell which device it is (%s is gone); not "
-                       "stopping it (mdadm --stop does)"),
+                          "stopping it (mdadm --stop does)"),
                        block_device, file);
           return FALSE;
         }
@@ -258,7 +258,8 @@ md_update (const char *block_device, const VbBackendRequest *request, GError **e
 
   if (a == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: no md array of vblkd's"), block_device);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: no md array of vblkd's"),
+                   block_device);
       return FALSE;
     }
   g_mutex_lock (&a->lock);
@@ -435,8 +436,8 @@ md_readd (const char *block_device, guint slot, const char *path, const char *uu
   if (m && !m->failed && !m->removed)
     {
       g_mutex_unlock (&a->lock);
-      g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("slot %u of %s is in use by '%s'"), slot, a->name,
-                   m->path);
+      g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("slot %u of %s is in use by '%s'"), slot,
+                   a->name, m->path);
       return FALSE;
     }
   if (m && !m->removed)

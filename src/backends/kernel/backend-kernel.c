@@ -80,7 +80,7 @@ kernel_reconfigure (const char *block_device, const VbBackendRequest *request, g
       memset (report, 0, sizeof *report);
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("%s is an md array (backend kernel): its online reconfiguration is not built "
-                   "yet; stop it, or run it on the engine (backend loop)"),
+                      "yet; stop it, or run it on the engine (backend loop)"),
                    block_device);
       return FALSE;
     }

@@ -96,8 +96,8 @@ configure (MdArray *a, const VbLayout *layout, gboolean resync, GError **error)
 #undef SET
   if (r < 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md refused %s of %s (%s): %s"), what, a->md,
-                   a->name, g_strerror (-r));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md refused %s of %s (%s): %s"), what,
+                   a->md, a->name, g_strerror (-r));
       md_clear_array (a);
       return FALSE;
     }
@@ -140,7 +140,7 @@ configure_native (MdArray *a, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("md refused %s of %s (%s): %s (does every component carry a superblock of "
-                   "the array, md %s?)"),
+                      "the array, md %s?)"),
                    what, a->md, a->name, g_strerror (-r), a->md_version);
       md_clear_array (a);
       return FALSE;

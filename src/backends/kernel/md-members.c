@@ -76,7 +76,8 @@ native_superblock_ready_locked (MdArray *a, Member *m, GError **error)
   if (from == NULL)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("%s: no in-sync member to take a superblock for '%s' from"), a->name, m->path);
+                   _ ("%s: no in-sync member to take a superblock for '%s' from"), a->name,
+                   m->path);
       return FALSE;
     }
   if (!vb_md1_write_spare (from->node, a->md_version, m->node, m->uuid, a->next_dev_number,

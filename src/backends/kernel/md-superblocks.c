@@ -117,7 +117,7 @@ read_superblocks (MdArray *a, VbSuperblock *found, gboolean *present, gint *best
         {
           g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                        _ ("component '%s' belongs to device '%s' (%s), not to '%s' (%s); refusing "
-                       "to start (nothing was written)"),
+                          "to start (nothing was written)"),
                        m->path, found[i].device_name, found[i].device_uuid, a->name, a->uuid);
           return FALSE;
         }
@@ -133,11 +133,11 @@ read_superblocks (MdArray *a, VbSuperblock *found, gboolean *present, gint *best
           && found[i].events == found[j].events
           && strcmp (found[i].component_uuid, found[j].component_uuid) != 0)
         {
-          g_set_error (
-              error, VB_ERROR, VB_ERROR_FAILED,
-              _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
-              "; refusing to start (nothing was written)"),
-              a->members[i]->path, a->members[j]->path, found[i].role, a->name, found[i].events);
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       _ ("components '%s' and '%s' both claim role %d of '%s' at events %" PRIu64
+                          "; refusing to start (nothing was written)"),
+                       a->members[i]->path, a->members[j]->path, found[i].role, a->name,
+                       found[i].events);
           return FALSE;
         }
   if (*best < 0)
@@ -157,18 +157,19 @@ newest_fits (MdArray *a, const VbSuperblock *newest, const char *path, const VbL
 {
   if (newest->n_roles != a->n)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
-                   _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
-                   "start (nothing was written)"),
-                   path, newest->n_roles, a->n);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_FAILED,
+          _ ("component '%s': its superblock says %u slots, the device has %u; refusing to "
+             "start (nothing was written)"),
+          path, newest->n_roles, a->n);
       return FALSE;
     }
   if (layout->component_size < newest->data_size)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("device '%s' holds %" PRIu64 " bytes of data per component, its "
-                   "components now give %" PRIu64 "; refusing to start (nothing was "
-                   "written)"),
+                      "components now give %" PRIu64 "; refusing to start (nothing was "
+                      "written)"),
                    a->name, newest->data_size, layout->component_size);
       return FALSE;
     }
@@ -266,11 +267,10 @@ md_assemble (MdArray *a, const VbBackendRequest *request, const VbLayout *layout
     in_sync += decide_slot (a, i, found, present, found[best].component_uuid);
   if (in_sync == 0)
     {
-      g_set_error (
-          error, VB_ERROR, VB_ERROR_FAILED,
-          _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
-          ", names none that is here); refusing to start"),
-          a->name, a->sb.events);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                   _ ("device '%s': no component is in sync (the newest superblock, events %" PRIu64
+                      ", names none that is here); refusing to start"),
+                   a->name, a->sb.events);
       return FALSE;
     }
   return TRUE;

@@ -98,8 +98,8 @@ vb_mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
       for (guint i = 0; order[i + 1]; i++)
         g_string_append_printf (users, "%s%s", i ? ", " : "", order[i]);
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   _ ("device '%s' is used by %s (delete those first, or use recursive)"), req->name,
-                   users->str);
+                   _ ("device '%s' is used by %s (delete those first, or use recursive)"),
+                   req->name, users->str);
       return FALSE;
     }
   for (guint i = 0; order[i]; i++)
@@ -209,10 +209,11 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
       const VbComponentConfig *c = d->components->pdata[i];
       if (strcmp (c->source, source) == 0 && g_strcmp0 (c->role, "faulty") == 0)
         {
-          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       _ ("component '%s' was replaced in its slot of '%s' (a spare took it): remove "
-                       "it, then add it again as a spare if it is to serve"),
-                       source, d->name);
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_BUSY,
+              _ ("component '%s' was replaced in its slot of '%s' (a spare took it): remove "
+                 "it, then add it again as a spare if it is to serve"),
+              source, d->name);
           return FALSE;
         }
     }
@@ -221,8 +222,8 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s' is started: adding a component to a started device needs "
-                   "online reconfiguration, which driver '%s' does not have (a spare can be "
-                   "added: --spare)"),
+                      "online reconfiguration, which driver '%s' does not have (a spare can be "
+                      "added: --spare)"),
                    d->name, d->driver);
       return FALSE;
     }
@@ -231,7 +232,7 @@ check_addable (VbDaemon *daemon, const VbDeviceConfig *d, const char *source, co
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s': spares need redundancy and on-component metadata (driver "
-                   "raid1 or raid10 with metadata=vblk; this is '%s')"),
+                      "raid1 or raid10 with metadata=vblk; this is '%s')"),
                    d->name, d->driver);
       return FALSE;
     }
@@ -381,8 +382,8 @@ vb_backend_option_check (const VbDeviceConfig *d, const VbRunning *r, const char
        * /dev/nbdN, so a move would take the node away from its users */
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s' is started on backend %s (%s); backend %s would give it another "
-                   "block node, which a started device cannot change: stop it, reconfigure, "
-                   "start it"),
+                      "block node, which a started device cannot change: stop it, reconfigure, "
+                      "start it"),
                    d->name, r->backend, r->block_device, backend);
       return FALSE;
     }
@@ -468,7 +469,8 @@ vb_mutate_fault (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpI
     return FALSE;
   if (!g_hash_table_contains (daemon->running, d->uuid))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("device '%s' is not started"), d->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED, _ ("device '%s' is not started"),
+                   d->name);
       return FALSE;
     }
   vb_op_intent_fault (intent, d->name, req->index, NULL);
@@ -496,15 +498,15 @@ vb_mutate_remove (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
       }
   if (c == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("component '%s': not a component of '%s'"),
-                   req->source, d->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
+                   _ ("component '%s': not a component of '%s'"), req->source, d->name);
       return FALSE;
     }
   if (vb_component_config_is_slot (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                    _ ("component '%s' holds slot %s of '%s': only a spare or a replaced (faulty) "
-                   "component can be removed; removing a slot is a reconfiguration"),
+                      "component can be removed; removing a slot is a reconfiguration"),
                    req->source, c->role, d->name);
       return FALSE;
     }

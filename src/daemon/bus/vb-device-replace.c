@@ -158,8 +158,8 @@ look (gpointer data)
     {
       r->look_id = 0;
       take_back (r, g_error_new (VB_ERROR, VB_ERROR_FAILED,
-                                 _ ("cancelled while '%s' was being filled; '%s' stays"), r->new_source,
-                                 r->old_source));
+                                 _ ("cancelled while '%s' was being filled; '%s' stays"),
+                                 r->new_source, r->old_source));
       return G_SOURCE_REMOVE;
     }
   if (g_strcmp0 (state, "rebuilding") == 0)
@@ -208,16 +208,16 @@ check_replace (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const cha
   if (!vb_component_config_is_slot (c))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("component '%s' of '%s' is a %s, not in a slot: nothing to replace"), c->source,
-                   d->name, c->role);
+                   _ ("component '%s' of '%s' is a %s, not in a slot: nothing to replace"),
+                   c->source, d->name, c->role);
       return FALSE;
     }
   if (strcmp (d->driver, "raid1") != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s' is %s: a component is replaced live by adding the new one as "
-                   "another copy until it is in sync, which only raid1 has room for (here: add "
-                   "a spare, then fail '%s')"),
+                      "another copy until it is in sync, which only raid1 has room for (here: add "
+                      "a spare, then fail '%s')"),
                    d->name, d->driver, c->source);
       return FALSE;
     }
@@ -225,7 +225,7 @@ check_replace (VbDaemon *daemon, const VbDeviceConfig *d, guint index, const cha
     {
       g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                    _ ("device '%s' is not started: the new component is filled from the others "
-                   "while it runs (or, stopped: vbmgr reconfigure --add, then --remove)"),
+                      "while it runs (or, stopped: vbmgr reconfigure --add, then --remove)"),
                    d->name);
       return FALSE;
     }

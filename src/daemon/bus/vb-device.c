@@ -245,8 +245,9 @@ check_authorized (VbDaemon *daemon, GDBusMethodInvocation *inv, gpointer user_da
         _ ("device '%s' (driver '%s') has no redundancy: there are no copies to compare"), d->name,
         d->driver);
   else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_BUSY))
-    g_dbus_method_invocation_return_error (
-        inv, VB_ERROR, VB_ERROR_BUSY, _ ("device '%s' runs another job; wait for it first"), d->name);
+    g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_BUSY,
+                                           _ ("device '%s' runs another job; wait for it first"),
+                                           d->name);
   else if (failed)
     g_dbus_method_invocation_return_error (inv, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s': %s"),
                                            d->name, failed->message);

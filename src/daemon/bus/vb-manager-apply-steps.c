@@ -246,14 +246,14 @@ undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError *
       g_autofree char *id = vb_apply_step_id (vb_apply_step_at (a, later));
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                    _ ("step %d (%s) wrote its own superblocks on components of '%s', which stays "
-                   "deleted"),
+                      "deleted"),
                    later + 1, id, d->name);
       return FALSE;
     }
   if (vb_state_lookup (candidate, d->name))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("device '%s' exists again meanwhile"),
-                   d->name);
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
+                   _ ("device '%s' exists again meanwhile"), d->name);
       return FALSE;
     }
   g_ptr_array_insert (candidate->devices, MIN ((guint) k, candidate->devices->len),

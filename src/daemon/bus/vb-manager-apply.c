@@ -267,9 +267,9 @@ step_done (VbDaemon *daemon, const GError *error, gpointer user_data)
   if (error)
     {
       a->status[i] = "failed";
-      a->error
-          = g_error_new (VB_ERROR, error->domain == VB_ERROR ? error->code : VB_ERROR_FAILED,
-                         _ ("step %u of %u (%s) failed: %s"), i + 1, a->plan->len, id, error->message);
+      a->error = g_error_new (VB_ERROR, error->domain == VB_ERROR ? error->code : VB_ERROR_FAILED,
+                              _ ("step %u of %u (%s) failed: %s"), i + 1, a->plan->len, id,
+                              error->message);
       a->undoing = (gint) i - 1;
       undo_next (a);
       return;
@@ -381,7 +381,7 @@ mutate_replay (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                        _ ("%s (the plan cannot order this change: apply it in two specs, the "
-                       "first freeing the component)"),
+                          "first freeing the component)"),
                        shared);
           ok = FALSE;
         }

@@ -32,8 +32,8 @@ add_components (VbDeviceConfig *d, const VbDriver *driver, const char *const *co
       for (guint j = 0; j < i; j++)
         if (strcmp (components[j], source) == 0)
           {
-            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("component '%s': given twice"),
-                         source);
+            g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         _ ("component '%s': given twice"), source);
             return FALSE;
           }
       g_ptr_array_add (d->components, vb_component_config_new (source, role, cuuid));
@@ -56,7 +56,8 @@ name_is_free (const VbState *candidate, const char *name, GError **error)
     return FALSE;
   if (vb_state_lookup (candidate, name))
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("device '%s' already exists"), name);
+      g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS, _ ("device '%s' already exists"),
+                   name);
       return FALSE;
     }
   return TRUE;
@@ -76,7 +77,7 @@ vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean st
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'metadata': md1 belongs to arrays mdadm made, which vblk adopts "
-                   "(vbmgr scan --adopt) but does not create"));
+                      "(vbmgr scan --adopt) but does not create"));
       return FALSE;
     }
   if (strcmp (d->backend, "auto") != 0
@@ -118,8 +119,8 @@ mutate_create (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInt
   if (driver == NULL)
     {
       g_autofree char *known = vb_drivers_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("driver '%s': unknown (known: %s)"),
-                   req->driver, known);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("driver '%s': unknown (known: %s)"), req->driver, known);
       return FALSE;
     }
   resolved = vb_driver_resolve_attributes (driver, NULL, req->attributes, error);
@@ -259,10 +260,9 @@ scan_return (ScanRequest *req)
   if (req->job)
     {
       guint found = req->scan->groups->len;
-      g_autofree char *summary
-          = g_strdup_printf (ngettext ("%u device found, %u adopted", "%u devices found, %u adopted",
-                                       found),
-                             found, g_hash_table_size (req->adopted));
+      g_autofree char *summary = g_strdup_printf (
+          ngettext ("%u device found, %u adopted", "%u devices found, %u adopted", found), found,
+          g_hash_table_size (req->adopted));
       vb_job_finish (req->job, "finished", summary);
     }
   g_dbus_method_invocation_return_value (

@@ -260,7 +260,8 @@ probe_udev (EvaluateRequest *req, dev_t devnum, GError **error)
 
   if (udev == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("devnode '%s': no udev context"), req->devnode);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("devnode '%s': no udev context"),
+                   req->devnode);
       return FALSE;
     }
   dev = udev_device_new_from_devnum (udev, 'b', devnum);

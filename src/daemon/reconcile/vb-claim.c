@@ -36,9 +36,10 @@ refuse_vblk_node (VbProbe *probe, const VbDeviceConfig *config, const char *sour
                  _ ("component '%s' is a block node of another vblkd (instance %s)"), source,
                  owner->instance);
   else if (owner->internal)
-    g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 _ ("component '%s' is a node vblk uses inside device '%s' (%s backend), not a disk"),
-                 source, d ? d->name : owner->uuid, owner->backend);
+    g_set_error (
+        error, VB_ERROR, VB_ERROR_BUSY,
+        _ ("component '%s' is a node vblk uses inside device '%s' (%s backend), not a disk"),
+        source, d ? d->name : owner->uuid, owner->backend);
   else if (d == NULL)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                  _ ("component '%s' is a block node vblk made (for device %s, no longer known)"),
@@ -49,7 +50,7 @@ refuse_vblk_node (VbProbe *probe, const VbDeviceConfig *config, const char *sour
   else
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                  _ ("component '%s' is the block node of device '%s' (to build on it, name it "
-                 "'vblk:%s')"),
+                    "'vblk:%s')"),
                  source, d->name, d->name);
   return FALSE;
 }
@@ -70,7 +71,7 @@ refuse_cycle (VbProbe *probe, const VbDeviceConfig *config, const char *source,
         {
           g_set_error (error, VB_ERROR, VB_ERROR_DEPENDENCY_CYCLE,
                        _ ("component '%s' is built on the block node of device '%s'%s%s: '%s' "
-                       "cannot hold itself"),
+                          "cannot hold itself"),
                        source, d->name, strcmp (d->name, config->name) == 0 ? "" : ", built on ",
                        strcmp (d->name, config->name) == 0 ? "" : config->name, config->name);
           return TRUE;
@@ -142,7 +143,8 @@ check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source, 
           if (strcmp (id, oid) == 0)
             {
               g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                           _ ("component '%s' is already used by device '%s'"), source, other->name);
+                           _ ("component '%s' is already used by device '%s'"), source,
+                           other->name);
               return FALSE;
             }
         }
@@ -159,12 +161,13 @@ check_unused (const char *source, const VbPathFacts *f, GError **error)
                  source, f->mounted_on);
   else if (f->holders)
     g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                 _ ("component '%s' is held by %s (a device-mapper or md device built on it)"), source,
-                 f->holders);
+                 _ ("component '%s' is held by %s (a device-mapper or md device built on it)"),
+                 source, f->holders);
   else if (f->exclusive)
     g_set_error (
         error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
-        _ ("component '%s' is in use (held open exclusively, e.g. by a filesystem or array)"), source);
+        _ ("component '%s' is in use (held open exclusively, e.g. by a filesystem or array)"),
+        source);
   else
     return TRUE;
   return FALSE;
@@ -267,6 +270,7 @@ vb_claim_node_unused (VbProbe *probe, const char *name, const char *block_device
       g_clear_error (&local);
       g_usleep (EXCLUSIVE_RETRY_US);
     }
-  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("device '%s' is in use: %s"), name, local->message);
+  g_set_error (error, VB_ERROR, VB_ERROR_BUSY, _ ("device '%s' is in use: %s"), name,
+               local->message);
   return FALSE;
 }

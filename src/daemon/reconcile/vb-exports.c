@@ -69,15 +69,16 @@ vb_export_spec_parse (const char *spec, char **address, GError **error)
         {
           g_set_error (
               error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-              _ ("export '%s': listen address needs tcp:HOST:PORT with a port from 1 to 65535"), addr);
+              _ ("export '%s': listen address needs tcp:HOST:PORT with a port from 1 to 65535"),
+              addr);
           return FALSE;
         }
     }
   else
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"),
-                   addr);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+          _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"), addr);
       return FALSE;
     }
   if (address)

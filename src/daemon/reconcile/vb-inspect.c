@@ -409,7 +409,7 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("component '%s': still not answering (a look at it has waited %" PRId64
-                   " s); nothing was changed"),
+                      " s); nothing was changed"),
                    path, (g_get_monotonic_time () - since) / G_USEC_PER_SEC);
       return NULL;
     }
@@ -438,7 +438,7 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
       stalled_set (path, TRUE);
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("component '%s': looking at it did not finish within %u ms (a file system or "
-                   "device that does not answer?); nothing was changed"),
+                      "device that does not answer?); nothing was changed"),
                    path, timeout_ms);
     }
   g_mutex_unlock (&look->lock);

@@ -70,7 +70,8 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
   for (guint i = 0; i < paths->len; i++)
     if (paths->pdata[i] == NULL && !g_array_index (infos, VbComponentInfo, i).missing)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': that device is not started"),
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     _ ("component '%s': that device is not started"),
                      ((VbComponentConfig *) config->components->pdata[i])->source);
         return NULL;
       }
@@ -173,8 +174,8 @@ step_stop (VbOp *op, const VbStep *step, GError **error)
   vb_op_world_unlock (op);
   if (backend == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: unknown backend '%s'"), step->block_device,
-                   step->backend);
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: unknown backend '%s'"),
+                   step->block_device, step->backend);
       return FALSE;
     }
   return backend->stop (step->block_device, op->daemon->instance, step->uuid, error);
@@ -220,8 +221,8 @@ run_start (VbOp *op, const VbStep *step, GHashTable *failed, GError **error)
   for (guint j = 0; deps[j]; j++)
     if (g_hash_table_contains (failed, deps[j]))
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s' it is built on did not start"),
-                     deps[j]);
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     _ ("device '%s' it is built on did not start"), deps[j]);
         return;
       }
   node = step_start (op, step, &started, error);

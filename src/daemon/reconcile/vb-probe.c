@@ -151,7 +151,7 @@ vb_probe_components (VbProbe *probe, const VbDeviceConfig *config, GPtrArray **p
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        _ ("component '%s': %" PRIu64
-                       " bytes, too small for its metadata (data starts at %" PRIu64 ")"),
+                          " bytes, too small for its metadata (data starts at %" PRIu64 ")"),
                        c->source, info.size, data_offset);
           g_free (path);
           return FALSE;
@@ -211,8 +211,8 @@ vb_probe_check_foreign (VbProbe *probe, const VbDeviceConfig *config, GError **e
           g_set_error (
               error, VB_ERROR, VB_ERROR_BUSY,
               _ ("component '%s' carries the %s superblock of device '%s' (%s), events %" PRIu64
-              "; adopt that device (vbmgr scan --adopt) or wipe its "
-              "metadata first"),
+                 "; adopt that device (vbmgr scan --adopt) or wipe its "
+                 "metadata first"),
               c->source, metadata, sb->device_name, sb->device_uuid, sb->events);
           return FALSE;
         }
@@ -270,8 +270,8 @@ vb_probe_validate (VbProbe *probe, const VbDeviceConfig *config, gboolean need_c
   if (driver == NULL)
     {
       g_autofree char *known = vb_drivers_known_names ();
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("driver '%s': unknown (known: %s)"),
-                   config->driver, known);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("driver '%s': unknown (known: %s)"), config->driver, known);
       return FALSE;
     }
   /* a desired state's device: what it does not name is what it had */
@@ -306,8 +306,8 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
     }
   if (config == NULL)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("component 'vblk:%s': no device named '%s'"),
-                   name, name);
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
+                   _ ("component 'vblk:%s': no device named '%s'"), name, name);
       return FALSE;
     }
   if (probe->depth >= PROBE_MAX_DEPTH)

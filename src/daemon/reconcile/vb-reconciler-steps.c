@@ -176,12 +176,12 @@ vb_op_run_faults (VbOp *op)
           else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                          _ ("device '%s' (driver '%s') has no redundancy: a component cannot be "
-                         "failed"),
+                            "failed"),
                          d->name, d->driver);
           else if (g_error_matches (failed, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT))
             g_set_error (&local, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                          _ ("component '%s' of '%s' is not one of its slots (a spare or a replaced "
-                         "one)"),
+                            "one)"),
                          source, d->name);
           else if (failed)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': %s"), source,
@@ -267,10 +267,11 @@ vb_op_check_spares_kept (VbOp *op, const VbDeviceConfig *d, const VbDeviceConfig
         kept = strcmp (((VbComponentConfig *) d->components->pdata[k])->source, c->source) == 0;
       if (!kept && (slot = slot_taken_by (op, old, c->source)) >= 0)
         {
-          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                       _ ("spare '%s' has just taken slot %d of '%s' (it is being rebuilt); it is no "
-                       "longer a spare to remove"),
-                       c->source, slot, old->name);
+          g_set_error (
+              error, VB_ERROR, VB_ERROR_BUSY,
+              _ ("spare '%s' has just taken slot %d of '%s' (it is being rebuilt); it is no "
+                 "longer a spare to remove"),
+              c->source, slot, old->name);
           return FALSE;
         }
     }

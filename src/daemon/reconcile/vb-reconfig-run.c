@@ -244,8 +244,8 @@ request_build (VbOp *op, const VbDeviceConfig *d, Request *r, GError **error)
   for (guint i = 0; i < r->paths->len; i++)
     if (r->paths->pdata[i] == NULL && !g_array_index (r->infos, VbComponentInfo, i).missing)
       {
-        g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("component '%s': that device is not started"),
-                     slot_path (d, i));
+        g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                     _ ("component '%s': that device is not started"), slot_path (d, i));
         return FALSE;
       }
   g_ptr_array_add (r->paths, NULL);
@@ -330,7 +330,7 @@ keeps_a_copy (const VbDeviceConfig *old, const VbDeviceConfig *d, const VbBacken
     {
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                    _ ("device '%s': the new configuration keeps no in-sync copy of the data (in "
-                   "sync now: %s); nothing changed"),
+                      "sync now: %s); nothing changed"),
                    old->name, in_sync->len ? in_sync->str : "none");
       g_string_free (in_sync, TRUE);
       return FALSE;
@@ -373,7 +373,7 @@ stopped_keeps_a_copy (const VbDeviceConfig *d, GError **error)
   if (!any)
     g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                  _ ("device '%s': the new configuration keeps no in-sync copy of the data; nothing "
-                 "changed"),
+                    "changed"),
                  d->name);
   return any;
 }
@@ -393,8 +393,8 @@ check (VbOp *op, Swap *swap, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_WOULD_LOSE_DATA,
                    _ ("device '%s': the new configuration holds %" PRIu64
-                   " bytes, the device %" PRIu64
-                   ": the end of the data would be cut off; nothing changed"),
+                      " bytes, the device %" PRIu64
+                      ": the end of the data would be cut off; nothing changed"),
                    swap->d->name, swap->new_size, swap->old_size);
       return FALSE;
     }

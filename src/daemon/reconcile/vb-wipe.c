@@ -63,10 +63,11 @@ check_not_in_use (const char *path, const struct stat *st, const VbState *state,
     }
   if (d && !force)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                   _ ("'%s' is a component of device '%s' (remove it from the device first, or force); "
-                   "nothing was wiped"),
-                   path, d->name);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_BUSY,
+          _ ("'%s' is a component of device '%s' (remove it from the device first, or force); "
+             "nothing was wiped"),
+          path, d->name);
       return FALSE;
     }
   return TRUE;
@@ -86,9 +87,10 @@ zero (int fd, const char *path, guint64 offset, gsize length, GError **error)
   memset (buf, 0, length);
   ok = pwrite (fd, buf, length, (off_t) offset) == (ssize_t) length;
   if (!ok)
-    g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("'%s': writing zeros at byte %" PRIu64
-                 ": %s; the metadata may be partly wiped"),
-                 path, offset, g_strerror (errno));
+    g_set_error (
+        error, VB_ERROR, VB_ERROR_FAILED,
+        _ ("'%s': writing zeros at byte %" PRIu64 ": %s; the metadata may be partly wiped"), path,
+        offset, g_strerror (errno));
   free (buf);
   return ok;
 }
@@ -140,8 +142,9 @@ vb_wipe (const char *path, const VbState *state, GHashTable *started, gboolean f
   if (readable)
     bitmap = sb.bitmap_bytes;
   if (!has_vblk && !has_md)
-    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("'%s': no vblk superblock%s; nothing was wiped"),
-                 path, md ? " and no md superblock" : "");
+    g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND,
+                 _ ("'%s': no vblk superblock%s; nothing was wiped"), path,
+                 md ? " and no md superblock" : "");
   ok = (has_vblk || has_md)
        && check_not_in_use (path, &st, state, started, force, readable ? &sb : NULL, error);
   if (ok && has_vblk)

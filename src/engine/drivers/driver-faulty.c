@@ -54,8 +54,8 @@ faulty_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (delay > FAULTY_DELAY_MAX)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("attribute 'delay_us': %" PRIu64 " is more than %llu (ten seconds)"),
-                   delay, FAULTY_DELAY_MAX);
+                   _ ("attribute 'delay_us': %" PRIu64 " is more than %llu (ten seconds)"), delay,
+                   FAULTY_DELAY_MAX);
       return FALSE;
     }
   /* a range past the end would never match: say so instead of silently
@@ -64,7 +64,7 @@ faulty_validate (GHashTable *attributes, const VbComponentInfo *components, guin
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'fail_offset': %" PRIu64
-                   " is beyond the end of the device (%" PRIu64 " bytes)"),
+                      " is beyond the end of the device (%" PRIu64 " bytes)"),
                    offset, size);
       return FALSE;
     }

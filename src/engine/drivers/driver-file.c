@@ -29,8 +29,7 @@ file_validate (GHashTable *attributes, const VbComponentInfo *components, guint 
   if (components[0].size < sector)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("component '%s': %" PRIu64
-                   " bytes, smaller than one sector (%" PRIu64 ")"),
+                   _ ("component '%s': %" PRIu64 " bytes, smaller than one sector (%" PRIu64 ")"),
                    components[0].source, components[0].size, sector);
       return FALSE;
     }

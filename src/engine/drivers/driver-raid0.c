@@ -32,8 +32,7 @@ raid0_validate (GHashTable *attributes, const VbComponentInfo *components, guint
   if (smallest / chunk * chunk > (guint64) G_MAXINT64 / n_components)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("components: the device would be larger than %" PRId64 " bytes"),
-                   G_MAXINT64);
+                   _ ("components: the device would be larger than %" PRId64 " bytes"), G_MAXINT64);
       return FALSE;
     }
   return TRUE;

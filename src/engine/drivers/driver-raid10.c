@@ -45,10 +45,10 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
     return FALSE;
   if (copies > n_components)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("attribute 'copies': %" PRIu64
-                   " copies need at least as many components, %u given"),
-                   copies, n_components);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+          _ ("attribute 'copies': %" PRIu64 " copies need at least as many components, %u given"),
+          copies, n_components);
       return FALSE;
     }
   if (!vb_check_chunks (attributes, components, n_components, error))
@@ -57,8 +57,7 @@ raid10_validate (GHashTable *attributes, const VbComponentInfo *components, guin
   if (raid10_chunks (smallest, chunk, n_components, copies) > (guint64) G_MAXINT64 / chunk)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("components: the device would be larger than %" PRId64 " bytes"),
-                   G_MAXINT64);
+                   _ ("components: the device would be larger than %" PRId64 " bytes"), G_MAXINT64);
       return FALSE;
     }
   return TRUE;

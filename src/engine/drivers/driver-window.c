@@ -35,7 +35,7 @@ window_validate (GHashTable *attributes, const VbComponentInfo *components, guin
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'offset': %" PRIu64
-                   " is beyond the end of component '%s' (%" PRIu64 " bytes)"),
+                      " is beyond the end of component '%s' (%" PRIu64 " bytes)"),
                    offset, components[0].source, avail);
       return FALSE;
     }
@@ -43,15 +43,15 @@ window_validate (GHashTable *attributes, const VbComponentInfo *components, guin
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'size': offset %" PRIu64 " + size %" PRIu64
-                   " exceeds component '%s' (%" PRIu64 " bytes)"),
+                      " exceeds component '%s' (%" PRIu64 " bytes)"),
                    offset, size, components[0].source, avail);
       return FALSE;
     }
   if (size == 0 && (avail - offset) < WINDOW_ALIGN)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("attribute 'offset': leaves less than %d bytes of component '%s'"), WINDOW_ALIGN,
-                   components[0].source);
+                   _ ("attribute 'offset': leaves less than %d bytes of component '%s'"),
+                   WINDOW_ALIGN, components[0].source);
       return FALSE;
     }
   return TRUE;

@@ -48,17 +48,16 @@ vb_check_redundancy (GHashTable *attributes, GError **error)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'bitmap': an internal bitmap lives in the metadata area, which "
-                   "metadata=%s does not have (use bitmap=none)"),
+                      "metadata=%s does not have (use bitmap=none)"),
                    metadata);
       return FALSE;
     }
   chunk = vb_attr_get_u64 (attributes, "bitmap_chunk");
   if (chunk < VB_BITMAP_CHUNK_MIN || (chunk & (chunk - 1)) != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("attribute 'bitmap_chunk': %" PRIu64
-                   " is not a power of two of at least 64K"),
-                   chunk);
+      g_set_error (
+          error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+          _ ("attribute 'bitmap_chunk': %" PRIu64 " is not a power of two of at least 64K"), chunk);
       return FALSE;
     }
   return TRUE;
@@ -220,9 +219,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
       if (spec->multiple && v % spec->multiple != 0)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       _ ("attribute '%s': %" PRIu64
-                       " is not a multiple of %" PRIu64),
-                       spec->name, v, spec->multiple);
+                       _ ("attribute '%s': %" PRIu64 " is not a multiple of %" PRIu64), spec->name,
+                       v, spec->multiple);
           return NULL;
         }
       return g_strdup_printf ("%" G_GUINT64_FORMAT, v);
@@ -234,7 +232,8 @@ vb_attr_canonicalize (const VbAttrSpec *spec, const char *given, GError **error)
             return g_strdup (given);
         list = g_strjoinv (", ", (char **) spec->choices);
         g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     _ ("attribute '%s': '%s' is not allowed (allowed: %s)"), spec->name, value, list);
+                     _ ("attribute '%s': '%s' is not allowed (allowed: %s)"), spec->name, value,
+                     list);
         return NULL;
       }
     }
@@ -262,7 +261,7 @@ drop_md1_attributes (const VbDriver *driver, GHashTable *out, GError **error)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        _ ("attribute '%s': only an adopted mdadm array has it (metadata=md1; this "
-                       "device has metadata=%s)"),
+                          "device has metadata=%s)"),
                        md1_only[i], (const char *) g_hash_table_lookup (out, "metadata"));
           return FALSE;
         }
@@ -432,15 +431,14 @@ vb_check_chunks (GHashTable *attributes, const VbComponentInfo *components, guin
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("attribute 'chunk_size': %" PRIu64
-                   " is not a power of two from 4K (4096) to 64M (67108864)"),
+                      " is not a power of two from 4K (4096) to 64M (67108864)"),
                    chunk);
       return FALSE;
     }
   if (smallest < chunk)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("component '%s': %" PRIu64
-                   " bytes, smaller than one chunk (%" PRIu64 ")"),
+                   _ ("component '%s': %" PRIu64 " bytes, smaller than one chunk (%" PRIu64 ")"),
                    components[which].source, smallest, chunk);
       return FALSE;
     }

@@ -215,8 +215,8 @@ mount_fuse (VbFuseServer *s, const char *fsname, GError **error)
   if (mount (fsname, s->mountpoint, "fuse.vblk", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
     {
       e = errno;
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("FUSE mount on %s failed: %s"), s->mountpoint,
-                   g_strerror (e));
+      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("FUSE mount on %s failed: %s"),
+                   s->mountpoint, g_strerror (e));
       return FALSE;
     }
   s->mounted = TRUE;
@@ -243,7 +243,8 @@ start_threads (VbFuseServer *s, GError **error)
       if (t->fd < 0)
         {
           int e = errno;
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cloning /dev/fuse: %s"), g_strerror (e));
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("cloning /dev/fuse: %s"),
+                       g_strerror (e));
           return FALSE;
         }
       t->thread = g_thread_new ("vblk-fuse", serve, t);

@@ -129,8 +129,8 @@ vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GErr
       g_mutex_unlock (&server->lock);
       close (fd);
       g_free (c);
-      g_propagate_prefixed_error (error, g_steal_pointer (&local),
-                                  _ ("NBD export %s: "), server->export.name);
+      g_propagate_prefixed_error (error, g_steal_pointer (&local), _ ("NBD export %s: "),
+                                  server->export.name);
       return FALSE;
     }
   server->n_active++;
@@ -300,8 +300,8 @@ listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
   gai = getaddrinfo (host[0] ? host : NULL, port, &hints, &res);
   if (gai != 0)
     {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("NBD address 'tcp:%s': %s"), hostport,
-                   gai_strerror (gai));
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("NBD address 'tcp:%s': %s"),
+                   hostport, gai_strerror (gai));
       return FALSE;
     }
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
@@ -391,8 +391,8 @@ vb_nbd_server_new (const char *export_name, const char *description, const VbBlo
   if (bs == 0 || bs > 65536 || (bs & (bs - 1)) != 0)
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("NBD export %s: block size %u is not a power of two up to 64 KiB"), export_name,
-                   bs);
+                   _ ("NBD export %s: block size %u is not a power of two up to 64 KiB"),
+                   export_name, bs);
       return NULL;
     }
   stop_fd = eventfd (0, EFD_CLOEXEC);
