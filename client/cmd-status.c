@@ -180,15 +180,53 @@ vb_cmd_status (int argc, char **argv)
     }
 }
 
+/* drivers and backends: "--json" and no argument, then the Manager
+ * interface (which holds what they print); NULL with *status set when
+ * not. */
+static VbDBusManager *
+vb_mgr_manager_view (const char *command, const char *summary, gboolean *json, int argc,
+                     char **argv, GDBusObjectManager **manager, int *status)
+{
+  const GOptionEntry entries[]
+      = { { "json", 0, 0, G_OPTION_ARG_NONE, json, N_ ("Print a JSON object"), NULL },
+          G_OPTION_ENTRY_NULL };
+  VbDBusManager *iface;
+
+  *status = VB_EXIT_USAGE;
+  if (!vb_mgr_parse_options (command, "[--json]", summary, entries, &argc, &argv))
+    return NULL;
+  if (argc > 1)
+    {
+      vb_mgr_usage_error (command, _ ("unexpected argument '%s'"), argv[1]);
+      return NULL;
+    }
+  *status = VB_EXIT_FAILED;
+  *manager = vb_mgr_connect ();
+  if (*manager == NULL)
+    return NULL;
+  iface = vb_mgr_get_manager (*manager, command, NULL);
+  if (iface != NULL)
+    *status = VB_EXIT_OK;
+  return iface;
+}
+
+/* The JSON object @b holds, ended and printed. */
+static void
+vb_mgr_print_json_object (JsonBuilder *b)
+{
+  g_autoptr (JsonNode) root = NULL;
+
+  json_builder_end_object (b);
+  root = json_builder_get_root (b);
+  vb_mgr_print_json (root);
+}
+
 /* vbmgr drivers: each driver and its attributes (type, default, whether
  * it may change while the device runs). */
 int
 vb_cmd_drivers (int argc, char **argv)
 {
   gboolean json = FALSE;
-  const GOptionEntry entries[]
-      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print a JSON object"), NULL },
-          G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;
   g_autoptr (VbDBusManager) iface = NULL;
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
@@ -196,21 +234,15 @@ vb_cmd_drivers (int argc, char **argv)
   GVariant *drivers;
   GVariantIter iter;
   const char *name;
+  int status;
 
-  if (!vb_mgr_parse_options ("drivers", "[--json]",
-                             _ ("List the drivers vblkd offers and their attributes: type, "
-                                "default, and whether it may change while the device runs "
-                                "(vbmgr set)."),
-                             entries, &argc, &argv))
-    return VB_EXIT_USAGE;
-  if (argc > 1)
-    return vb_mgr_usage_error ("drivers", _ ("unexpected argument '%s'"), argv[1]);
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  iface = vb_mgr_get_manager (manager, "drivers", NULL);
+  iface = vb_mgr_manager_view ("drivers",
+                               _ ("List the drivers vblkd offers and their attributes: type, "
+                                  "default, and whether it may change while the device runs "
+                                  "(vbmgr set)."),
+                               &json, argc, argv, &manager, &status);
   if (iface == NULL)
-    return VB_EXIT_FAILED;
+    return status;
   drivers = vb_dbus_manager_get_drivers (iface);
   if (drivers == NULL)
     {
@@ -270,12 +302,7 @@ vb_cmd_drivers (int argc, char **argv)
         vb_mgr_print_table (rows, 4, "  ");
     }
   if (json)
-    {
-      g_autoptr (JsonNode) root = NULL;
-      json_builder_end_object (b);
-      root = json_builder_get_root (b);
-      vb_mgr_print_json (root);
-    }
+    vb_mgr_print_json_object (b);
   return VB_EXIT_OK;
 }
 
@@ -284,9 +311,6 @@ int
 vb_cmd_backends (int argc, char **argv)
 {
   gboolean json = FALSE;
-  const GOptionEntry entries[]
-      = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print a JSON object"), NULL },
-          G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;
   g_autoptr (VbDBusManager) iface = NULL;
   g_autoptr (GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
@@ -295,20 +319,14 @@ vb_cmd_backends (int argc, char **argv)
   GVariantIter iter;
   const char *name, *reason;
   gboolean available;
+  int status;
 
-  if (!vb_mgr_parse_options ("backends", "[--json]",
-                             _ ("List the backends (how a started device becomes a block node): "
-                                "available, or why not on this machine."),
-                             entries, &argc, &argv))
-    return VB_EXIT_USAGE;
-  if (argc > 1)
-    return vb_mgr_usage_error ("backends", _ ("unexpected argument '%s'"), argv[1]);
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  iface = vb_mgr_get_manager (manager, "backends", NULL);
+  iface = vb_mgr_manager_view ("backends",
+                               _ ("List the backends (how a started device becomes a block "
+                                  "node): available, or why not on this machine."),
+                               &json, argc, argv, &manager, &status);
   if (iface == NULL)
-    return VB_EXIT_FAILED;
+    return status;
   backends = vb_dbus_manager_get_backends (iface);
   if (json)
     json_builder_begin_object (b);
@@ -333,12 +351,7 @@ vb_cmd_backends (int argc, char **argv)
                                              available ? "-" : vb_mgr_or_dash (reason), NULL));
     }
   if (json)
-    {
-      g_autoptr (JsonNode) root = NULL;
-      json_builder_end_object (b);
-      root = json_builder_get_root (b);
-      vb_mgr_print_json (root);
-    }
+    vb_mgr_print_json_object (b);
   else
     vb_mgr_print_table (rows, 3, "");
   return VB_EXIT_OK;
