@@ -244,6 +244,23 @@ print_startup_error (const GError *error)
 
 static void own_name (VbDaemon *daemon, GDBusConnection *connection);
 
+static gboolean boot (VbDaemon *daemon);
+
+/* Whether a process owns @name on the bus now (no answer: as if it did). */
+static gboolean
+name_has_owner (GDBusConnection *connection, const char *name)
+{
+  g_autoptr (GVariant) reply = g_dbus_connection_call_sync (
+      connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+      "NameHasOwner", g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"),
+      G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+  gboolean owned = TRUE;
+
+  if (reply != NULL)
+    g_variant_get (reply, "(b)", &owned);
+  return owned;
+}
+
 static void
 on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
 {
@@ -253,6 +270,19 @@ on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
    * SIGTERM): the devices it serves outlive the bus */
   g_dbus_connection_set_exit_on_close (connection, FALSE);
   g_set_object (&daemon->bus->connection, connection);
+  /* With the state ours already (locked at start: not --replace) and the
+   * name free, the objects are exported before the name is asked for: a
+   * caller that sees the name finds them. The first call of a D-Bus
+   * activation arrives as soon as the name is owned; the objects made only
+   * then (the test of the package saw "Object does not exist") were too
+   * late for it. */
+  if (daemon->bus->object_manager == NULL && daemon->desired != NULL && !opt_takeover
+      && !name_has_owner (connection, name))
+    {
+      if (!boot (daemon))
+        return;
+      g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
+    }
 }
 
 /* Every second until the system bus answers again; then the name is
@@ -345,15 +375,23 @@ on_name_acquired (GDBusConnection *connection, const char *name, gpointer data)
   VbDaemon *daemon = data;
   g_autoptr (GError) error = NULL;
 
+  gboolean first = !daemon->bus->ever_owned;
+
   daemon->bus->name_owned = TRUE;
+  daemon->bus->ever_owned = TRUE;
   if (daemon->bus->object_manager != NULL)
     {
-      /* owned again after the bus came back: the same objects */
+      /* exported before the name was asked for, or owned again after the
+       * bus came back: the same objects */
       if (daemon->bus->authority == NULL)
         polkit_authority_get_async (NULL, got_authority, daemon);
       g_dbus_object_manager_server_set_connection (daemon->bus->object_manager, connection);
       vb_objects_sync (daemon);
-      g_message ("vblk: owns %s again", name);
+      if (first)
+        g_message ("vblk: owns %s; state %s; instance %s", name, daemon->state_path,
+                   daemon->instance);
+      else
+        g_message ("vblk: owns %s again", name);
       return;
     }
   if (!boot (daemon))

@@ -19,6 +19,7 @@ struct _VbBus {
   GDBusConnection *connection;
   guint owner_id;         /* g_bus_own_name's */
   gboolean name_owned;    /* owned on the current connection */
+  gboolean ever_owned;    /* owned once already (a later one is "again") */
   guint reconnect_source; /* the bus went away: tries it again */
   GDBusObjectManagerServer *object_manager;
   VbDBusManager *manager;
