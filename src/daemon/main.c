@@ -252,8 +252,8 @@ name_has_owner (GDBusConnection *connection, const char *name)
 {
   g_autoptr (GVariant) reply = g_dbus_connection_call_sync (
       connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-      "NameHasOwner", g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"),
-      G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+      "NameHasOwner", g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
+      -1, NULL, NULL);
   gboolean owned = TRUE;
 
   if (reply != NULL)
