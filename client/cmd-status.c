@@ -25,7 +25,7 @@ typedef struct {
   char *name;
   char *state;
   VbHealth health;
-  GPtrArray *problems; /* "SOURCE (ROLE) STATE", owned strings */
+  GPtrArray *problems; /* "SOURCE (ROLE) STATE", owned strings, NULL-terminated */
 } VbStatusLine;
 
 static void
@@ -49,22 +49,21 @@ static VbStatusLine *
 vb_status_of (GDBusObjectManager *manager, VbDBusDevice *device)
 {
   VbStatusLine *line = g_new0 (VbStatusLine, 1);
-  const char *const *paths = vb_dbus_device_get_components (device);
+  g_autoptr (GPtrArray) components = vb_mgr_collect_components (manager, device);
   const char *state = vb_mgr_str (vb_dbus_device_get_state (device));
 
   line->name = g_strdup (vb_mgr_str (vb_dbus_device_get_name (device)));
   line->state = g_strdup (state);
-  line->problems = g_ptr_array_new_with_free_func (g_free);
-  for (gsize i = 0; paths != NULL && paths[i] != NULL; i++)
+  line->problems = g_ptr_array_new_null_terminated (1, g_free, TRUE); /* (1: pdata never NULL) */
+  for (guint i = 0; i < components->len; i++)
     {
-      g_autoptr (VbDBusComponent) c = vb_mgr_lookup_component (manager, paths[i]);
-      const char *cstate = c ? vb_mgr_str (vb_dbus_component_get_state (c)) : "";
+      const VbMgrComponentView *c = components->pdata[i];
+      const char *cstate = vb_mgr_str (c->state);
 
-      if (c == NULL || strcmp (cstate, "in-sync") == 0 || strcmp (cstate, "spare") == 0)
+      if (strcmp (cstate, "in-sync") == 0 || strcmp (cstate, "spare") == 0)
         continue;
-      g_ptr_array_add (line->problems,
-                       g_strdup_printf ("%s (%s) %s", vb_mgr_str (vb_dbus_component_get_source (c)),
-                                        vb_mgr_str (vb_dbus_component_get_role (c)), cstate));
+      g_ptr_array_add (line->problems, g_strdup_printf ("%s (%s) %s", vb_mgr_str (c->source),
+                                                        vb_mgr_str (c->role), cstate));
     }
   /* (configuring: a component is not there; failed when the device is
    * meant to run, at boot and so now; a stopped one is only incomplete) */
@@ -160,10 +159,7 @@ vb_cmd_status (int argc, char **argv)
       for (guint i = 0; i < lines->len; i++)
         {
           VbStatusLine *line = lines->pdata[i];
-          g_autofree char *problems = NULL;
-          g_ptr_array_add (line->problems, NULL);
-          problems = g_strjoinv (", ", (char **) line->problems->pdata);
-          g_ptr_array_remove_index (line->problems, line->problems->len - 1);
+          g_autofree char *problems = g_strjoinv (", ", (char **) line->problems->pdata);
           g_ptr_array_add (rows, vb_mgr_row (line->name, line->state, vb_health_names[line->health],
                                              problems, NULL));
         }

@@ -8,6 +8,7 @@
 
 #include <glib/gi18n.h>
 #include <stdarg.h>
+#include <string.h>
 
 const char *
 vb_mgr_str (const char *s)
@@ -107,4 +108,41 @@ vb_mgr_run_listing (const VbMgrListing *listing, int argc, char **argv)
   else
     vb_mgr_print_listing_table (listing, manager, items);
   return VB_EXIT_OK;
+}
+
+void
+vb_mgr_component_view_free (VbMgrComponentView *view)
+{
+  g_free (view->source);
+  g_free (view->role);
+  g_free (view->state);
+  g_free (view);
+}
+
+GPtrArray *
+vb_mgr_collect_components (GDBusObjectManager *manager, VbDBusDevice *device)
+{
+  GPtrArray *views = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_mgr_component_view_free);
+  const char *const *paths = vb_dbus_device_get_components (device);
+
+  for (gsize i = 0; paths != NULL && paths[i] != NULL; i++)
+    {
+      g_autoptr (VbDBusComponent) component = NULL;
+      VbMgrComponentView *view;
+      const char *slash = strrchr (paths[i], '/');
+
+      component = vb_mgr_lookup_component (manager, paths[i]);
+      if (component == NULL)
+        continue; /* removed while we were reading */
+      view = g_new0 (VbMgrComponentView, 1);
+      if (slash == NULL
+          || !g_ascii_string_to_unsigned (slash + 1, 10, 0, G_MAXUINT, &view->index, NULL))
+        view->index = i;
+      view->source = g_strdup (vb_dbus_component_get_source (component));
+      view->role = g_strdup (vb_dbus_component_get_role (component));
+      view->state = g_strdup (vb_dbus_component_get_state (component));
+      view->errors = vb_dbus_component_get_errors (component);
+      g_ptr_array_add (views, view);
+    }
+  return views;
 }

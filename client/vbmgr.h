@@ -137,6 +137,19 @@ typedef struct {
 } VbMgrListing;
 int vb_mgr_run_listing (const VbMgrListing *listing, int argc, char **argv);
 
+/* One component of a device as shown: index from its object path
+ * ".../components/N"; the device's components in its order (owned views),
+ * those removed while they were read left out. */
+typedef struct {
+  guint64 index;
+  char *source;
+  char *role;
+  char *state;
+  guint64 errors;
+} VbMgrComponentView;
+void vb_mgr_component_view_free (VbMgrComponentView *view);
+GPtrArray *vb_mgr_collect_components (GDBusObjectManager *manager, VbDBusDevice *device);
+
 /* Prints @rows (each a char*[@columns]) left-aligned in columns, each line
  * after @indent; the last column is not padded, and no line ends in a blank. */
 void vb_mgr_print_table (GPtrArray *rows, guint columns, const char *indent);

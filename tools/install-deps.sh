@@ -12,8 +12,9 @@ packages=(
   libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
   libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev liburing-dev libfuse3-dev
   libnbd-dev libdevmapper-dev
-  # run: system bus, polkit, udev, gdbus
-  dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin
+  # run: system bus, polkit, udev, gdbus; systemd (systemd-analyze in the tests, and the
+  # package's build dependency for systemd.pc)
+  dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin systemd
   # tests: loop devices, filesystems, JSON, process control
   util-linux mount fdisk e2fsprogs xfsprogs kmod jq diffutils coreutils fuse3
   # tests: real clients nobody here wrote
