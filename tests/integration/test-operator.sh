@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The operator's commands (issue 21): vbmgr status and its exit statuses
 # for ok, degraded and failed devices; vbmgr drivers and backends; vbmgr
-# monitor --program running a command with the event's fields; the monthly
+# monitor --program running a command with the event's fields, also as
+# vblk-monitor.service runs it; the monthly
 # check's service (vblk-check.service) starting a check of every redundant
 # device; the systemd units pass systemd-analyze verify.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -89,9 +90,24 @@ vb_assert_contains "$(cat "$T/monitor.out")" "component-failed r1" "monitor's ow
 kill "$monitor"
 wait "$monitor" || vb_fail "monitor's exit status after SIGTERM"
 
+vb_log "vblk-monitor.service's command, with VBLK_MONITOR_PROGRAM as /etc/default/vblk sets it"
+unit=$(dirname "$VBMGR")/../data/vblk-monitor.service
+# the unit's shell script ($$ is systemd's $), with this build's vbmgr
+script=$(sed -n "s/^ExecStart=\/bin\/sh -c '\(.*\)'\$/\1/p" "$unit" | sed 's/\$\$/$/g' |
+  sed "s|exec [^ ]*/vbmgr |exec $VBMGR |")
+vb_assert_contains "$script" "monitor \${VBLK_MONITOR_PROGRAM:+--program" "the unit's command"
+vb_bg env VBLK_MONITOR_PROGRAM='echo "$VBLK_EVENT $VBLK_DEVICE" >> '"$T/service.log" \
+  /bin/sh -c "$script" 2> "$T/service.err"
+service=$VB_BG_PID
+vb_wait_until 10 grep -q "listening" "$T/service.err" || vb_fail "the service's monitor did not start"
+
 vb_log "the monthly check's service: a check of every redundant device"
 vbmgr add r1 "$T/b.img"
 vbmgr wait r1 > /dev/null || vb_fail "b's re-add"
+vb_wait_until 10 grep -qx "rebuild-finished r1" "$T/service.log" ||
+  vb_fail "the service's program did not run for rebuild-finished: $(cat "$T/service.log" 2> /dev/null)"
+kill "$service"
+wait "$service" || vb_fail "the service's monitor after SIGTERM"
 unit=$(dirname "$VBMGR")/../data/vblk-check.service
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 vb_assert_eq "vbmgr check --all" "$(basename "${exec_start%% *}") ${exec_start#* }" "the service's command"
