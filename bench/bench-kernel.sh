@@ -23,39 +23,69 @@
 # (BENCH_PROFILE=0 leaves it out). Asserts nothing.
 # Usage: bash bench/bench-kernel.sh [SECONDS]   (as root; builds first)
 # Environment: BENCH_BUILD_DIR (default build/ in the checkout), BENCH_MB
-#   (size of each image, 256).
+#   (size of each image, 256); VB_VM_KERNEL=newer (the harness's newer
+#   kernel, Debian 13's backports: ublk with zero copy); BENCH_DISK=1 (the
+#   images on ext4 on a virtio disk instead of the guest's tmpfs: files
+#   that take O_DIRECT and nonblocking writes, as on a real host);
+#   BENCH_UBLK_COPY=1 (ublk through vblkd's buffers even where the driver
+#   offers zero copy: VBLK_UBLK_COPY=1 for vblkd).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-15}
 build=${BENCH_BUILD_DIR:-$repo/build}
 mb=${BENCH_MB:-256}
+disk_mode=${BENCH_DISK:-0}
+copy_mode=${BENCH_UBLK_COPY:-0}
 
 if [ "${BENCH_IN_VM:-}" != 1 ]; then
   bash "$repo/tools/install-deps.sh" > /dev/null
   [ -d "$build/meson-private" ] || meson setup "$build" "$repo" > /dev/null
   ninja -C "$build" > /dev/null
+  # (VB_VM_KERNEL picks the cache it builds)
   bash "$repo/tests/vm/build-cache.sh" > /dev/null
-  # 9 images on the guest's tmpfs (75% of its memory)
-  exec "$repo/tests/vm/run" --memory 4096 --timeout $((seconds * 20 + 600)) \
-    "BENCH_IN_VM=1 BENCH_BUILD_DIR=$build BENCH_MB=$mb bash $repo/bench/bench-kernel.sh $seconds"
+  [ "${VB_VM_KERNEL:-debian12}" != newer ] || export VB_VM_CACHE=${VB_VM_CACHE:-/var/cache/vblk-vm}/newer
+  disk_args=()
+  if [ "$disk_mode" = 1 ]; then
+    # 9 images and ext4's own room, sparse on the host
+    disk=$(mktemp /var/tmp/vblk-bench-disk.XXXXXX)
+    trap 'rm -f "$disk"' EXIT
+    truncate -s $((mb * 9 + 1024))M "$disk"
+    disk_args=(--disk "$disk")
+  fi
+  # 9 images on the guest's tmpfs (75% of its memory), or on the disk
+  "$repo/tests/vm/run" --memory 4096 --timeout $((seconds * 20 + 600)) "${disk_args[@]}" \
+    "BENCH_IN_VM=1 BENCH_BUILD_DIR=$build BENCH_MB=$mb BENCH_DISK=$disk_mode BENCH_UBLK_COPY=$copy_mode bash $repo/bench/bench-kernel.sh $seconds"
+  exit
 fi
 
 for m in loop fuse dm-mod md-mod raid1 nbd ublk_drv; do modprobe "$m"; done
 export VBLKD=$build/src/daemon/vblkd VBMGR=$build/client/vbmgr VB_SRCDIR=$repo
 source "$repo/tests/integration/lib.sh"
 vb_setup
+[ "$copy_mode" != 1 ] || export VBLK_UBLK_COPY=1
 vb_start_daemon
 
-for f in m0 m1 u0 u1 n0 n1 e0 e1 p; do vb_mkimg "$T/$f.img" "${mb}M"; done
-vbmgr create md --driver raid1 --backend kernel --start "$T/m0.img" "$T/m1.img"
-vbmgr create ublk --driver raid1 --backend ublk --start "$T/u0.img" "$T/u1.img"
-vbmgr create nbd --driver raid1 --backend nbd --start "$T/n0.img" "$T/n1.img"
-vbmgr create fuse-loop --driver raid1 --backend loop --start "$T/e0.img" "$T/e1.img"
+images=$T
+where="the guest's tmpfs"
+if [ "$disk_mode" = 1 ]; then
+  images=$T/disk
+  mkdir -p "$images"
+  mkfs.ext4 -q -F /dev/vda
+  mount /dev/vda "$images"
+  vb_on_cleanup "umount $images"
+  where="ext4 on a virtio disk"
+fi
+for f in m0 m1 u0 u1 n0 n1 e0 e1 p; do vb_mkimg "$images/$f.img" "${mb}M"; done
+vbmgr create md --driver raid1 --backend kernel --start "$images/m0.img" "$images/m1.img"
+vbmgr create ublk --driver raid1 --backend ublk --start "$images/u0.img" "$images/u1.img"
+vbmgr create nbd --driver raid1 --backend nbd --start "$images/n0.img" "$images/n1.img"
+vbmgr create fuse-loop --driver raid1 --backend loop --start "$images/e0.img" "$images/e1.img"
 devices=(md ublk nbd fuse-loop leg)
 for d in md ublk nbd fuse-loop; do vbmgr wait "$d" > /dev/null; done
+ublk_mode=$(grep -o "ublk device [0-9]*: [a-z ]*" "$VB_LOG" | head -1 | sed 's/^ublk device [0-9]*: //')
 # buffered, as the loop devices under an md array over image files are
-plain=$(losetup --find --show "$T/p.img")
+plain=$(losetup --find --show "$images/p.img")
 vb_on_cleanup "losetup -d $plain"
 
 declare -A node=([md]=$(vb_blockdev_of md) [ublk]=$(vb_blockdev_of ublk) [nbd]=$(vb_blockdev_of nbd)
@@ -89,7 +119,8 @@ for job in "${jobs[@]}"; do
 done
 
 echo
-echo "raid1 of two ${mb} MiB images, ${seconds} s per job, kernel $(uname -r) under the VM harness"
+echo "raid1 of two ${mb} MiB images on $where, ${seconds} s per job, kernel $(uname -r) under the VM harness"
+echo "ublk: ${ublk_mode:-?}"
 printf '%-10s %-10s %14s %12s %10s\n' job device "IOPS|MiB/s" "p99 us" "vs md"
 for job in "${jobs[@]}"; do
   for dev in "${devices[@]}"; do

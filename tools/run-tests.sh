@@ -24,6 +24,9 @@ if [ "$(id -u)" -eq 0 ]; then
   # the VM harness's kernel and initramfs, cached outside the checkout
   bash "$repo/tests/vm/build-cache.sh" ||
     echo "run-tests.sh: the VM cache could not be built: the 'vm' suite will skip" >&2
+  # and the newer kernel's (Debian 13's backports: ublk zero copy, resize)
+  VB_VM_KERNEL=newer bash "$repo/tests/vm/build-cache.sh" ||
+    echo "run-tests.sh: the newer kernel's VM cache could not be built: its 'vm' tests will skip" >&2
 else
   echo "run-tests.sh: not root: not installing packages; the 'integration', 'torture' and 'vm' suites will skip" >&2
 fi

@@ -327,8 +327,18 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
   if (rt == NULL)
     return NULL;
   rt->announce_size = announce_size;
+  rt->zero_copy = (info.flags & UBLK_F_AUTO_BUF_REG) != 0;
+  if (rt->zero_copy && !vb_engine_zero_copy_ok (vb_engine_switch_engine (rt->sw)))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+                   _ ("taking over %s: it was added with zero copy, and a component is now one "
+                      "this vblkd serves in place, which needs the data in memory"),
+                   node);
+      vb_engine_runtime_free (rt);
+      return NULL;
+    }
   t = transport_new (rt, id, info.flags);
-  t->dev = vb_ublk_device_open (id, info.nr_hw_queues, rt->sw, error);
+  t->dev = vb_ublk_device_open (id, info.nr_hw_queues, rt->zero_copy, rt->sw, error);
   if (!vb_ublk_device_opened (t->dev)
       || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
     {
@@ -381,10 +391,11 @@ ublk_start (const VbBackendRequest *request, GError **error)
 {
   gint left = find_left_behind (request->instance, request->uuid);
   struct ublksrv_ctrl_dev_info info = { 0 };
-  struct ublk_params params = { 0 };
+  VbUblkParams params = { 0 };
   VbEngineRuntime *rt;
   UblkTransport *t;
   guint64 features = 0;
+  gboolean have_features;
   guint32 block_size;
   guint64 size;
   guint shift = 9;
@@ -406,8 +417,16 @@ ublk_start (const VbBackendRequest *request, GError **error)
   info.queue_depth = QUEUE_DEPTH;
   info.max_io_buf_bytes = IO_BUF_BYTES;
   info.dev_id = (guint32) -1;
+  have_features = driver_features (&features);
   info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE
-               | (driver_features (&features) ? features & UBLK_F_UPDATE_SIZE : 0);
+               | (have_features ? features & UBLK_F_UPDATE_SIZE : 0);
+  /* zero copy where the driver registers the buffers itself, unless a
+   * component needs the data in memory (one served in place) or the
+   * environment asks for the copy (benchmarks compare the two) */
+  if (have_features && (features & UBLK_F_AUTO_BUF_REG)
+      && vb_engine_zero_copy_ok (vb_engine_switch_engine (rt->sw))
+      && g_strcmp0 (g_getenv ("VBLK_UBLK_COPY"), "1") != 0)
+    info.flags |= UBLK_F_AUTO_BUF_REG;
   tag_info (&info, request->instance, request->uuid);
   if (!control_or_fail (UBLK_CMD_ADD_DEV, (guint32) -1, &info, sizeof info, 0, error))
     {
@@ -418,8 +437,12 @@ ublk_start (const VbBackendRequest *request, GError **error)
     vb_report (request->name, VB_REPORT_WARNING,
                "this ublk driver cannot reissue requests after a vblkd restart");
   t = transport_new (rt, info.dev_id, info.flags);
+  rt->zero_copy = (info.flags & UBLK_F_AUTO_BUF_REG) != 0;
+  vb_report (request->name, VB_REPORT_INFO, "ublk device %u: %s", info.dev_id,
+             rt->zero_copy ? "zero copy (the driver registers each request's buffer)"
+                           : "the driver copies to and from vblkd's buffers");
 
-  params.len = sizeof params;
+  params.len = sizeof (struct ublk_params);
   params.types = UBLK_PARAM_TYPE_BASIC;
   params.basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA
                        | (vb_engine_switch_ops.read_only (rt->sw) ? UBLK_ATTR_READ_ONLY : 0);
@@ -437,9 +460,18 @@ ublk_start (const VbBackendRequest *request, GError **error)
       params.discard.max_write_zeroes_sectors = G_MAXUINT32 >> 9;
       params.discard.max_discard_segments = 1;
     }
-  if (!control_or_fail (UBLK_CMD_SET_PARAMS, info.dev_id, &params, sizeof params, 0, error))
+  if (rt->zero_copy)
+    {
+      /* the request's own pages go to the components, O_DIRECT among
+       * them: each segment aligned to the block size, as a copy into
+       * vblkd's buffers would be */
+      params.len = sizeof params;
+      params.types |= UBLK_PARAM_TYPE_DMA_ALIGN;
+      params.dma_alignment = MAX (block_size, 512u) - 1;
+    }
+  if (!control_or_fail (UBLK_CMD_SET_PARAMS, info.dev_id, &params, params.len, 0, error))
     goto fail;
-  t->dev = vb_ublk_device_open (info.dev_id, info.nr_hw_queues, rt->sw, error);
+  t->dev = vb_ublk_device_open (info.dev_id, info.nr_hw_queues, rt->zero_copy, rt->sw, error);
   if (!vb_ublk_device_opened (t->dev))
     goto fail;
   node = node_of (info.dev_id);

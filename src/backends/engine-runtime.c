@@ -340,6 +340,18 @@ vb_engine_runtime_cancel_job (const char *block_device, guint64 job, GError **er
   return vb_backend_errno (r, error);
 }
 
+/* @path is served in place by this vblkd: its functions take the data in
+ * memory, which requests in the kernel's buffers do not have. */
+static void
+zero_copy_refusal (const char *block_device, const char *path, GError **error)
+{
+  g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
+               _ ("%s is served with ublk zero copy and %s is a device this vblkd serves in "
+                  "place, which needs the data in memory; stop %s and start it again (it then "
+                  "copies)"),
+               block_device, path, block_device);
+}
+
 gboolean
 vb_engine_runtime_readd (const char *block_device, guint slot, const char *path, const char *uuid,
                          GError **error)
@@ -354,6 +366,8 @@ vb_engine_runtime_readd (const char *block_device, guint slot, const char *path,
   if (e == NULL)
     g_set_error (error, VB_ERROR, VB_ERROR_NOT_SUPPORTED,
                  _ ("%s: not an engine device of this vblkd"), block_device);
+  else if (rt->zero_copy && source.ops)
+    zero_copy_refusal (block_device, path, error);
   else if (slot >= vb_engine_n_components (e))
     g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s: no slot %u"), block_device,
                  slot);
@@ -465,7 +479,14 @@ vb_engine_runtime_reconfigure (const char *block_device, const VbBackendRequest 
   old = vb_engine_switch_engine (rt->sw);
   report->old_size = vb_engine_ops.size (old);
   for (guint i = 0; i < request->n_components; i++)
-    kept_component (old, request->paths[i], &sources[i], &behind[i], &failed[i], &errors[i]);
+    {
+      kept_component (old, request->paths[i], &sources[i], &behind[i], &failed[i], &errors[i]);
+      if (rt->zero_copy && sources[i].ops)
+        {
+          zero_copy_refusal (block_device, request->paths[i], error);
+          return FALSE;
+        }
+    }
   VbEngineIdentity identity = identity_of (request);
   identity.reconfigure = TRUE;
   identity.out_of_sync = behind;

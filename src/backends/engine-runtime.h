@@ -22,6 +22,9 @@ struct _VbEngineRuntime {
   /* the backend's: what serves the switch to the kernel */
   gpointer transport;
   GDestroyNotify transport_free; /* called before the switch is freed */
+  /* the transport serves requests in the kernel's buffers (ublk zero
+   * copy): a component this process serves in place cannot join */
+  gboolean zero_copy;
   /* tells the kernel the device's new size after a reconfiguration */
   gboolean (*announce_size) (VbEngineRuntime *rt, GError **error);
 };

@@ -22,6 +22,29 @@ G_BEGIN_DECLS
 #ifndef UBLK_F_UPDATE_SIZE
 #define UBLK_F_UPDATE_SIZE (1ULL << 10)
 #endif
+#ifndef UBLK_F_AUTO_BUF_REG
+#define UBLK_F_AUTO_BUF_REG (1ULL << 11)
+#endif
+#ifndef UBLK_PARAM_TYPE_DMA_ALIGN
+#define UBLK_PARAM_TYPE_DMA_ALIGN (1 << 4)
+#endif
+
+/* struct ublk_params as drivers lay it out from Linux 6.14 on, up to the
+ * DMA alignment (6.1's ends after the discard part, padded to 64 bytes;
+ * a driver takes the first len bytes). */
+typedef struct {
+  guint32 len;
+  guint32 types;
+  struct ublk_param_basic basic;
+  struct ublk_param_discard discard;
+  guint32 devt[4];  /* struct ublk_param_devt */
+  guint32 zoned[8]; /* struct ublk_param_zoned */
+  guint32 dma_alignment;
+  guint8 dma_pad[4];
+} VbUblkParams;
+G_STATIC_ASSERT (G_STRUCT_OFFSET (VbUblkParams, devt) == 60);
+G_STATIC_ASSERT (G_STRUCT_OFFSET (VbUblkParams, dma_alignment) == 108);
+G_STATIC_ASSERT (sizeof (struct ublk_params) == 64);
 
 /* UBLK_CMD_@op on device @dev_id with @buf (@len bytes, may be NULL) and
  * data[0] = @data0: 0 or -errno. */

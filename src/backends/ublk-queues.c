@@ -4,7 +4,18 @@
  * that carries both the ublk commands on /dev/ublkcN and the component
  * I/O of the engine requests they bring. A tag's request completes, and
  * COMMIT_AND_FETCH_REQ goes into the same ring, from the completion of its
- * last piece: nothing crosses to another thread on the way. */
+ * last piece: nothing crosses to another thread on the way.
+ *
+ * Where the data is: with zero copy (UBLK_F_AUTO_BUF_REG, Linux 6.16 on)
+ * the driver registers each request's pages in the ring's buffer table at
+ * the tag's index before the fetch completes, and unregisters them at the
+ * commit; the components are read and written from them directly.
+ * Otherwise the driver copies between the request and the tag's buffer,
+ * all of which is registered with the ring once (no page pinning per
+ * I/O). User copy (6.5 on) is not used: it is the same one copy, made by
+ * a request of ours instead of the driver's; nor zero copy by explicit
+ * REGISTER_IO_BUF commands (6.15 only, before automatic registration):
+ * two more commands per request. */
 #include "config.h"
 
 #include <glib/gi18n-lib.h>
@@ -54,6 +65,7 @@ struct _UblkQueue {
 struct _VbUblkDevice {
   guint dev_id;
   guint n_queues;
+  gboolean zero_copy;
   int char_fd;
   UblkQueue queues[MAX_QUEUES];
   VbEngineSwitch *sw;
@@ -74,7 +86,13 @@ queue_io_cmd (UblkQueue *q, guint32 op, guint tag, int result)
   cmd->q_id = (guint16) q->q_id;
   cmd->tag = (guint16) tag;
   cmd->result = result;
-  cmd->addr = (guint64) (guintptr) (q->bufs + (gsize) tag * IO_BUF_BYTES);
+  /* zero copy: no buffer of ours, and the SQE's own address says where
+   * the driver puts the request's (struct ublk_auto_buf_reg: the index in
+   * the ring's table in bits 0-15, no flags) */
+  if (q->dev->zero_copy)
+    sqe->addr = tag;
+  else
+    cmd->addr = (guint64) (guintptr) (q->bufs + (gsize) tag * IO_BUF_BYTES);
 }
 
 /* The engine is done with a tag's request: the answer goes back with the
@@ -259,7 +277,8 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
                    g_strerror (e));
       return FALSE;
     }
-  if (posix_memalign ((void **) &q->bufs, 4096, (gsize) QUEUE_DEPTH * IO_BUF_BYTES) != 0)
+  if (!dev->zero_copy
+      && posix_memalign ((void **) &q->bufs, 4096, (gsize) QUEUE_DEPTH * IO_BUF_BYTES) != 0)
     {
       q->bufs = NULL;
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("%s: no memory for queue %u"), path, i);
@@ -272,7 +291,13 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
       tag->q = q;
       tag->tag = t;
       vb_engine_io_init (&tag->io);
-      tag->io.buf = q->bufs + (gsize) t * IO_BUF_BYTES;
+      if (dev->zero_copy)
+        {
+          tag->io.kernel_buf = TRUE;
+          tag->io.kernel_buf_index = t;
+        }
+      else
+        tag->io.buf = q->bufs + (gsize) t * IO_BUF_BYTES;
     }
   q->ring = vb_ring_new (RING_ENTRIES, error);
   if (q->ring == NULL)
@@ -286,6 +311,23 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
                    path, i, g_strerror (-e));
       return FALSE;
     }
+  if (dev->zero_copy)
+    {
+      /* the table the driver registers each request's pages in */
+      if ((e = io_uring_register_buffers_sparse (vb_ring_uring (q->ring), QUEUE_DEPTH)) < 0)
+        {
+          g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
+                       _ ("%s: queue %u: a buffer table for zero copy: %s"), path, i,
+                       g_strerror (-e));
+          return FALSE;
+        }
+    }
+  else if ((e = vb_ring_register_buffer (q->ring, q->bufs, (gsize) QUEUE_DEPTH * IO_BUF_BYTES)) < 0)
+    /* the components' I/O from the tags' buffers without pinning pages
+     * each time, where the memlock limit allows */
+    vb_report ("ublk", VB_REPORT_INFO,
+               "%s: queue %u: buffers not registered with io_uring (%s): plain reads and writes",
+               path, i, g_strerror (-e));
   q->thread = g_thread_new ("ublk-queue", queue_thread, q);
   g_mutex_lock (&q->ready_lock);
   while (!q->ready)
@@ -301,13 +343,15 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
 }
 
 VbUblkDevice *
-vb_ublk_device_open (guint dev_id, guint n_queues, VbEngineSwitch *sw, GError **error)
+vb_ublk_device_open (guint dev_id, guint n_queues, gboolean zero_copy, VbEngineSwitch *sw,
+                     GError **error)
 {
   g_autofree char *path = g_strdup_printf ("/dev/ublkc%u", dev_id);
   VbUblkDevice *dev = g_new0 (VbUblkDevice, 1);
   int e;
 
   dev->dev_id = dev_id;
+  dev->zero_copy = zero_copy;
   dev->sw = sw;
   dev->char_fd = -1;
   if (n_queues == 0 || n_queues > MAX_QUEUES)

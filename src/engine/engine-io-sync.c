@@ -56,7 +56,12 @@ static int
 run_sync (VbEngine *e, VbEngineIoKind kind, void *buf, guint64 length, guint64 offset, gboolean fua)
 {
   SyncThread *t = g_private_get (&sync_thread_key);
-  SyncCall call = { .io = { kind, buf, offset, length, fua, sync_done, NULL, NULL } };
+  SyncCall call = { .io = { .kind = kind,
+                            .buf = buf,
+                            .offset = offset,
+                            .length = length,
+                            .fua = fua,
+                            .done = sync_done } };
   VbRing *ring;
 
   if (t == NULL)

@@ -15,6 +15,7 @@
 #include "engine-io.h"
 
 #include "engine-meta.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -163,8 +164,12 @@ issue_subs (EngineIoState *st, gboolean write)
       const VbMapping *p = &st->pieces[s->piece];
       Component *c = sub_component (st, s);
       guint64 coff = c->data_offset + p->copies[s->copy].offset;
-      guint8 *data = st->data + (p->offset - st->io->offset);
+      guint64 at = p->offset - st->io->offset;
+      gboolean kbuf = st->io->kernel_buf;
+      /* a kernel buffer's address in the ring is the offset in it */
+      guint8 *data = kbuf ? (guint8 *) (guintptr) at : st->data + at;
       struct io_uring_sqe *sqe;
+      int fixed;
 
       s->st = st;
       s->res = 0;
@@ -183,6 +188,16 @@ issue_subs (EngineIoState *st, gboolean write)
           s->refused = TRUE;
           continue;
         }
+      if (c->fd < 0 && G_UNLIKELY (kbuf))
+        {
+          /* admit checked that none is in process: a component put in
+           * since. Its copy cannot be made, so it fails (never a leg
+           * silently left behind) */
+          g_critical ("%s: component %s is served in process and cannot take a kernel buffer",
+                      e->name, c->path);
+          s->res = -EIO;
+          continue;
+        }
       if (c->fd < 0)
         {
           s->res = write ? c->ops->pwrite (c->handle, data, p->length, coff, st->io->fua)
@@ -191,8 +206,15 @@ issue_subs (EngineIoState *st, gboolean write)
         }
       s->op.func = on_sub;
       sqe = vb_ring_sqe (st->ring, &s->op);
-      if (write)
+      /* the serving thread's registered buffer, when the data is in it */
+      fixed = kbuf ? (int) st->io->kernel_buf_index
+                   : vb_ring_buffer_index (st->ring, data, p->length);
+      if (write && fixed >= 0)
+        io_uring_prep_write_fixed (sqe, c->fd, data, p->length, coff, fixed);
+      else if (write)
         io_uring_prep_write (sqe, c->fd, data, p->length, coff);
+      else if (fixed >= 0)
+        io_uring_prep_read_fixed (sqe, c->fd, data, p->length, coff, fixed);
       else
         io_uring_prep_read (sqe, c->fd, data, p->length, coff);
       if (write && st->io->fua)
@@ -597,7 +619,7 @@ finish (EngineIoState *st, int res)
   VbEngineIo *io = st->io;
 
   release_holds (st);
-  if (res == 0 && io->kind == VB_ENGINE_IO_READ && st->data != io->buf)
+  if (res == 0 && io->kind == VB_ENGINE_IO_READ && !io->kernel_buf && st->data != io->buf)
     memcpy (io->buf, st->data, io->length);
   /* a trim with FUA: durable before done, as a write is */
   if (res == 0 && io->fua
@@ -744,9 +766,32 @@ admit (EngineIoState *st)
   /* the device failed: a write would land on no complete copy */
   if (io->kind == VB_ENGINE_IO_WRITE && e->meta && g_atomic_int_get (&e->lost))
     return -EIO;
+  if ((io->kind == VB_ENGINE_IO_READ || io->kind == VB_ENGINE_IO_WRITE) && io->kernel_buf)
+    {
+      st->data = NULL;
+      if (!vb_engine_zero_copy_ok (e))
+        {
+          vb_report (e->name, VB_REPORT_WARNING,
+                     "a request in a kernel buffer (zero copy), and a component that needs the "
+                     "data in memory: refused");
+          return -EIO;
+        }
+      return 0;
+    }
   if (io->kind == VB_ENGINE_IO_READ || io->kind == VB_ENGINE_IO_WRITE)
     return choose_buffer (st);
   return 0;
+}
+
+gboolean
+vb_engine_zero_copy_ok (VbEngine *e)
+{
+  if (e->fault)
+    return FALSE;
+  for (guint i = 0; i < e->n; i++)
+    if (e->components[i].fd < 0 && !e->components[i].missing)
+      return FALSE;
+  return TRUE;
 }
 
 static void

@@ -24,6 +24,10 @@ struct _VbRing {
   /* completions taken off a full CQ to make room, not run yet (the ring's
    * thread only), oldest first */
   VbRingOp *deferred, *deferred_tail;
+  /* the registered buffer (index 0), or NULL; I/Os through it */
+  guint8 *fixed_base;
+  gsize fixed_len;
+  guint64 fixed_count;
 };
 
 static void
@@ -227,4 +231,37 @@ struct io_uring *
 vb_ring_uring (VbRing *r)
 {
   return &r->ring;
+}
+
+int
+vb_ring_register_buffer (VbRing *r, void *base, gsize len)
+{
+  struct iovec iov = { .iov_base = base, .iov_len = len };
+  int e;
+
+  g_return_val_if_fail (r->fixed_base == NULL, -EEXIST);
+  e = io_uring_register_buffers (&r->ring, &iov, 1);
+  if (e < 0)
+    return e;
+  r->fixed_base = base;
+  r->fixed_len = len;
+  return 0;
+}
+
+int
+vb_ring_buffer_index (VbRing *r, const void *data, gsize len)
+{
+  const guint8 *d = data;
+
+  if (r->fixed_base == NULL || d < r->fixed_base || len > r->fixed_len
+      || (gsize) (d - r->fixed_base) > r->fixed_len - len)
+    return -1;
+  r->fixed_count++;
+  return 0;
+}
+
+guint64
+vb_ring_fixed_count (VbRing *r)
+{
+  return r->fixed_count;
 }

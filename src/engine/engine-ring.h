@@ -38,7 +38,18 @@ void vb_ring_post (VbRing *ring, VbRingOp *op, int res);
  * blocks until there is at least one. How many ran, or -errno. */
 int vb_ring_run (VbRing *ring, gboolean wait);
 /* The ring's own io_uring, for the few who set up more than one SQE's
- * worth (registered files and buffers). */
+ * worth (registered files). */
 struct io_uring *vb_ring_uring (VbRing *ring);
+/* Registers [@base, @base + @len) with the kernel as the ring's buffer
+ * (io_uring's fixed buffer 0: its pages pinned once, not at each I/O):
+ * 0, or -errno (the memlock limit, a kernel without them) and the ring
+ * goes on without. The memory must outlive the ring. At most one. */
+int vb_ring_register_buffer (VbRing *ring, void *base, gsize len);
+/* The fixed buffer index that holds all of [@data, @data + @len) for an
+ * I/O in this ring, or -1 (not registered memory: a plain read or write).
+ * Each >= 0 answer counts in vb_ring_fixed_count. */
+int vb_ring_buffer_index (VbRing *ring, const void *data, gsize len);
+/* How many I/Os went through a registered buffer (tests, benchmarks). */
+guint64 vb_ring_fixed_count (VbRing *ring);
 
 G_END_DECLS

@@ -155,6 +155,11 @@ guint64 vb_engine_component_errors (VbEngine *engine, guint component);
 gboolean vb_engine_lost_data (VbEngine *engine);
 /* Whether every byte still has a healthy copy with @component gone too. */
 gboolean vb_engine_can_lose (VbEngine *engine, guint component);
+/* Whether requests with a kernel buffer (VbEngineIo.kernel_buf) can be served:
+ * every component is a file or block device of its own (not one served in
+ * place by this process, whose functions take memory) and no fault is
+ * injected. */
+gboolean vb_engine_zero_copy_ok (VbEngine *engine);
 /* Marks @component faulty (SetFaulty); -EBUSY when it holds the last copy
  * of some data, -ENOTSUP without redundancy. The failure function hears
  * -ECANCELED. */
@@ -183,6 +188,13 @@ typedef void (*VbEngineIoFunc) (VbEngineIo *io, int res);
 struct _VbEngineIo {
   VbEngineIoKind kind;
   void *buf; /* read into, written from (reads and writes) */
+  /* TRUE (reads and writes): the data is not in this process's memory but
+   * the kernel's buffer of the request, registered in the ring's buffer
+   * table at @kernel_buf_index (ublk's automatic buffer registration: zero
+   * copy); @buf is unused and the engine moves the data with fixed-buffer
+   * reads and writes only. */
+  gboolean kernel_buf;
+  guint kernel_buf_index;
   guint64 offset;
   guint64 length;
   gboolean fua; /* writes and write-zeroes: durable before done */

@@ -13,6 +13,7 @@
 #include "engine-barrier.h"
 #include "engine.h"
 #include "vb-error.h"
+#include "vb-report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -401,6 +402,147 @@ test_many_in_flight (Fixture *f, gconstpointer data)
     }
 }
 
+/* The serving thread's registered buffer (io_uring's fixed buffers): I/O
+ * whose data lies in it goes as READ_FIXED/WRITE_FIXED (counted by the
+ * ring), data outside it as plain reads and writes, and both land on
+ * both legs unchanged. */
+static void
+test_registered_buffer (Fixture *f, gconstpointer data)
+{
+  enum { N = 16, LEN = 2 * BLOCK };
+  VbEngine *e = raid1_new (f, FALSE);
+  Request writes[N] = { 0 }, reads[N] = { 0 }, outside = { 0 };
+  guint8 *region = NULL;
+  int r;
+
+  g_assert_cmpint (posix_memalign ((void **) &region, 4096, 2 * N * LEN), ==, 0);
+  /* not registered yet: nothing is fixed */
+  g_assert_cmpint (vb_ring_buffer_index (f->ring, region, LEN), ==, -1);
+  r = vb_ring_register_buffer (f->ring, region, 2 * N * LEN);
+  if (r == -ENOMEM || r == -EPERM)
+    {
+      /* a memlock limit below 256 KiB */
+      g_test_skip ("io_uring cannot register 256 KiB here");
+      vb_engine_free (e);
+      free (region);
+      return;
+    }
+  g_assert_cmpint (r, ==, 0);
+  /* the bounds: all of the range inside, or not fixed */
+  g_assert_cmpint (vb_ring_buffer_index (f->ring, region + 2 * N * LEN - LEN, LEN), ==, 0);
+  g_assert_cmpint (vb_ring_buffer_index (f->ring, region + 2 * N * LEN - LEN + 1, LEN), ==, -1);
+  g_assert_cmpint (vb_ring_buffer_index (f->ring, region - 1, LEN), ==, -1);
+  g_assert_cmpint (vb_ring_buffer_index (f->ring, region, 2 * N * LEN + 1), ==, -1);
+  g_assert_cmpuint (vb_ring_fixed_count (f->ring), ==, 1);
+
+  for (guint i = 0; i < N; i++)
+    {
+      writes[i].buf = region + (gsize) i * LEN;
+      request_init (&writes[i], VB_ENGINE_IO_WRITE, block_offset (i), LEN);
+      memset (writes[i].buf, 0x20 + i, LEN);
+      vb_engine_submit (e, f->ring, &writes[i].io);
+    }
+  run_until_done (f, writes, N);
+  for (guint i = 0; i < N; i++)
+    {
+      g_assert_cmpint (writes[i].res, ==, 0);
+      reads[i].buf = region + (gsize) (N + i) * LEN;
+      request_init (&reads[i], VB_ENGINE_IO_READ, block_offset (i), LEN);
+      memset (reads[i].buf, 0, LEN);
+      vb_engine_submit (e, f->ring, &reads[i].io);
+    }
+  run_until_done (f, reads, N);
+  /* a write to each leg and a read, each through the registered buffer */
+  g_assert_cmpuint (vb_ring_fixed_count (f->ring), ==, 1 + 3 * N);
+  for (guint i = 0; i < N; i++)
+    {
+      g_assert_cmpint (reads[i].res, ==, 0);
+      g_assert_cmpmem (reads[i].buf, LEN, writes[i].buf, LEN);
+    }
+  /* memory of the caller's own, outside the registered buffer */
+  request_init (&outside, VB_ENGINE_IO_READ, block_offset (3), LEN);
+  vb_engine_submit (e, f->ring, &outside.io);
+  run_until_done (f, &outside, 1);
+  g_assert_cmpint (outside.res, ==, 0);
+  g_assert_cmpmem (outside.buf, LEN, writes[3].buf, LEN);
+  g_assert_cmpuint (vb_ring_fixed_count (f->ring), ==, 1 + 3 * N);
+  vb_engine_free (e);
+  for (guint leg = 0; leg < 2; leg++)
+    {
+      int fd = open (f->paths[leg], O_RDONLY | O_CLOEXEC);
+      g_autofree guint8 *back = g_malloc (LEN);
+      for (guint i = 0; i < N; i++)
+        {
+          g_assert_cmpint (pread (fd, back, LEN, DATA_OFFSET + block_offset (i)), ==, LEN);
+          g_assert_cmpmem (back, LEN, writes[i].buf, LEN);
+        }
+      close (fd);
+    }
+  for (guint i = 0; i < N; i++)
+    {
+      writes[i].buf = reads[i].buf = NULL;
+      request_clear (&writes[i]);
+      request_clear (&reads[i]);
+    }
+  request_clear (&outside);
+  free (region);
+}
+
+/* The last warning the engine reported. */
+static char *last_warning;
+
+static void
+keep_warning (const char *subject, VbReportKind kind, const char *message, gpointer user_data)
+{
+  if (kind != VB_REPORT_WARNING)
+    return;
+  g_free (last_warning);
+  last_warning = g_strdup_printf ("%s: %s", subject, message);
+}
+
+/* A request whose data is a kernel buffer (ublk zero copy) on an engine
+ * with a component served in process, whose functions take memory: it is
+ * refused whole, nothing is written and no leg fails; an engine of files
+ * alone can take it. */
+static void
+test_kernel_buffer_refused (Fixture *f, gconstpointer data)
+{
+  VbEngine *files = raid1_new (f, FALSE);
+  VbEngine *e;
+  Request w = { 0 };
+  guint8 back[BLOCK];
+  int fd;
+
+  g_assert_true (vb_engine_zero_copy_ok (files));
+  vb_engine_free (files);
+  e = raid1_new (f, TRUE);
+  g_assert_false (vb_engine_zero_copy_ok (e));
+  request_init (&w, VB_ENGINE_IO_WRITE, 1 << 20, BLOCK);
+  w.io.kernel_buf = TRUE;
+  w.io.kernel_buf_index = 0;
+  g_clear_pointer (&last_warning, g_free);
+  vb_engine_submit (e, f->ring, &w.io);
+  run_until_done (f, &w, 1);
+  g_assert_cmpint (w.res, ==, -EIO);
+  g_assert_nonnull (last_warning);
+  g_assert_nonnull (strstr (last_warning, "a: a request in a kernel buffer (zero copy)"));
+  for (guint leg = 0; leg < 2; leg++)
+    {
+      g_assert_false (vb_engine_component_faulty (e, leg));
+      g_assert_cmpuint (vb_engine_component_errors (e, leg), ==, 0);
+    }
+  vb_engine_free (e);
+  for (guint leg = 0; leg < 2; leg++)
+    {
+      static const guint8 zero[BLOCK];
+      fd = open (f->paths[leg], O_RDONLY | O_CLOEXEC);
+      g_assert_cmpint (pread (fd, back, BLOCK, DATA_OFFSET + (1 << 20)), ==, BLOCK);
+      g_assert_cmpmem (back, BLOCK, zero, BLOCK);
+      close (fd);
+    }
+  request_clear (&w);
+}
+
 /* Leg 0's file cut short under its data: each read that goes to it comes
  * back short, is served from leg 1, and leg 0 counts as faulty from the
  * first one on. */
@@ -519,10 +661,13 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  vb_report_set_func (keep_warning, NULL);
   g_test_add_func ("/engine-async/ring/post", test_ring_post);
   g_test_add_func ("/engine-async/barrier", test_barrier);
 #define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
   ADD ("/engine-async/many-in-flight", test_many_in_flight);
+  ADD ("/engine-async/registered-buffer", test_registered_buffer);
+  ADD ("/engine-async/kernel-buffer-refused", test_kernel_buffer_refused);
   ADD ("/engine-async/read-fails-over", test_read_fails_over);
   ADD ("/engine-async/flush", test_flush);
   ADD ("/engine-async/delay-in-ring", test_delay_in_ring);

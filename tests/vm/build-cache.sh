@@ -8,21 +8,57 @@
 # of the same kernel. VB_VM_CACHE (default /var/cache/vblk-vm). Idempotent:
 # an existing cache for the same kernel package is kept (and given ublk_drv
 # when it has none).
+#
+# VB_VM_KERNEL=newer builds a second cache in VB_VM_CACHE/newer instead:
+# the newest kernel of Debian 13's backports (trixie-backports, fetched
+# through an apt configuration of the cache's own; the host's sources are
+# not touched), whose ublk_drv has what 6.1's lacks (user copy, zero copy,
+# automatic buffer registration, UPDATE_SIZE). Its modules are Debian's
+# own, ublk_drv among them: nothing is built.
 set -euo pipefail
 
 CACHE=${VB_VM_CACHE:-/var/cache/vblk-vm}
-need=(qemu-system-x86_64 cpio dpkg-deb apt-get depmod gzip)
+KERNEL=${VB_VM_KERNEL:-debian12}
+case $KERNEL in
+  debian12) ;;
+  newer) CACHE=$CACHE/newer ;;
+  *) echo "build-cache: VB_VM_KERNEL=$KERNEL: expected debian12 or newer" >&2; exit 2 ;;
+esac
+need=(qemu-system-x86_64 cpio dpkg-deb apt-get depmod gzip xz)
 for tool in "${need[@]}"; do
   command -v "$tool" > /dev/null || { echo "build-cache: missing $tool (tools/install-deps.sh)" >&2; exit 1; }
 done
 
-kernel_package () {
-  apt-cache depends linux-image-amd64 2> /dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+# the newer kernel's package lists: trixie-backports alone, in the cache
+apt_newer=(-o "Dir::Etc::SourceList=$CACHE/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+  -o "Dir::State::Lists=$CACHE/apt/lists" -o "Dir::Cache=$CACHE/apt/cache"
+  -o APT::Sandbox::User=root)
+apt_lists () {
+  if [ "$KERNEL" = newer ]; then
+    mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/cache/archives/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main" \
+      > "$CACHE/apt/sources.list"
+    apt-get "${apt_newer[@]}" update -q > /dev/null 2>&1 || true
+  else
+    apt-get update -q > /dev/null 2>&1 || true
+  fi
 }
+kernel_package () {
+  local opts=()
+  [ "$KERNEL" = debian12 ] || opts=("${apt_newer[@]}")
+  apt-cache "${opts[@]}" depends linux-image-amd64 2> /dev/null |
+    awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+# (the backports' kernel moves on and old ones leave the archive: lists
+# older than a day are fetched again)
+if [ "$KERNEL" = newer ] && { [ ! -s "$CACHE/apt/sources.list" ] ||
+  [ -n "$(find "$CACHE/apt/sources.list" -mmin +1440)" ]; }; then
+  apt_lists
+fi
 kpkg=$(kernel_package)
 if [ -z "$kpkg" ]; then
-  # a new machine whose package lists were never fetched
-  apt-get update -q > /dev/null 2>&1 || true
+  # a new machine (or cache) whose package lists were never fetched
+  apt_lists
   kpkg=$(kernel_package)
 fi
 [ -n "$kpkg" ] || { echo "build-cache: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
@@ -109,6 +145,9 @@ ublk_module () {
   echo "$CACHE: ublk_drv for $kver built from linux-source-$mm $ver"
 }
 
+# ublk_drv is Debian's own in the newer kernel
+[ "$KERNEL" = debian12 ] || ublk_module () { :; }
+
 if [ -s "$CACHE/initrd-$kver.img" ] && [ -e "$CACHE/kernel/boot/vmlinuz-$kver" ]; then
   ublk_module
   echo "$CACHE: kernel $kver ready"
@@ -117,10 +156,25 @@ fi
 
 mkdir -p "$CACHE/dl"
 rm -rf "$CACHE/kernel" "$CACHE/busybox" "$CACHE/initrd" "$CACHE/ublk-build"
-(cd "$CACHE/dl" && rm -f ./*.deb && apt-get download "$kpkg" busybox-static 2> /dev/null)
-dpkg-deb -x "$CACHE"/dl/linux-image-*.deb "$CACHE/kernel"
+(cd "$CACHE/dl" && rm -f ./*.deb && apt-get download busybox-static 2> /dev/null)
 dpkg-deb -x "$CACHE"/dl/busybox-static_*.deb "$CACHE/busybox"
 mods="$CACHE/kernel/lib/modules/$kver"
+if [ "$KERNEL" = debian12 ]; then
+  (cd "$CACHE/dl" && apt-get download "$kpkg" 2> /dev/null)
+  dpkg-deb -x "$CACHE"/dl/linux-image-*.deb "$CACHE/kernel"
+else
+  # Debian 13 splits the image: the kernel in linux-binary, the modules in
+  # linux-modules, both under /usr/lib/modules/KVER (moved to where the
+  # guest's bind mount and the host's depmod look)
+  (cd "$CACHE/dl" && apt-get "${apt_newer[@]}" download "linux-binary-$kver" "linux-modules-$kver" "linux-base-$kver" 2> /dev/null) ||
+    { echo "build-cache: cannot download linux-binary-$kver linux-modules-$kver linux-base-$kver from trixie-backports" >&2; exit 1; }
+  for deb in "$CACHE"/dl/linux-{binary,modules,base}-*.deb; do
+    dpkg-deb -x "$deb" "$CACHE/kernel"
+  done
+  mkdir -p "$CACHE/kernel/lib/modules" "$CACHE/kernel/boot"
+  mv "$CACHE/kernel/usr/lib/modules/$kver" "$mods"
+  cp "$mods/vmlinuz" "$CACHE/kernel/boot/vmlinuz-$kver"
+fi
 # the package leaves modules.dep to its postinst: made here, for the
 # initramfs's order and the guest's modprobe
 depmod -b "$CACHE/kernel" "$kver"
@@ -132,12 +186,12 @@ declare -A seen=()
 order=()
 add_module () {
   local name=$1 path dep
-  path=$(awk -F: -v m="/$name.ko" '{ if (substr($1, length($1) - length(m) + 1) == m) { print $1; exit } }' "$mods/modules.dep")
+  path=$(awk -F: -v m="/$name.ko" '{ p = $1; sub(/\.xz$/, "", p); if (substr(p, length(p) - length(m) + 1) == m) { print $1; exit } }' "$mods/modules.dep")
   [ -n "$path" ] || return 0 # built in
   [ -z "${seen[$path]:-}" ] || return 0
   seen[$path]=1
   for dep in $(awk -F: -v p="$path" '$1 == p { print $2 }' "$mods/modules.dep"); do
-    add_module "$(basename "$dep" .ko)"
+    dep=$(basename "${dep%.xz}"); add_module "${dep%.ko}"
   done
   order+=("$path")
 }
@@ -148,8 +202,13 @@ mkdir -p "$root"/{bin,dev,proc,sys,lower,upper,newroot,modules}
 cp "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
 : > "$root/modules/order"
 for path in "${order[@]}"; do
-  cp "$mods/$path" "$root/modules/"
-  basename "$path" >> "$root/modules/order"
+  # busybox's insmod takes them uncompressed
+  base=$(basename "$path" .xz)
+  case $path in
+    *.xz) xz -dc "$mods/$path" > "$root/modules/$base" ;;
+    *) cp "$mods/$path" "$root/modules/" ;;
+  esac
+  echo "$base" >> "$root/modules/order"
 done
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh

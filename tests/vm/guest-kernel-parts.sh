@@ -3,7 +3,8 @@
 # Inside the VM (tests/vm/run): Debian's own kernel with the parts the
 # development machines lack — md (linear, raid0/1/10/456), device-mapper
 # (linear, flakey), nbd — loaded and used for real with mdadm and dmsetup,
-# and ublk_drv (built by build-cache.sh) loaded, so that the harness is
+# and ublk_drv (built by build-cache.sh for 6.1, Debian's own in the newer
+# kernel) loaded, so that the harness is
 # known to give the backends what they need.
 set -euo pipefail
 fail () { echo "FAIL: $*" >&2; exit 1; }
@@ -13,10 +14,20 @@ log () { echo "# $*"; }
 kver=$(uname -r)
 [ -d "/lib/modules/$kver/kernel/drivers/md" ] || fail "no modules for $kver"
 log "kernel $kver"
-for m in md-mod linear raid0 raid1 raid10 raid456 dm-mod dm-flakey nbd loop fuse; do
+for m in md-mod raid0 raid1 raid10 raid456 dm-mod dm-flakey nbd loop fuse; do
   modprobe "$m" || fail "modprobe $m"
 done
-for p in linear raid0 raid1 raid10 raid6 raid5 raid4; do
+# md's linear personality: Linux removed it in 6.8 (it came back as
+# md-linear in 6.14, which Debian's newer kernels do not build)
+personalities="raid0 raid1 raid10 raid6 raid5 raid4"
+if modprobe linear 2> /dev/null || modprobe md-linear 2> /dev/null; then
+  personalities="linear $personalities"
+elif [ "$(printf '%s\n' "$kver" 6.8 | sort -V | head -1)" = 6.8 ]; then
+  log "no md linear personality in $kver (removed in 6.8)"
+else
+  fail "modprobe linear"
+fi
+for p in $personalities; do
   grep -q "\[$p\]" /proc/mdstat || fail "md personality $p missing: $(head -1 /proc/mdstat)"
 done
 [ -e /dev/mapper/control ] || fail "no /dev/mapper/control"

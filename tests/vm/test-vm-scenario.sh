@@ -8,15 +8,19 @@
 # The list of scenarios is tests/vm/meson.build's. A boot costs about 7 s under
 # TCG, so no guest is shared: no scenario sees what another left behind.
 # Inside the guest every kernel part is there, so a test that skips (77)
-# fails here.
+# fails here. VB_VM_KERNEL=newer: the guest runs the newer kernel
+# (build-cache.sh's, Debian 13's backports) instead.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 scenario=${1:?usage: test-vm-scenario.sh kernel-parts|test-NAME}
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: the VM tests need root" >&2; exit 77; }
 command -v "${VB_VM_QEMU:-qemu-system-x86_64}" > /dev/null ||
   { echo "SKIP: no ${VB_VM_QEMU:-qemu-system-x86_64}" >&2; exit 77; }
+if [ "${VB_VM_KERNEL:-debian12}" = newer ]; then
+  export VB_VM_CACHE=${VB_VM_CACHE:-/var/cache/vblk-vm}/newer
+fi
 [ -s "${VB_VM_CACHE:-/var/cache/vblk-vm}/kernel-version" ] ||
-  { echo "SKIP: no VM cache (tests/vm/build-cache.sh)" >&2; exit 77; }
+  { echo "SKIP: no VM cache in ${VB_VM_CACHE:-/var/cache/vblk-vm} (VB_VM_KERNEL=${VB_VM_KERNEL:-debian12} tests/vm/build-cache.sh)" >&2; exit 77; }
 
 if [ "$scenario" = kernel-parts ]; then
   exec "$here/run" --timeout 400 bash "$here/guest-kernel-parts.sh"

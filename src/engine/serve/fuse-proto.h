@@ -28,7 +28,7 @@ typedef struct _FuseSlot {
   guint64 unique;
   guint32 opcode;
   guint8 head[FUSE_HEAD_BYTES];
-  guint8 *data; /* FUSE_DATA_BYTES, aligned */
+  guint8 *data; /* FUSE_DATA_BYTES, aligned, in the thread's block */
   struct _FuseSlot *next_free;
 } FuseSlot;
 
@@ -45,6 +45,7 @@ struct _FuseThread {
   guint in_flight;
   FuseSlot slots[FUSE_SLOTS];
   FuseSlot *free;
+  guint8 *data; /* every slot's data in one block: the ring's registered buffer */
 };
 
 struct _VbFuseServer {

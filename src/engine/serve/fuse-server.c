@@ -142,20 +142,31 @@ serve (gpointer data)
 static gboolean
 thread_init (FuseThread *t, GError **error)
 {
+  int e;
+
   t->poll_op.func = on_poll;
   t->quit_op.func = on_quit;
+  if (posix_memalign ((void **) &t->data, 4096, (gsize) FUSE_SLOTS * FUSE_DATA_BYTES) != 0)
+    g_error ("out of memory");
   for (guint i = 0; i < FUSE_SLOTS; i++)
     {
       FuseSlot *slot = &t->slots[i];
       vb_engine_io_init (&slot->io);
       slot->thread = t;
-      if (posix_memalign ((void **) &slot->data, 4096, FUSE_DATA_BYTES) != 0)
-        g_error ("out of memory");
+      slot->data = t->data + (gsize) i * FUSE_DATA_BYTES;
       slot->next_free = t->free;
       t->free = slot;
     }
   t->ring = vb_ring_new (RING_ENTRIES, error);
-  return t->ring != NULL;
+  if (t->ring == NULL)
+    return FALSE;
+  /* the components' I/O from the slots without pinning pages each time */
+  e = vb_ring_register_buffer (t->ring, t->data, (gsize) FUSE_SLOTS * FUSE_DATA_BYTES);
+  if (e < 0)
+    vb_report (t->server->path, VB_REPORT_INFO,
+               "FUSE thread: buffers not registered with io_uring (%s): plain reads and writes",
+               g_strerror (-e));
+  return TRUE;
 }
 
 static void
@@ -164,9 +175,10 @@ thread_clear (FuseThread *t)
   for (guint i = 0; i < FUSE_SLOTS; i++)
     {
       vb_engine_io_clear (&t->slots[i].io);
-      g_clear_pointer (&t->slots[i].data, free);
+      t->slots[i].data = NULL;
     }
   g_clear_pointer (&t->ring, vb_ring_free);
+  g_clear_pointer (&t->data, free);
   if (t->fd >= 0 && t->fd != t->server->fd)
     close (t->fd);
 }
