@@ -71,6 +71,10 @@ where="the guest's tmpfs"
 if [ "$disk_mode" = 1 ]; then
   images=$T/disk
   mkdir -p "$images"
+  # (the harness's initramfs loads only what the 9p root takes)
+  modprobe virtio_blk
+  modprobe ext4
+  for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
   mkfs.ext4 -q -F /dev/vda
   mount /dev/vda "$images"
   vb_on_cleanup "umount $images"

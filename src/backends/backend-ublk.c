@@ -338,7 +338,7 @@ take_over (const VbBackendRequest *request, guint id, GError **error)
       return NULL;
     }
   t = transport_new (rt, id, info.flags);
-  t->dev = vb_ublk_device_open (id, info.nr_hw_queues, rt->zero_copy, rt->sw, error);
+  t->dev = vb_ublk_device_open (id, info.nr_hw_queues, info.flags, rt->sw, error);
   if (!vb_ublk_device_opened (t->dev)
       || !control_or_fail (UBLK_CMD_END_USER_RECOVERY, id, NULL, 0, (guint64) getpid (), error))
     {
@@ -419,7 +419,7 @@ ublk_start (const VbBackendRequest *request, GError **error)
   info.dev_id = (guint32) -1;
   have_features = driver_features (&features);
   info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE
-               | (have_features ? features & UBLK_F_UPDATE_SIZE : 0);
+               | (have_features ? features & (UBLK_F_UPDATE_SIZE | UBLK_F_CMD_IOCTL_ENCODE) : 0);
   /* zero copy where the driver registers the buffers itself, unless a
    * component needs the data in memory (one served in place) or the
    * environment asks for the copy (benchmarks compare the two) */
@@ -442,7 +442,7 @@ ublk_start (const VbBackendRequest *request, GError **error)
              rt->zero_copy ? "zero copy (the driver registers each request's buffer)"
                            : "the driver copies to and from vblkd's buffers");
 
-  params.len = sizeof (struct ublk_params);
+  params.len = sizeof params;
   params.types = UBLK_PARAM_TYPE_BASIC;
   params.basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA
                        | (vb_engine_switch_ops.read_only (rt->sw) ? UBLK_ATTR_READ_ONLY : 0);
@@ -465,13 +465,12 @@ ublk_start (const VbBackendRequest *request, GError **error)
       /* the request's own pages go to the components, O_DIRECT among
        * them: each segment aligned to the block size, as a copy into
        * vblkd's buffers would be */
-      params.len = sizeof params;
       params.types |= UBLK_PARAM_TYPE_DMA_ALIGN;
       params.dma_alignment = MAX (block_size, 512u) - 1;
     }
   if (!control_or_fail (UBLK_CMD_SET_PARAMS, info.dev_id, &params, params.len, 0, error))
     goto fail;
-  t->dev = vb_ublk_device_open (info.dev_id, info.nr_hw_queues, rt->zero_copy, rt->sw, error);
+  t->dev = vb_ublk_device_open (info.dev_id, info.nr_hw_queues, info.flags, rt->sw, error);
   if (!vb_ublk_device_opened (t->dev))
     goto fail;
   node = node_of (info.dev_id);

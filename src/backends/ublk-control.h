@@ -22,6 +22,9 @@ G_BEGIN_DECLS
 #ifndef UBLK_F_UPDATE_SIZE
 #define UBLK_F_UPDATE_SIZE (1ULL << 10)
 #endif
+#ifndef UBLK_F_CMD_IOCTL_ENCODE
+#define UBLK_F_CMD_IOCTL_ENCODE (1ULL << 6)
+#endif
 #ifndef UBLK_F_AUTO_BUF_REG
 #define UBLK_F_AUTO_BUF_REG (1ULL << 11)
 #endif
@@ -30,8 +33,8 @@ G_BEGIN_DECLS
 #endif
 
 /* struct ublk_params as drivers lay it out from Linux 6.14 on, up to the
- * DMA alignment (6.1's ends after the discard part, padded to 64 bytes;
- * a driver takes the first len bytes). */
+ * DMA alignment (6.1's ends after the discard part; every driver takes
+ * what it knows of the first len bytes). */
 typedef struct {
   guint32 len;
   guint32 types;
@@ -44,7 +47,6 @@ typedef struct {
 } VbUblkParams;
 G_STATIC_ASSERT (G_STRUCT_OFFSET (VbUblkParams, devt) == 60);
 G_STATIC_ASSERT (G_STRUCT_OFFSET (VbUblkParams, dma_alignment) == 108);
-G_STATIC_ASSERT (sizeof (struct ublk_params) == 64);
 
 /* UBLK_CMD_@op on device @dev_id with @buf (@len bytes, may be NULL) and
  * data[0] = @data0: 0 or -errno. */

@@ -21,6 +21,8 @@
 #include <glib/gi18n-lib.h>
 
 #include "ublk-queues.h"
+
+#include "ublk-control.h"
 #include "vb-error.h"
 #include "vb-report.h"
 
@@ -32,6 +34,14 @@
 #include <unistd.h>
 
 #define RING_ENTRIES (4 * QUEUE_DEPTH)
+
+/* the I/O commands' ioctl-encoded numbers (Linux 6.3 on; 6.1's header has
+ * only the legacy ones) */
+#ifndef UBLK_U_IO_FETCH_REQ
+#define UBLK_U_IO_FETCH_REQ _IOWR ('u', UBLK_IO_FETCH_REQ, struct ublksrv_io_cmd)
+#define UBLK_U_IO_COMMIT_AND_FETCH_REQ                                                             \
+  _IOWR ('u', UBLK_IO_COMMIT_AND_FETCH_REQ, struct ublksrv_io_cmd)
+#endif
 
 typedef struct _UblkQueue UblkQueue;
 
@@ -59,6 +69,7 @@ struct _UblkQueue {
   GCond ready_cond;
   gboolean ready; /* every tag fetched (or ring_error) */
   gboolean quit;  /* leave without the driver's aborts (a failed takeover); the ring's thread */
+  gboolean bufs_registered; /* tried: at the first request with data */
   guint aborted, in_engine;
 };
 
@@ -66,6 +77,7 @@ struct _VbUblkDevice {
   guint dev_id;
   guint n_queues;
   gboolean zero_copy;
+  gboolean encoded; /* ioctl-encoded command numbers */
   int char_fd;
   UblkQueue queues[MAX_QUEUES];
   VbEngineSwitch *sw;
@@ -80,6 +92,8 @@ queue_io_cmd (UblkQueue *q, guint32 op, guint tag, int result)
   /* /dev/ublkcN is the ring's registered file 0: no fd lookup per command */
   io_uring_prep_rw (IORING_OP_URING_CMD, sqe, 0, NULL, 0, 0);
   sqe->flags |= IOSQE_FIXED_FILE;
+  if (q->dev->encoded)
+    op = op == UBLK_IO_FETCH_REQ ? UBLK_U_IO_FETCH_REQ : UBLK_U_IO_COMMIT_AND_FETCH_REQ;
   sqe->cmd_op = op;
   cmd = (struct ublksrv_io_cmd *) sqe->cmd;
   memset (cmd, 0, sizeof *cmd);
@@ -106,6 +120,24 @@ on_io_done (VbEngineIo *io, int res)
   t->q->in_engine--;
   queue_io_cmd (t->q, UBLK_IO_COMMIT_AND_FETCH_REQ, t->tag,
                 res < 0 || !data ? res : (int) io->length);
+}
+
+/* The tags' buffers registered with the ring (io_uring fixed buffers):
+ * the components' I/O then takes their pages without pinning them each
+ * time. At the first request with data, not before: registering pins all
+ * QUEUE_DEPTH * IO_BUF_BYTES, which a device that is started and never
+ * used should not cost. */
+static void
+register_buffers (UblkQueue *q)
+{
+  int e = vb_ring_register_buffer (q->ring, q->bufs, (gsize) QUEUE_DEPTH * IO_BUF_BYTES);
+
+  q->bufs_registered = TRUE;
+  if (e < 0)
+    vb_report ("ublk", VB_REPORT_INFO,
+               "device %u queue %u: buffers not registered with io_uring (%s): plain reads and "
+               "writes",
+               q->dev->dev_id, q->q_id, g_strerror (-e));
 }
 
 /* A request the kernel handed over on tag @t. */
@@ -146,6 +178,9 @@ start_request (UblkTag *t)
       queue_io_cmd (q, UBLK_IO_COMMIT_AND_FETCH_REQ, t->tag, -EINVAL);
       return;
     }
+  if (!q->dev->zero_copy && !q->bufs_registered
+      && (io->kind == VB_ENGINE_IO_READ || io->kind == VB_ENGINE_IO_WRITE))
+    register_buffers (q);
   io->done = on_io_done;
   io->user_data = t;
   q->in_engine++;
@@ -322,12 +357,6 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
           return FALSE;
         }
     }
-  else if ((e = vb_ring_register_buffer (q->ring, q->bufs, (gsize) QUEUE_DEPTH * IO_BUF_BYTES)) < 0)
-    /* the components' I/O from the tags' buffers without pinning pages
-     * each time, where the memlock limit allows */
-    vb_report ("ublk", VB_REPORT_INFO,
-               "%s: queue %u: buffers not registered with io_uring (%s): plain reads and writes",
-               path, i, g_strerror (-e));
   q->thread = g_thread_new ("ublk-queue", queue_thread, q);
   g_mutex_lock (&q->ready_lock);
   while (!q->ready)
@@ -343,7 +372,7 @@ queue_open (VbUblkDevice *dev, guint i, const char *path, GError **error)
 }
 
 VbUblkDevice *
-vb_ublk_device_open (guint dev_id, guint n_queues, gboolean zero_copy, VbEngineSwitch *sw,
+vb_ublk_device_open (guint dev_id, guint n_queues, guint64 flags, VbEngineSwitch *sw,
                      GError **error)
 {
   g_autofree char *path = g_strdup_printf ("/dev/ublkc%u", dev_id);
@@ -351,7 +380,8 @@ vb_ublk_device_open (guint dev_id, guint n_queues, gboolean zero_copy, VbEngineS
   int e;
 
   dev->dev_id = dev_id;
-  dev->zero_copy = zero_copy;
+  dev->zero_copy = (flags & UBLK_F_AUTO_BUF_REG) != 0;
+  dev->encoded = (flags & UBLK_F_CMD_IOCTL_ENCODE) != 0;
   dev->sw = sw;
   dev->char_fd = -1;
   if (n_queues == 0 || n_queues > MAX_QUEUES)

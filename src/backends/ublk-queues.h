@@ -18,12 +18,15 @@ typedef struct _VbUblkDevice VbUblkDevice;
 /* Opens /dev/ublkcID and starts every queue's thread; returns once each
  * has fetched all its tags (what START_DEV and END_USER_RECOVERY wait
  * for), or failed (vb_ublk_device_opened says which; @error is set). The
- * threads end when the driver aborts their tags. @zero_copy: the device
- * was added with UBLK_F_AUTO_BUF_REG (the driver puts each request's own
- * pages in the queue's ring, the engine's component I/O uses them in
- * place); otherwise the driver copies into the tags' buffers. */
-VbUblkDevice *vb_ublk_device_open (guint dev_id, guint n_queues, gboolean zero_copy,
-                                   VbEngineSwitch *sw, GError **error);
+ * threads end when the driver aborts their tags. @flags: the device's, as
+ * the driver took them. UBLK_F_AUTO_BUF_REG: the driver puts each
+ * request's own pages in the queue's ring and the engine's component I/O
+ * uses them in place (zero copy); otherwise the driver copies into the
+ * tags' buffers. UBLK_F_CMD_IOCTL_ENCODE: the I/O commands go with their
+ * ioctl-encoded numbers (a driver built without the legacy ones takes
+ * nothing else). */
+VbUblkDevice *vb_ublk_device_open (guint dev_id, guint n_queues, guint64 flags, VbEngineSwitch *sw,
+                                   GError **error);
 /* Every queue's thread runs. */
 gboolean vb_ublk_device_opened (VbUblkDevice *dev);
 /* After STOP_DEV (or a failed open): the threads joined, all freed. */

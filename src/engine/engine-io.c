@@ -191,11 +191,12 @@ issue_subs (EngineIoState *st, gboolean write)
       if (c->fd < 0 && G_UNLIKELY (kbuf))
         {
           /* admit checked that none is in process: a component put in
-           * since. Its copy cannot be made, so it fails (never a leg
-           * silently left behind) */
+           * since. A write's copy cannot be made, so the leg fails (never
+           * silently left behind); a read goes to another copy */
           g_critical ("%s: component %s is served in process and cannot take a kernel buffer",
                       e->name, c->path);
           s->res = -EIO;
+          s->refused = !write;
           continue;
         }
       if (c->fd < 0)
@@ -786,8 +787,7 @@ admit (EngineIoState *st)
 gboolean
 vb_engine_zero_copy_ok (VbEngine *e)
 {
-  if (e->fault)
-    return FALSE;
+  /* (an injected fault decides failures and delays, never data) */
   for (guint i = 0; i < e->n; i++)
     if (e->components[i].fd < 0 && !e->components[i].missing)
       return FALSE;

@@ -157,8 +157,7 @@ gboolean vb_engine_lost_data (VbEngine *engine);
 gboolean vb_engine_can_lose (VbEngine *engine, guint component);
 /* Whether requests with a kernel buffer (VbEngineIo.kernel_buf) can be served:
  * every component is a file or block device of its own (not one served in
- * place by this process, whose functions take memory) and no fault is
- * injected. */
+ * place by this process, whose functions take memory). */
 gboolean vb_engine_zero_copy_ok (VbEngine *engine);
 /* Marks @component faulty (SetFaulty); -EBUSY when it holds the last copy
  * of some data, -ENOTSUP without redundancy. The failure function hears

@@ -63,7 +63,7 @@ if (( flags & 0x400 )); then
   vb_assert_eq "$(vb_json g .size)" "$size1" "the device's size and the node's after the grow"
   cmp -n $((8 << 20)) "$T/pattern" "$bd" || vb_fail "$bd: the data before the grow changed"
   # the new end is reachable
-  dd if="$T/pattern" of="$bd" bs=1M seek=$(((size1 >> 20) - 8)) oflag=direct status=none
+  dd if="$T/pattern" of="$bd" bs=1M seek=$((size1 - (8 << 20))) oflag=direct,seek_bytes status=none
   cmp -n $((8 << 20)) -i 0:$((size1 - (8 << 20))) "$T/pattern" "$bd" ||
     vb_fail "$bd: the last 8 MiB after the grow do not read back"
 else
@@ -80,8 +80,9 @@ vbmgr stop g
 vb_log "zero copy where the driver registers request buffers itself (UBLK_F_AUTO_BUF_REG)"
 features=$(sed -n "s/.*the ublk driver's features: \(0x[0-9a-f]*\).*/\1/p" "$VB_LOG" | head -1)
 if [ -n "$features" ] && (( features & 0x800 )); then
-  # every device above went through it: the drivers, fio verify, the
-  # takeover after SIGKILL, the stress with a failed leg and a swap
+  # every device above went through it: each driver (faulty's injected
+  # errors too), fio verify, the takeover after SIGKILL, the stress with a
+  # failed leg and a swap
   (( flags & 0x800 )) || vb_fail "the driver offers automatic buffer registration ($features), device g was added without it ($flags)"
   grep -q "zero copy (the driver registers each request's buffer)" "$VB_LOG" ||
     vb_fail "vblkd did not say it serves with zero copy"

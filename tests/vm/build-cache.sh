@@ -154,20 +154,31 @@ if [ -s "$CACHE/initrd-$kver.img" ] && [ -e "$CACHE/kernel/boot/vmlinuz-$kver" ]
   exit 0
 fi
 
-mkdir -p "$CACHE/dl"
-rm -rf "$CACHE/kernel" "$CACHE/busybox" "$CACHE/initrd" "$CACHE/ublk-build"
-(cd "$CACHE/dl" && rm -f ./*.deb && apt-get download busybox-static 2> /dev/null)
+# the packages first, into a folder of their own: a download that fails
+# leaves the cache that was there as it was
+rm -rf "$CACHE/dl.new"
+mkdir -p "$CACHE/dl.new"
+if [ "$KERNEL" = debian12 ]; then
+  pkgs=(busybox-static "$kpkg")
+  get=(apt-get download "${pkgs[@]}")
+else
+  # Debian 13 splits the image: the kernel in linux-binary, the modules in
+  # linux-modules, both under /usr/lib/modules/KVER (moved below to where
+  # the guest's bind mount and the host's depmod look)
+  pkgs=("linux-binary-$kver" "linux-modules-$kver" "linux-base-$kver")
+  get=(apt-get "${apt_newer[@]}" download "${pkgs[@]}")
+fi
+(cd "$CACHE/dl.new" && "${get[@]}" > /dev/null 2>&1) ||
+  { rm -rf "$CACHE/dl.new"; echo "build-cache: cannot download ${pkgs[*]}" >&2; exit 1; }
+[ "$KERNEL" = debian12 ] || (cd "$CACHE/dl.new" && apt-get download busybox-static > /dev/null 2>&1) ||
+  { rm -rf "$CACHE/dl.new"; echo "build-cache: cannot download busybox-static" >&2; exit 1; }
+rm -rf "$CACHE/dl" "$CACHE/kernel" "$CACHE/busybox" "$CACHE/initrd" "$CACHE/ublk-build"
+mv "$CACHE/dl.new" "$CACHE/dl"
 dpkg-deb -x "$CACHE"/dl/busybox-static_*.deb "$CACHE/busybox"
 mods="$CACHE/kernel/lib/modules/$kver"
 if [ "$KERNEL" = debian12 ]; then
-  (cd "$CACHE/dl" && apt-get download "$kpkg" 2> /dev/null)
   dpkg-deb -x "$CACHE"/dl/linux-image-*.deb "$CACHE/kernel"
 else
-  # Debian 13 splits the image: the kernel in linux-binary, the modules in
-  # linux-modules, both under /usr/lib/modules/KVER (moved to where the
-  # guest's bind mount and the host's depmod look)
-  (cd "$CACHE/dl" && apt-get "${apt_newer[@]}" download "linux-binary-$kver" "linux-modules-$kver" "linux-base-$kver" 2> /dev/null) ||
-    { echo "build-cache: cannot download linux-binary-$kver linux-modules-$kver linux-base-$kver from trixie-backports" >&2; exit 1; }
   for deb in "$CACHE"/dl/linux-{binary,modules,base}-*.deb; do
     dpkg-deb -x "$deb" "$CACHE/kernel"
   done

@@ -227,6 +227,8 @@ submit (FuseSlot *slot, VbEngineIoKind kind, void *buf, guint64 offset, guint64 
 {
   VbEngineIo *io = &slot->io;
 
+  if (kind == VB_ENGINE_IO_READ || kind == VB_ENGINE_IO_WRITE)
+    vb_fuse_thread_register_buffers (slot->thread);
   io->kind = kind;
   io->buf = buf;
   io->offset = offset;

@@ -46,6 +46,7 @@ struct _FuseThread {
   FuseSlot slots[FUSE_SLOTS];
   FuseSlot *free;
   guint8 *data; /* every slot's data in one block: the ring's registered buffer */
+  gboolean data_registered; /* tried: at the first read or write */
 };
 
 struct _VbFuseServer {
@@ -66,6 +67,11 @@ struct _VbFuseServer {
 void vb_fuse_handle (FuseSlot *slot, gsize n);
 /* An answer: the header, then @len bytes of @payload. */
 void vb_fuse_reply (FuseThread *t, guint64 unique, int error, const void *payload, gsize len);
+/* The slots' data registered with the thread's ring (io_uring fixed
+ * buffers: the components' I/O takes their pages without pinning them each
+ * time), at the first read or write and not before: registering pins all
+ * FUSE_SLOTS * FUSE_DATA_BYTES, which an unused device should not cost. */
+void vb_fuse_thread_register_buffers (FuseThread *t);
 /* The slot is free again (the thread may read the next request into it). */
 void vb_fuse_slot_release (FuseSlot *slot);
 /* The invalidation of the file's attributes, for a new size. 0 or -errno. */

@@ -142,8 +142,6 @@ serve (gpointer data)
 static gboolean
 thread_init (FuseThread *t, GError **error)
 {
-  int e;
-
   t->poll_op.func = on_poll;
   t->quit_op.func = on_quit;
   if (posix_memalign ((void **) &t->data, 4096, (gsize) FUSE_SLOTS * FUSE_DATA_BYTES) != 0)
@@ -158,15 +156,22 @@ thread_init (FuseThread *t, GError **error)
       t->free = slot;
     }
   t->ring = vb_ring_new (RING_ENTRIES, error);
-  if (t->ring == NULL)
-    return FALSE;
-  /* the components' I/O from the slots without pinning pages each time */
+  return t->ring != NULL;
+}
+
+void
+vb_fuse_thread_register_buffers (FuseThread *t)
+{
+  int e;
+
+  if (t->data_registered)
+    return;
+  t->data_registered = TRUE;
   e = vb_ring_register_buffer (t->ring, t->data, (gsize) FUSE_SLOTS * FUSE_DATA_BYTES);
   if (e < 0)
     vb_report (t->server->path, VB_REPORT_INFO,
                "FUSE thread: buffers not registered with io_uring (%s): plain reads and writes",
                g_strerror (-e));
-  return TRUE;
 }
 
 static void
