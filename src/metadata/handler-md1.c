@@ -149,6 +149,11 @@ md1_decode (const guint8 *b, gsize len, VbSuperblock *sb, GError **error)
     char set_name[33] = { 0 };
     const char *colon;
     memcpy (set_name, b + OFF (set_name), 32);
+    /* it reaches D-Bus and vbmgr's output, which take text only
+     * (fuzz-md1 found bytes that are not UTF-8 passed on) */
+    for (const char *c = set_name; *c != '\0'; c++)
+      if ((guint8) *c < 0x20 || (guint8) *c > 0x7e)
+        return refuse (error, "set_name: character 0x%02x is not allowed", (guint8) *c);
     colon = strrchr (set_name, ':');
     g_strlcpy (sb->device_name, colon ? colon + 1 : set_name, sizeof sb->device_name);
   }

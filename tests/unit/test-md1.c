@@ -176,6 +176,19 @@ test_refusals (void)
   g_unlink (path);
   g_free (path);
 
+  /* a name with a byte that is not text (fuzz-md1's first find: it went
+   * on to D-Bus), sealed correctly: refused, naming the field */
+  make (b, 1);
+  b[OFF (set_name) + 6] = 0xff;
+  seal (b, 4);
+  path = file_with (b, 4096);
+  g_assert_false (vb_metadata_md1.read (-1, path, &sb, &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "set_name: character 0xff is not allowed"));
+  g_clear_error (&error);
+  g_unlink (path);
+  g_free (path);
+
   /* this member marked faulty */
   make (b, MD_DISK_ROLE_FAULTY);
   path = file_with (b, 4096);
