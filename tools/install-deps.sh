@@ -37,6 +37,9 @@ packages=(
   debhelper dpkg-dev fakeroot lintian
   # tests: German messages (po/de.po) under LANG=de_DE.UTF-8
   locales
+  # tests: the libFuzzer targets (tests/fuzz/run-libfuzzer.sh: clang with
+  # libFuzzer, ASan and UBSan)
+  clang libclang-rt-14-dev
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -26,7 +26,17 @@ fi
 vb_setup
 vb_start_daemon
 
-md_arrays () { ls /sys/block | grep -c "^md_vb" || true; }
+# vblk's md arrays that are not stopped (Linux 7.x keeps a stopped array's
+# empty disk, in state clear, which vblk configures again at the next start)
+md_arrays () {
+  local n=0 d state
+  for d in /sys/block/md_vb*; do
+    [ -e "$d/md/array_state" ] || continue
+    state=$(cat "$d/md/array_state")
+    [ "$state" = clear ] || [ "$state" = inactive ] || n=$((n + 1))
+  done
+  echo "$n"
+}
 examine () { vbmgr examine "$1" --json; }
 refmodel () {
   local name=$1 chunk=$2 seed=${3:-$RANDOM} out

@@ -24,11 +24,34 @@
 
 /* new_array: the empty array appears. An array of that name already
  * there (-EEXIST) is said in @error; other errors are the caller's. */
+/* Whether the array @a names is there, stopped and empty: Linux 7.x
+ * (md's legacy_async_del_gendisk, on by default) keeps the disk of an
+ * array made through new_array after array_state=clear. */
+static gboolean
+left_stopped (MdArray *a)
+{
+  g_autofree char *state = md_get (a, "array_state");
+  g_autoptr (GDir) dir = NULL;
+  const char *entry;
+
+  if (state == NULL || (strcmp (state, "clear") != 0 && strcmp (state, "inactive") != 0))
+    return FALSE;
+  dir = g_dir_open (a->sysdir, 0, NULL);
+  while (dir && (entry = g_dir_read_name (dir)))
+    if (g_str_has_prefix (entry, "dev-"))
+      return FALSE;
+  return dir != NULL;
+}
+
 static int
 create_array (MdArray *a, GError **error)
 {
   int r = vb_kernel_sys_write (NEW_ARRAY, a->md);
 
+  /* one this vblk stopped before (the name is the device's): configured
+   * again as a new one */
+  if (r == -EEXIST && left_stopped (a))
+    return 0;
   if (r == -EEXIST)
     g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md array %s exists already"), a->md);
   return r;
@@ -178,6 +201,37 @@ configure_native (MdArray *a, GError **error)
   return TRUE;
 }
 
+/* Linux 7.x (seen on Debian's 7.3) can leave the resync or recovery an
+ * array starts with PENDING: the array goes read-write from read-auto,
+ * and restart_array wakes the sync thread, which does not exist yet,
+ * instead of md's own, so md waits for the next write to start it. "idle"
+ * in sync_action wakes md's thread, which then starts what is pending.
+ * Only when nothing started within a moment: 6.1 starts at once, and
+ * "idle" would interrupt it. */
+static void
+kick_pending_sync (MdArray *a)
+{
+  gboolean rebuilding = FALSE;
+
+  if (a->read_only || a->copies < 2)
+    return;
+  for (guint i = 0; i < a->n; i++)
+    rebuilding |= a->members[i] && !a->members[i]->removed && a->members[i]->rebuilding;
+  for (guint i = 0; i < 20; i++)
+    {
+      g_autofree char *resync = md_get (a, "resync_start");
+      g_autofree char *done = md_get (a, "sync_completed");
+
+      if ((g_strcmp0 (resync, "none") == 0 && !rebuilding) || resync == NULL
+          || (done && strcmp (done, "none") != 0))
+        return;
+      g_usleep (10000);
+    }
+  vb_report (a->name, VB_REPORT_INFO, "md left the %s pending; woken through sync_action",
+             rebuilding ? "recovery" : "resync");
+  md_set (a, "sync_action", "idle");
+}
+
 static void
 write_run_file (MdArray *a)
 {
@@ -247,6 +301,7 @@ md_start_array (const VbBackendRequest *request, GError **error)
   if (!(a->native ? configure_native (a, error) : configure (a, &layout, resync, error)))
     goto fail;
   vb_udev_watch_end (g_steal_pointer (&watch), vb_devnum_of (a->block_device), "change");
+  kick_pending_sync (a);
   write_run_file (a);
   md_publish_status_locked (a); /* nobody else has it yet */
   md_register_array (a);
