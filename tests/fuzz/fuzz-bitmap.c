@@ -10,6 +10,8 @@
  * for libFuzzer (clang) and for the standalone driver of fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +23,6 @@
 #include "bitmap.h"
 #include "superblock.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 #define HEADER 12
 #define BITS_PER_BLOCK ((guint64) VB_BITMAP_BLOCK_SIZE * 8)
@@ -30,17 +30,6 @@ int vb_fuzz_write_seeds (const char *dir);
 #define MAX_CHUNKS (3 * BITS_PER_BLOCK)
 /* vb_bitmap_test is checked on the chunks this near either end */
 #define EDGE 1024
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-bitmap: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);  \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 static guint32
 get32 (const guint8 *p)

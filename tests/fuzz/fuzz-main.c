@@ -7,14 +7,14 @@
  * corpus. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <glib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 static void
 add_input (GPtrArray *corpus, const char *path)

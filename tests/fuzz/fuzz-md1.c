@@ -10,6 +10,8 @@
  * and for the standalone driver of fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <linux/raid/md_p.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,22 +22,9 @@
 #include "metadata.h"
 #include "vb-error.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 #define MD1_BLOCK 4096
 #define OFF(field) offsetof (struct mdp_superblock_1, field)
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-md1: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 static guint32
 get32 (const guint8 *p)

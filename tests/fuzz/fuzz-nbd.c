@@ -16,6 +16,8 @@
  * fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -27,8 +29,6 @@
 
 #include "nbd-run.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 #define EXPORT_NAME "fuzz"
 #define EXPORT_SIZE (32u << 10)
@@ -61,17 +61,6 @@ int vb_fuzz_write_seeds (const char *dir);
 #define NBD_ZEROES_LENGTH 124u
 /* what the server takes at most in one option (nbd-handshake.c) */
 #define MAX_OPTION (4u + 4096u + 2u + 2u * G_MAXUINT16)
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-nbd: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 /* ---- the export: memory, completed through the connection's ring ---- */
 

@@ -7,6 +7,8 @@
  * driver of fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +17,8 @@
 #include "vb-error.h"
 #include "vb-policy-private.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 #define FILE_NAME "/etc/vblk/policy.d/fuzz.rules"
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-policy: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);  \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 static void
 check_error (const GError *error, const char *text)

@@ -10,6 +10,8 @@
  * fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +20,8 @@
 #include "vb-error.h"
 #include "vb-state.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
 
 #define ORIGIN "state.json"
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-state: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);   \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 static void
 check_error (const GError *error, const uint8_t *data, size_t size)

@@ -8,6 +8,8 @@
  * driver of fuzz-main.c. */
 #include "config.h"
 
+#include "fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +19,6 @@
 #include "superblock.h"
 #include "vb-error.h"
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-int vb_fuzz_write_seeds (const char *dir);
-
-#define FUZZ_CHECK(cond)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-superblock: check failed: %s (%s:%d)\n", #cond, __FILE__,         \
-                   __LINE__);                                                                      \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
 
 static void
 check_one (const uint8_t *data, size_t size)

@@ -45,7 +45,7 @@ struct _FuseThread {
   guint in_flight;
   FuseSlot slots[FUSE_SLOTS];
   FuseSlot *free;
-  guint8 *data; /* every slot's data in one block: the ring's registered buffer */
+  guint8 *data;             /* every slot's data in one block: the ring's registered buffer */
   gboolean data_registered; /* tried: at the first read or write */
 };
 
