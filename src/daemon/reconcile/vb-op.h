@@ -126,5 +126,11 @@ void vb_op_reconfigure (VbOp *op);
  * op's candidate (saved), as the components' metadata says. Returns the
  * device's name when there was one (NULL: no intent). */
 char *vb_reconfig_resolve_intent (VbOp *op);
+/* A running device being reconfigured keeps an in-sync copy of its data
+ * in the new configuration; FALSE (WouldLoseData) when not. Checked before
+ * the new configuration is probed: with every other leg gone it cannot be,
+ * and "none of its components is there" would hide the reason (torture
+ * seed 805534796). TRUE for anything else. */
+gboolean vb_reconfig_keeps_a_copy (VbOp *op, GError **error);
 
 G_END_DECLS

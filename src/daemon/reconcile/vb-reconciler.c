@@ -82,6 +82,9 @@ check_touched (VbOp *op, GHashTable *before_scan)
           vb_claim_device (&probe, d, old, running_old, &op->error);
           continue;
         }
+      if (op->intent.reconfigure && strcmp (op->intent.reconfigure, d->name) == 0
+          && !vb_reconfig_keeps_a_copy (op, &op->error))
+        break;
       if (vb_probe_validate (&probe, d, d->started, &size, &complete, &op->error)
           && (old == NULL || !vb_device_config_equal (old, d))
           && vb_claim_device (&probe, d, old, running_old, &op->error))

@@ -404,6 +404,24 @@ check (VbOp *op, Swap *swap, GError **error)
          || keeps_a_copy (swap->old, swap->d, swap->backend, swap->r->block_device, error);
 }
 
+gboolean
+vb_reconfig_keeps_a_copy (VbOp *op, GError **error)
+{
+  const char *name = op->intent.reconfigure;
+  const VbDeviceConfig *old, *d;
+  const VbRunning *r;
+  const VbBackend *backend;
+
+  if (name == NULL || (old = vb_state_lookup (op->previous, name)) == NULL
+      || (d = vb_state_lookup (op->candidate, name)) == NULL
+      || (r = g_hash_table_lookup (op->running, d->uuid)) == NULL
+      || (backend
+          = vb_backend_choose (r->backend, vb_driver_lookup (d->driver), d->attributes, NULL, NULL))
+             == NULL)
+    return TRUE;
+  return keeps_a_copy (old, d, backend, r->block_device, error);
+}
+
 /* Steps 2 and 3: the intent saved, then the engine swapped (or, stopped,
  * the new role table written). On failure the intent goes. */
 static gboolean
