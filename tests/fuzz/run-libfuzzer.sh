@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/found-$t"
   if "$work/build/tests/fuzz/$t-libfuzzer" -max_total_time="$seconds" -timeout=10 \
        -artifact_prefix="$work/found-$t/" "$corpus" > "$work/$t.log" 2>&1; then
-    runs=$(grep -o 'Done [0-9]* runs' "$work/$t.log" | tail -1)
+    runs=$(grep -o 'Done [0-9]* runs' "$work/$t.log" | tail -1 || true)
     echo "# $t: ${runs:-?} in $seconds s, no finding"
   else
     tail -40 "$work/$t.log" >&2

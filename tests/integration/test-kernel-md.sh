@@ -26,14 +26,16 @@ fi
 vb_setup
 vb_start_daemon
 
-# vblk's md arrays that are not stopped (Linux 7.x keeps a stopped array's
-# empty disk, in state clear, which vblk configures again at the next start)
+# vblk's md arrays, but for an empty one in state clear (a md that keeps a
+# stopped array's disk: vblk deletes it at the next start)
 md_arrays () {
-  local n=0 d state
+  local n=0 d
   for d in /sys/block/md_vb*; do
-    [ -e "$d/md/array_state" ] || continue
-    state=$(cat "$d/md/array_state")
-    [ "$state" = clear ] || [ "$state" = inactive ] || n=$((n + 1))
+    [ -e "$d" ] || continue
+    if [ "$(cat "$d/md/array_state" 2> /dev/null)" = clear ] && ! compgen -G "$d/md/dev-*" > /dev/null; then
+      continue
+    fi
+    n=$((n + 1))
   done
   echo "$n"
 }

@@ -17,6 +17,8 @@ G_BEGIN_DECLS
 #define MD_NAME_PREFIX "md_vb"
 #define MD_METADATA "external:vblk"
 #define NEW_ARRAY "/sys/module/md_mod/parameters/new_array"
+/* Linux 7.x: whether a stopped array's disk is kept (Y, the default) */
+#define LEGACY_DEL_GENDISK "/sys/module/md_mod/parameters/legacy_async_del_gendisk"
 #define SECTOR 512
 #define IDLE_TICK_MS 2000
 #define JOB_TICK_MS 500

@@ -22,11 +22,33 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* new_array: the empty array appears. An array of that name already
- * there (-EEXIST) is said in @error; other errors are the caller's. */
-/* Whether the array @a names is there, stopped and empty: Linux 7.x
- * (md's legacy_async_del_gendisk, on by default) keeps the disk of an
- * array made through new_array after array_state=clear. */
+/* Linux 7.x's md keeps the disk of an array made through new_array after
+ * array_state=clear (legacy_async_del_gendisk, on by default), and with
+ * it the old array's flags (a raid1 that broke would refuse every write
+ * when configured again). vblk, as mdadm 4.5 does, turns that off: a
+ * stopped array is then deleted at "clear". Once per process. */
+static void
+no_kept_arrays (void)
+{
+  static gsize done;
+  g_autofree char *now = NULL;
+
+  if (!g_once_init_enter (&done))
+    return;
+  now = vb_kernel_sys_read (LEGACY_DEL_GENDISK);
+  if (now && strcmp (now, "Y") == 0)
+    {
+      int r = vb_kernel_sys_write (LEGACY_DEL_GENDISK, "N");
+      vb_report ("md", r < 0 ? VB_REPORT_WARNING : VB_REPORT_INFO,
+                 "legacy_async_del_gendisk: %s (stopped arrays' disks are deleted, as mdadm "
+                 "sets it)",
+                 r < 0 ? g_strerror (-r) : "set to N");
+    }
+  g_once_init_leave (&done, 1);
+}
+
+/* Whether the array @a names is there, stopped and empty: kept by a md
+ * before no_kept_arrays turned that off (or by another program). */
 static gboolean
 left_stopped (MdArray *a)
 {
@@ -34,7 +56,7 @@ left_stopped (MdArray *a)
   g_autoptr (GDir) dir = NULL;
   const char *entry;
 
-  if (state == NULL || (strcmp (state, "clear") != 0 && strcmp (state, "inactive") != 0))
+  if (g_strcmp0 (state, "clear") != 0)
     return FALSE;
   dir = g_dir_open (a->sysdir, 0, NULL);
   while (dir && (entry = g_dir_read_name (dir)))
@@ -43,15 +65,20 @@ left_stopped (MdArray *a)
   return dir != NULL;
 }
 
+/* new_array: the empty array appears. An array of that name already
+ * there (-EEXIST) is said in @error; other errors are the caller's. A
+ * stopped, empty one of that name (the name is the device's: this vblk
+ * stopped it) is deleted first, by a second "clear" now that md deletes
+ * at "clear": never configured again, its old flags would stay. */
 static int
 create_array (MdArray *a, GError **error)
 {
-  int r = vb_kernel_sys_write (NEW_ARRAY, a->md);
+  int r;
 
-  /* one this vblk stopped before (the name is the device's): configured
-   * again as a new one */
-  if (r == -EEXIST && left_stopped (a))
-    return 0;
+  no_kept_arrays ();
+  r = vb_kernel_sys_write (NEW_ARRAY, a->md);
+  if (r == -EEXIST && left_stopped (a) && md_set (a, "array_state", "clear") == 0)
+    r = vb_kernel_sys_write (NEW_ARRAY, a->md);
   if (r == -EEXIST)
     g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md array %s exists already"), a->md);
   return r;

@@ -141,15 +141,16 @@ md_add_locked (MdArray *a, Member *m, guint slot, GError **error)
   g_autofree char *offset = md_dev_attr (m, "offset");
   g_autofree char *size = md_dev_attr (m, "size");
   g_autofree char *sslot = md_dev_attr (m, "slot");
-  int r;
-
+  g_autofree char *action = a->native ? NULL : md_get (a, "sync_action");
   /* md places a new member in a free slot itself, and starts recovering
    * it, as soon as its thread looks (on Linux 7.x at once, before vblk's
    * slot is written: "Device or resource busy"): frozen until the member
-   * is configured; md_add_member_locked's "recover" lets md go on */
-  if (!a->native)
-    md_set (a, "sync_action", "frozen");
-  r = md_set (a, "new_dev", dev);
+   * is configured, and only from idle, as mdadm freezes (a running job is
+   * not stopped, a cancel's freeze not undone); md_add_member_locked's
+   * "recover" lets md go on */
+  gboolean froze = g_strcmp0 (action, "idle") == 0 && md_set (a, "sync_action", "frozen") == 0;
+  int r = md_set (a, "new_dev", dev);
+
   if (r == 0 && !a->native)
     r = md_set_u64 (a, offset, a->sb.data_offset / SECTOR);
   if (r == 0 && !a->native)
@@ -162,7 +163,7 @@ md_add_locked (MdArray *a, Member *m, guint slot, GError **error)
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED, _ ("md refused '%s' in slot %u of %s: %s"),
                    m->path, slot, a->md, g_strerror (-r));
       md_set (a, state, "remove");
-      if (!a->native)
+      if (froze)
         md_set (a, "sync_action", "idle");
       return FALSE;
     }
