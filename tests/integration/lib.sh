@@ -165,7 +165,8 @@ vb_start_bus () {
 
 # polkitd reads actions only from /usr/share/polkit-1/actions; give it, in a
 # private mount namespace, a copy of that directory plus our action file, so
-# nothing on the host changes.
+# nothing on the host changes. VB_POLKIT_RULES, when set, is a directory of
+# rules put in place of /etc/polkit-1/rules.d the same way.
 vb_start_polkitd () {
   local actions=$T/polkit-actions
   mkdir -p "$actions"
@@ -179,8 +180,10 @@ vb_start_polkitd () {
   unshare --mount --propagation private -- /bin/sh -c \
     'findmnt -rn -o TARGET | grep "^/tmp/vblk-test\." | sort -r |
        while read -r m; do umount -l "$m" 2> /dev/null; done
-     mount --bind "$1" /usr/share/polkit-1/actions && shift && exec "$@"' \
-    sh "$actions" "$VB_POLKITD" --no-debug > "$T/polkitd.log" 2>&1 &
+     mount --bind "$1" /usr/share/polkit-1/actions || exit 1
+     [ -z "$2" ] || mount --bind "$2" /etc/polkit-1/rules.d || exit 1
+     shift 2 && exec "$@"' \
+    sh "$actions" "${VB_POLKIT_RULES:-}" "$VB_POLKITD" --no-debug > "$T/polkitd.log" 2>&1 &
   VB_POLKITD_PID=$!
   vb_wait_until 10 vb_name_has_owner org.freedesktop.PolicyKit1 ||
     { cat "$T/polkitd.log" >&2; vb_fail "polkitd did not take org.freedesktop.PolicyKit1"; }
