@@ -9,6 +9,10 @@
 
 G_BEGIN_DECLS
 
+/* Extent flags, valued as NBD's base:allocation. */
+#define VB_EXTENT_HOLE (1u << 0) /* not allocated */
+#define VB_EXTENT_ZERO (1u << 1) /* reads as zeroes */
+
 struct _VbRing;
 struct _VbEngineIo;
 
@@ -23,6 +27,10 @@ typedef struct {
   int (*flush) (void *handle);
   int (*discard) (void *handle, guint64 length, guint64 offset);
   int (*write_zeroes) (void *handle, guint64 length, guint64 offset, gboolean fua);
+  /* What the bytes from @offset (up to @length) are: @flags
+   * (VB_EXTENT_*; 0 is data, the answer that is never wrong) for the
+   * first *@run of them (0 < *@run <= @length). NULL: all data. */
+  int (*extents) (void *handle, guint64 offset, guint64 length, guint64 *run, guint32 *flags);
   /* The asynchronous path (engine.h), NULL where there is none: starts
    * @io, whose I/O goes into @ring; io->done runs on the ring's thread,
    * which must go on running the ring until it has. */

@@ -334,3 +334,41 @@ engine_component_release (VbEngine *e, guint i, char **uuid)
   engine_barrier_open (&e->barrier);
   return now;
 }
+
+/* See engine-component.h. */
+gboolean
+engine_component_hole (Component *c, guint64 at, guint64 len, guint64 *run)
+{
+  off_t pos = (off_t) (c->data_offset + at);
+  off_t d, h;
+  struct stat st;
+
+  *run = len;
+  if (c->fd < 0 && c->ops && c->ops->extents)
+    {
+      /* a device of this vblkd's, served in place: its own answer */
+      guint32 flags = 0;
+      if (c->ops->extents (c->handle, c->data_offset + at, len, run, &flags) < 0)
+        {
+          *run = len;
+          return FALSE;
+        }
+      return (flags & (VB_EXTENT_HOLE | VB_EXTENT_ZERO)) == (VB_EXTENT_HOLE | VB_EXTENT_ZERO);
+    }
+  if (c->fd < 0 || c->is_block)
+    return FALSE;
+  d = lseek (c->fd, pos, SEEK_DATA);
+  if (d < 0)
+    /* ENXIO: no data from here to the end of the file; beyond its end a
+     * read would not give zeroes, so only a file that is long enough */
+    return errno == ENXIO && fstat (c->fd, &st) == 0 && (guint64) st.st_size >= pos + len;
+  if (d > pos)
+    {
+      *run = MIN ((guint64) (d - pos), len);
+      return TRUE;
+    }
+  h = lseek (c->fd, pos, SEEK_HOLE);
+  if (h > pos)
+    *run = MIN ((guint64) (h - pos), len);
+  return FALSE;
+}

@@ -145,6 +145,12 @@ engine_can_multi_conn (void *handle)
   return TRUE;
 }
 
+static int
+engine_extents (void *handle, guint64 offset, guint64 length, guint64 *run, guint32 *flags)
+{
+  return vb_engine_extents (handle, offset, length, run, flags);
+}
+
 static void
 engine_submit (void *handle, VbRing *ring, VbEngineIo *io)
 {
@@ -161,5 +167,6 @@ const VbBlockOps vb_engine_ops = {
   .flush = engine_flush,
   .discard = engine_discard,
   .write_zeroes = engine_write_zeroes,
+  .extents = engine_extents,
   .submit = engine_submit,
 };

@@ -291,6 +291,17 @@ sw_write_zeroes (void *handle, guint64 length, guint64 offset, gboolean fua)
   return r;
 }
 
+static int
+sw_extents (void *handle, guint64 offset, guint64 length, guint64 *run, guint32 *flags)
+{
+  VbEngineSwitch *sw = handle;
+  VbEngine *e = enter (sw);
+  int r = vb_engine_extents (e, offset, length, run, flags);
+
+  leave (sw);
+  return r;
+}
+
 static void
 sw_submit (void *handle, VbRing *ring, VbEngineIo *io)
 {
@@ -307,6 +318,7 @@ const VbBlockOps vb_engine_switch_ops = {
   .flush = sw_flush,
   .discard = sw_discard,
   .write_zeroes = sw_write_zeroes,
+  .extents = sw_extents,
   .submit = sw_submit,
 };
 

@@ -118,14 +118,39 @@ pace (EngineSync *s, guint64 bytes)
     }
 }
 
+/* Every copy not faulty (one at least) is a hole over the whole piece:
+ * they all read as zeroes, equal already. */
+static gboolean
+piece_all_holes (VbEngine *e, const VbMapping *p)
+{
+  guint holes = 0;
+
+  for (guint k = 0; k < p->n_copies; k++)
+    {
+      Component *c = &e->components[p->copies[k].component];
+      guint64 run;
+      if (engine_is_faulty (c))
+        continue;
+      if (!engine_component_hole (c, p->copies[k].offset, p->length, &run) || run < p->length)
+        return FALSE;
+      holes++;
+    }
+  return holes > 0;
+}
+
 /* One piece of the device: read a good copy, then write or compare the
- * others. Returns 0, or -errno when no copy could be read. */
+ * others. Returns 0, or -errno when no copy could be read. A resync or
+ * rebuild leaves a piece alone where every copy is a hole: copying its
+ * zeroes would only fill the holes of sparse files (a new raid1's legs). */
 static int
 sync_piece (EngineSync *s, const VbMapping *p, gboolean dirty)
 {
   VbEngine *e = s->engine;
   gint source = -1;
   int r = -EIO;
+
+  if ((s->op == OP_RESYNC || s->op == OP_REBUILD) && piece_all_holes (e, p))
+    return 0;
 
   for (guint k = 0; k < p->n_copies; k++)
     {

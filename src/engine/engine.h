@@ -167,6 +167,10 @@ int vb_engine_set_faulty (VbEngine *engine, guint component);
 /* The blocking entry points: a request on a ring of the calling thread's
  * own (engine-io-sync.c), waited for. */
 extern const VbBlockOps vb_engine_ops;
+/* vb_engine_ops' extents (engine-extents.c): holes where every readable
+ * copy is a hole in its file, else data. */
+int vb_engine_extents (VbEngine *engine, guint64 offset, guint64 length, guint64 *run,
+                       guint32 *flags);
 
 /* The asynchronous data path. A request is the caller's storage, one per
  * tag of a queue: made once with vb_engine_io_init, submitted any number

@@ -51,9 +51,12 @@
 #define NBD_OPT_INFO 6u
 #define NBD_OPT_GO 7u
 #define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_LIST_META_CONTEXT 9u
+#define NBD_OPT_SET_META_CONTEXT 10u
 #define NBD_REP_ACK 1u
 #define NBD_REP_SERVER 2u
 #define NBD_REP_INFO 3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_FLAG_ERROR (1u << 31)
 #define NBD_INFO_EXPORT 0u
 #define NBD_INFO_NAME 1u
@@ -352,6 +355,15 @@ check_option_replies (guint32 option, const guint8 *out, gsize out_len, gsize *p
       if (type == NBD_REP_SERVER)
         {
           FUZZ_CHECK (option == NBD_OPT_LIST && len >= 4 && get32 (r) <= len - 4);
+          continue;
+        }
+      /* the one context; its ID is reserved (0) in a list */
+      if (type == NBD_REP_META_CONTEXT)
+        {
+          FUZZ_CHECK (option == NBD_OPT_LIST_META_CONTEXT || option == NBD_OPT_SET_META_CONTEXT);
+          FUZZ_CHECK (len == 4 + strlen ("base:allocation"));
+          FUZZ_CHECK (memcmp (r + 4, "base:allocation", len - 4) == 0);
+          FUZZ_CHECK (get32 (r) == (option == NBD_OPT_SET_META_CONTEXT ? 1u : 0u));
           continue;
         }
       FUZZ_CHECK (type == NBD_REP_ACK || (type & NBD_REP_FLAG_ERROR));

@@ -4,7 +4,8 @@
 # nobody here wrote: the reference model through libnbd for every driver,
 # nbdinfo, nbdcopy, qemu-img info/convert, qemu-io patterns, fio's nbd
 # engine with verification, several clients at once; a TCP export is its
-# own polkit action; --stop ends an export; Stop ends the device's exports.
+# own polkit action; --stop ends an export; Stop ends the device's exports;
+# block status (nbdinfo --map, nbdcopy reading only the data).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 vb_start_daemon
@@ -87,5 +88,32 @@ vb_pid_alive "$VBLKD_PID" || vb_fail "vblkd died under the hostile client"
 vb_assert_eq $((64 << 20)) "$(nbdinfo --size "$(uri hostile)")" "nbdinfo after the hostile client"
 vb_assert_eq active "$(vb_state_of hostile)" "device after the hostile client"
 
-for d in lin r0 r1 r10 hostile; do vbmgr stop "$d"; done
+vb_log "block status of a raid1 on sparse legs: holes where both legs have them"
+mk s0 s1
+vbmgr create sp --driver raid1 --attr bitmap_chunk=1M --start "$T/s0.img" "$T/s1.img"
+vbmgr export sp --nbd --listen "unix:$(sock sp)"
+vb_wait_until 30 sh -c "! $VBMGR jobs --json | jq -e '.[] | select(.device == \"sp\" and .state == \"running\")' > /dev/null" ||
+  vb_fail "the first resync of sp did not end"
+# the resync left the pieces that are holes on both legs alone
+for leg in s0 s1; do
+  kib=$(du -k "$T/$leg.img" | cut -f1)
+  [ "$kib" -le 1024 ] || vb_fail "$leg.img has $kib KiB allocated after the first resync"
+done
+map () { nbdinfo --map --json "$(uri sp)" | jq -r 'map("\(.offset)+\(.length):\(.type)") | join(" ")'; }
+vb_assert_eq "0+32505856:3" "$(map)" "map of the new raid1"
+qemu-io -f raw -c "write -P 0x6b 4M 1M" "$(uri sp)" > /dev/null || vb_fail "qemu-io write to sp"
+vb_assert_eq "0+4194304:3 4194304+1048576:0 5242880+27262976:3" "$(map)" "map after a write of 1 MiB at 4 MiB"
+nbdcopy -v "$(uri sp)" "$T/sp.copy" 2> "$T/nbdcopy.log"
+read_bytes=$(awk -F'count=' '/aio_pread: enter:/ { s += $2 } END { print s + 0 }' "$T/nbdcopy.log")
+vb_log "nbdcopy read $read_bytes of 32505856 bytes"
+[ "$read_bytes" -gt 0 ] && [ "$read_bytes" -le $((2 << 20)) ] ||
+  vb_fail "nbdcopy read $read_bytes bytes of sp, not just the 1 MiB of data"
+cmp "$T/sp.copy" <(head -c 4M /dev/zero; head -c 1M /dev/zero | tr '\0' '\153'; head -c 26M /dev/zero) ||
+  vb_fail "nbdcopy of sp: content"
+vb_log "data on one leg only is data (a read could take that leg)"
+dd if=/dev/urandom of="$T/s1.img" bs=64k count=1 seek=$(((1 << 20) / 65536 + 160)) conv=notrunc status=none
+vb_assert_eq "0+4194304:3 4194304+1048576:0 5242880+5242880:3 10485760+65536:0 10551296+21954560:3" \
+  "$(map)" "map with data on leg 1 at 10 MiB"
+
+for d in lin r0 r1 r10 hostile sp; do vbmgr stop "$d"; done
 vb_stop_daemon

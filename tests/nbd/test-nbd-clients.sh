@@ -108,6 +108,29 @@ fi
 nbd_log "SIGTERM stops the server cleanly"
 nbd_stop_server
 
+nbd_log "block status: nbdinfo --map and qemu-img map see the file's holes, nbdcopy reads only its data"
+sparse=$T/sparse.img
+truncate -s 64M "$sparse"
+dd if=/dev/urandom of="$sparse" bs=1M count=2 seek=10 conv=notrunc status=none
+dd if=/dev/urandom of="$sparse" bs=4k count=1 seek=5120 conv=notrunc status=none
+nbd_start_server "$sparse"
+uri="nbd+unix:///?socket=$SOCK"
+nbdinfo --map --json "$uri" > "$T/map.json" || nbd_fail "nbdinfo --map"
+nbd_assert_eq "0+10485760:3 10485760+2097152:0 12582912+8388608:3 20971520+4096:0 20975616+46133248:3" \
+  "$(python3 -c 'import json,sys; print(" ".join("%d+%d:%d" % (e["offset"], e["length"], e["type"]) for e in json.load(open(sys.argv[1]))))' "$T/map.json")" \
+  "nbdinfo --map"
+qemu-img map --output=json -f raw "$uri" > "$T/qmap.json"
+nbd_assert_eq "10485760+2097152 20971520+4096" \
+  "$(python3 -c 'import json,sys; print(" ".join("%d+%d" % (e["start"], e["length"]) for e in json.load(open(sys.argv[1])) if e["data"]))' "$T/qmap.json")" \
+  "qemu-img map: the data"
+nbdcopy -v "$uri" "$T/sparse.copy" 2> "$T/nbdcopy.log"  # -v logs every libnbd call
+cmp "$sparse" "$T/sparse.copy" || nbd_fail "nbdcopy of the sparse export differs"
+read_bytes=$(awk -F'count=' '/aio_pread: enter:/ { s += $2 } END { print s + 0 }' "$T/nbdcopy.log")
+nbd_log "nbdcopy read $read_bytes of $((64 << 20)) bytes"
+[ "$read_bytes" -gt 0 ] && [ "$read_bytes" -le $((4 << 20)) ] ||
+  nbd_fail "nbdcopy read $read_bytes bytes, not just the 2 MiB of data"
+nbd_stop_server
+
 nbd_log "a read-only export: flagged, and writes are refused"
 sum=$(sha256sum < "$img")
 nbd_start_server "$img" --read-only --block-size 4096

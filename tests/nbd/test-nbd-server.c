@@ -3,8 +3,8 @@
  * with vb_nbd_server_serve_fd (as the kernel nbd backend will), requests of
  * one connection run at once and answered out of order — on an export with
  * only blocking calls and on one with the asynchronous path, as the
- * engine's — the connection cap, shutdown with connections open, and
- * refused arguments. */
+ * engine's — the connection cap, shutdown with connections open,
+ * refused arguments, and block status (base:allocation). */
 #include "config.h"
 
 #include "engine.h"
@@ -88,11 +88,12 @@ mem_disk_free (MemDisk *d)
 }
 
 static void
-send_request (int fd, guint16 type, guint64 cookie, guint64 offset, guint32 length)
+send_request_flags (int fd, guint16 command_flags, guint16 type, guint64 cookie, guint64 offset,
+                    guint32 length)
 {
   guint8 h[28];
   guint32 magic = GUINT32_TO_BE (0x25609513), len = GUINT32_TO_BE (length);
-  guint16 flags = 0, t = GUINT16_TO_BE (type);
+  guint16 flags = GUINT16_TO_BE (command_flags), t = GUINT16_TO_BE (type);
   guint64 off = GUINT64_TO_BE (offset);
 
   memcpy (h, &magic, 4);
@@ -102,6 +103,12 @@ send_request (int fd, guint16 type, guint64 cookie, guint64 offset, guint32 leng
   memcpy (h + 16, &off, 8);
   memcpy (h + 24, &len, 4);
   g_assert_cmpint (send (fd, h, sizeof h, MSG_NOSIGNAL), ==, sizeof h);
+}
+
+static void
+send_request (int fd, guint16 type, guint64 cookie, guint64 offset, guint32 length)
+{
+  send_request_flags (fd, 0, type, cookie, offset, length);
 }
 
 static void
@@ -597,6 +604,255 @@ test_cap_and_free (void)
   mem_disk_free (d);
 }
 
+/* ---- block status: a disk that says [HOLE_FROM, HOLE_TO) is a hole, in
+ * runs of at most 4 KiB, so that the server has to merge them ---- */
+
+#define HOLE_FROM (64u << 10)
+#define HOLE_TO (192u << 10)
+
+static int
+mem_extents (void *handle, guint64 offset, guint64 length, guint64 *run, guint32 *flags)
+{
+  gboolean hole = offset >= HOLE_FROM && offset < HOLE_TO;
+  guint64 edge = offset < HOLE_FROM ? HOLE_FROM : offset < HOLE_TO ? HOLE_TO : DISK_SIZE;
+
+  *flags = hole ? VB_EXTENT_HOLE | VB_EXTENT_ZERO : 0;
+  *run = MIN (MIN (length, edge - offset), 4096u);
+  return 0;
+}
+
+static const VbBlockOps mem_extent_ops = {
+  .size = mem_size,
+  .block_size = mem_block_size,
+  .pread = mem_pread,
+  .pwrite = mem_pwrite,
+  .extents = mem_extents,
+};
+
+static void
+send_option (int fd, guint32 option, const void *data, guint32 len)
+{
+  guint8 h[16];
+
+  memcpy (h, "IHAVEOPT", 8);
+  option = GUINT32_TO_BE (option);
+  memcpy (h + 8, &option, 4);
+  len = GUINT32_TO_BE (len);
+  memcpy (h + 12, &len, 4);
+  g_assert_cmpint (send (fd, h, sizeof h, MSG_NOSIGNAL), ==, sizeof h);
+  len = GUINT32_FROM_BE (len);
+  if (len > 0)
+    g_assert_cmpint (send (fd, data, len, MSG_NOSIGNAL), ==, len);
+}
+
+/* The type of the next option reply to @option; its data into @data (at
+ * most 256 bytes), its length into *@len. */
+static guint32
+recv_option_reply (int fd, guint32 option, guint8 *data, guint32 *len)
+{
+  guint8 h[20];
+  guint32 v;
+
+  recv_exact (fd, h, sizeof h);
+  g_assert_cmpmem (h, 8, "\x00\x03\xe8\x89\x04\x55\x65\xa9", 8);
+  memcpy (&v, h + 8, 4);
+  g_assert_cmpuint (GUINT32_FROM_BE (v), ==, option);
+  memcpy (len, h + 16, 4);
+  *len = GUINT32_FROM_BE (*len);
+  g_assert_cmpuint (*len, <=, 256);
+  if (*len > 0)
+    recv_exact (fd, data, *len);
+  memcpy (&v, h + 12, 4);
+  return GUINT32_FROM_BE (v);
+}
+
+/* A meta context option's data: export @name, then @n queries. */
+static GByteArray *
+meta_query (const char *name, guint n, const char *const *queries)
+{
+  GByteArray *b = g_byte_array_new ();
+  guint32 v = GUINT32_TO_BE (strlen (name));
+
+  g_byte_array_append (b, (guint8 *) &v, 4);
+  g_byte_array_append (b, (const guint8 *) name, strlen (name));
+  v = GUINT32_TO_BE (n);
+  g_byte_array_append (b, (guint8 *) &v, 4);
+  for (guint i = 0; i < n; i++)
+    {
+      v = GUINT32_TO_BE (strlen (queries[i]));
+      g_byte_array_append (b, (guint8 *) &v, 4);
+      g_byte_array_append (b, (const guint8 *) queries[i], strlen (queries[i]));
+    }
+  return b;
+}
+
+/* Sends a meta context option; returns its replies' types and, of a
+ * META_CONTEXT reply, the context ID in *@id. */
+static guint32
+meta_option (int fd, guint32 option, const char *name, guint n, const char *const *queries,
+             guint32 *id)
+{
+  g_autoptr (GByteArray) b = meta_query (name, n, queries);
+  guint8 data[256];
+  guint32 len, type;
+
+  send_option (fd, option, b->data, b->len);
+  type = recv_option_reply (fd, option, data, &len);
+  if (type != 4 /* META_CONTEXT */)
+    return type;
+  g_assert_cmpuint (len, ==, 4 + strlen ("base:allocation"));
+  g_assert_cmpmem (data + 4, len - 4, "base:allocation", len - 4);
+  memcpy (id, data, 4);
+  *id = GUINT32_FROM_BE (*id);
+  g_assert_cmpuint (recv_option_reply (fd, option, data, &len), ==, 1 /* ACK */);
+  return 4;
+}
+
+/* A connection through the handshake to the point of options. */
+static int
+connect_options (VbNbdServer *server)
+{
+  g_autoptr (GError) error = NULL;
+  struct timeval tv = { .tv_sec = 10 };
+  guint8 greeting[18];
+  guint32 flags = GUINT32_TO_BE (3); /* fixed newstyle, no zeroes */
+  int sv[2];
+
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+  g_assert_cmpint (setsockopt (sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), ==, 0);
+  g_assert_true (vb_nbd_server_serve_fd (server, sv[1], VB_NBD_SERVE_DEFAULT, &error));
+  g_assert_no_error (error);
+  recv_exact (sv[0], greeting, sizeof greeting);
+  g_assert_cmpint (send (sv[0], &flags, 4, MSG_NOSIGNAL), ==, 4);
+  return sv[0];
+}
+
+static void
+go (int fd)
+{
+  guint8 data[] = { 0, 0, 0, 3, 'm', 'e', 'm', 0, 0 }, reply[256];
+  guint32 len, type;
+
+  send_option (fd, 7 /* GO */, data, sizeof data);
+  while ((type = recv_option_reply (fd, 7, reply, &len)) == 3 /* INFO */)
+    ;
+  g_assert_cmpuint (type, ==, 1 /* ACK */);
+}
+
+/* A structured reply to @cookie: its type and payload (into @payload, at
+ * most 4096 bytes; its length in *@len). */
+static guint16
+recv_chunk (int fd, guint64 cookie, guint8 *payload, guint32 *len)
+{
+  guint8 h[20];
+  guint32 magic;
+  guint16 flags, type;
+
+  recv_exact (fd, h, sizeof h);
+  memcpy (&magic, h, 4);
+  g_assert_cmphex (GUINT32_FROM_BE (magic), ==, 0x668e33ef);
+  memcpy (&flags, h + 4, 2);
+  g_assert_cmphex (GUINT16_FROM_BE (flags), ==, 1 /* DONE */);
+  memcpy (&type, h + 6, 2);
+  g_assert_cmpmem (h + 8, 8, &cookie, 8);
+  memcpy (len, h + 16, 4);
+  *len = GUINT32_FROM_BE (*len);
+  g_assert_cmpuint (*len, <=, 4096);
+  recv_exact (fd, payload, *len);
+  return GUINT16_FROM_BE (type);
+}
+
+static guint32
+be32_at (const guint8 *p)
+{
+  guint32 v;
+
+  memcpy (&v, p, 4);
+  return GUINT32_FROM_BE (v);
+}
+
+/* base:allocation negotiated as the spec says (structured replies first,
+ * the export's name, queries well formed), then NBD_CMD_BLOCK_STATUS:
+ * the export's runs merged into one descriptor per status, REQ_ONE giving
+ * one, a range past the end refused, and no block status on a connection
+ * that did not select the context. */
+static void
+test_block_status (void)
+{
+  MemDisk *d = mem_disk_new (512);
+  g_autoptr (GError) error = NULL;
+  VbNbdServer *server = vb_nbd_server_new ("mem", NULL, &mem_extent_ops, d, &error);
+  const char *const allocation[] = { "base:allocation" };
+  const char *const base[] = { "base:" };
+  const char *const other[] = { "qemu:dirty-bitmap:x" };
+  guint8 data[4096];
+  guint32 len, id = 99;
+  int fd;
+
+  g_assert_no_error (error);
+  fd = connect_options (server);
+  /* before structured replies: refused */
+  g_assert_cmphex (meta_option (fd, 10, "mem", 1, allocation, &id), ==, 0x80000003);
+  send_option (fd, 8 /* STRUCTURED_REPLY */, NULL, 0);
+  g_assert_cmpuint (recv_option_reply (fd, 8, data, &len), ==, 1);
+  /* a list: everything without a query, by namespace, nothing of others */
+  g_assert_cmpuint (meta_option (fd, 9, "mem", 0, NULL, &id), ==, 4);
+  g_assert_cmpuint (id, ==, 0);
+  g_assert_cmpuint (meta_option (fd, 9, "mem", 1, base, &id), ==, 4);
+  g_assert_cmpuint (meta_option (fd, 9, "", 1, other, &id), ==, 1);
+  /* refusals: another export, a query longer than the option */
+  g_assert_cmphex (meta_option (fd, 10, "disk", 1, allocation, &id), ==, 0x80000006);
+  {
+    g_autoptr (GByteArray) b = meta_query ("mem", 1, allocation);
+    b->data[b->len - 16] = 0x7f; /* the query's length, far too long */
+    send_option (fd, 10, b->data, b->len);
+    g_assert_cmphex (recv_option_reply (fd, 10, data, &len), ==, 0x80000003);
+  }
+  g_assert_cmpuint (meta_option (fd, 10, "mem", 1, allocation, &id), ==, 4);
+  g_assert_cmpuint (id, ==, 1);
+  go (fd);
+
+  send_request (fd, 7, 21, 0, DISK_SIZE);
+  g_assert_cmpuint (recv_chunk (fd, 21, data, &len), ==, 5 /* BLOCK_STATUS */);
+  g_assert_cmpuint (len, ==, 4 + 3 * 8);
+  g_assert_cmpuint (be32_at (data), ==, 1);
+  g_assert_cmpuint (be32_at (data + 4), ==, HOLE_FROM);
+  g_assert_cmpuint (be32_at (data + 8), ==, 0);
+  g_assert_cmpuint (be32_at (data + 12), ==, HOLE_TO - HOLE_FROM);
+  g_assert_cmpuint (be32_at (data + 16), ==, VB_EXTENT_HOLE | VB_EXTENT_ZERO);
+  g_assert_cmpuint (be32_at (data + 20), ==, DISK_SIZE - HOLE_TO);
+  g_assert_cmpuint (be32_at (data + 24), ==, 0);
+
+  /* REQ_ONE (flags 1 << 3): one descriptor, from the offset asked */
+  send_request_flags (fd, 1u << 3, 7, 22, HOLE_FROM + 4096, DISK_SIZE - HOLE_FROM - 4096);
+  g_assert_cmpuint (recv_chunk (fd, 22, data, &len), ==, 5);
+  g_assert_cmpuint (len, ==, 4 + 8);
+  g_assert_cmpuint (be32_at (data + 4), ==, HOLE_TO - HOLE_FROM - 4096);
+  g_assert_cmpuint (be32_at (data + 8), ==, VB_EXTENT_HOLE | VB_EXTENT_ZERO);
+
+  /* past the end, and no bytes at all: EINVAL */
+  send_request (fd, 7, 23, DISK_SIZE - 512, 1024);
+  g_assert_cmpuint (recv_chunk (fd, 23, data, &len), ==, 0x8001 /* ERROR */);
+  g_assert_cmpuint (be32_at (data), ==, EINVAL);
+  send_request (fd, 7, 24, 0, 0);
+  g_assert_cmpuint (recv_chunk (fd, 24, data, &len), ==, 0x8001);
+  close (fd);
+
+  /* a connection that set no context: no block status */
+  fd = connect_options (server);
+  send_option (fd, 8, NULL, 0);
+  g_assert_cmpuint (recv_option_reply (fd, 8, data, &len), ==, 1);
+  g_assert_cmpuint (meta_option (fd, 10, "mem", 1, other, &id), ==, 1);
+  go (fd);
+  send_request (fd, 7, 25, 0, 4096);
+  g_assert_cmpuint (recv_chunk (fd, 25, data, &len), ==, 0x8001);
+  g_assert_cmpuint (be32_at (data), ==, EINVAL);
+  close (fd);
+  wait_for_connections (server, 0);
+  vb_nbd_server_free (server);
+  mem_disk_free (d);
+}
+
 static void
 test_refused_arguments (void)
 {
@@ -655,5 +911,6 @@ main (int argc, char **argv)
   g_test_add_func ("/nbd-server/client-gone-mid-write", test_cut_write);
   g_test_add_func ("/nbd-server/cap-and-free", test_cap_and_free);
   g_test_add_func ("/nbd-server/refused-arguments", test_refused_arguments);
+  g_test_add_func ("/nbd-server/block-status", test_block_status);
   return g_test_run ();
 }

@@ -120,6 +120,29 @@ file_write_zeroes (void *handle, guint64 length, guint64 offset, gboolean fua)
   return fua ? file_flush (handle) : 0;
 }
 
+/* Holes of the file by SEEK_DATA/SEEK_HOLE (a file system without them
+ * says all data, which is never wrong). */
+static int
+file_extents (void *handle, guint64 offset, guint64 length, guint64 *run, guint32 *flags)
+{
+  VbFileExport *f = handle;
+  off_t d = lseek (f->fd, offset, SEEK_DATA);
+  off_t h;
+
+  *flags = 0;
+  *run = length;
+  if (d < 0 && errno == ENXIO)
+    *flags = VB_EXTENT_HOLE | VB_EXTENT_ZERO; /* no data up to the end */
+  else if (d > (off_t) offset)
+    {
+      *flags = VB_EXTENT_HOLE | VB_EXTENT_ZERO;
+      *run = MIN (length, (guint64) d - offset);
+    }
+  else if (d == (off_t) offset && (h = lseek (f->fd, offset, SEEK_HOLE)) > d)
+    *run = MIN (length, (guint64) h - offset);
+  return 0;
+}
+
 static const VbBlockOps file_ops = {
   .size = file_size,
   .block_size = file_block_size,
@@ -130,6 +153,7 @@ static const VbBlockOps file_ops = {
   .flush = file_flush,
   .discard = file_discard,
   .write_zeroes = file_write_zeroes,
+  .extents = file_extents,
 };
 
 int

@@ -118,19 +118,19 @@ buffer_take (NbdConn *c, guint cls)
   return mem;
 }
 
-/* A slot for @req, with a buffer when it carries data; NULL (nothing
- * taken) at the limits, and the reading waits for a slot to come back:
- * that is the backpressure on the client. */
+/* A slot for @req, with a buffer of @buf_len bytes (0: none); NULL
+ * (nothing taken) at the limits, and the reading waits for a slot to come
+ * back: that is the backpressure on the client. */
 static NbdJob *
-job_take (NbdConn *c, const VbNbdRequest *req, gboolean data)
+job_take (NbdConn *c, const VbNbdRequest *req, guint32 buf_len)
 {
   NbdJob *job = c->free_jobs;
 
   if (job == NULL)
     return NULL;
-  if (data)
+  if (buf_len > 0)
     {
-      job->buf_class = buffer_class (req->length);
+      job->buf_class = buffer_class (buf_len);
       if ((job->buf = buffer_take (c, job->buf_class)) == NULL)
         return NULL;
     }
@@ -253,6 +253,19 @@ reply_read_data (NbdConn *c, NbdJob *job)
   reply_queue (c, job);
 }
 
+/* A successful BLOCK_STATUS: one chunk for the one context, the context
+ * ID and descriptors already in the buffer. */
+static void
+reply_block_status (NbdConn *c, NbdJob *job)
+{
+  guint32 len = 4 + 8 * job->n_extents;
+
+  chunk_header (job->head, &job->req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS, len);
+  add_iov (job, job->head, 20);
+  add_iov (job, job->buf, len);
+  reply_queue (c, job);
+}
+
 void
 nbd_job_done (NbdJob *job, int res)
 {
@@ -260,6 +273,8 @@ nbd_job_done (NbdJob *job, int res)
 
   if (res == 0 && job->req.type == NBD_CMD_READ)
     reply_read_data (c, job);
+  else if (res == 0 && job->req.type == NBD_CMD_BLOCK_STATUS)
+    reply_block_status (c, job);
   else
     reply_status (c, job, res < 0 ? nbd_error_from_errno (res) : 0,
                   res == 0                         ? NULL
@@ -507,8 +522,10 @@ rx_request (NbdConn *c)
     }
   error = nbd_check_request (c, &req, &why);
   job = job_take (c, &req,
-                  error == 0 && (req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE)
-                      && req.length > 0);
+                  error != 0                                              ? 0
+                  : req.type == NBD_CMD_READ || req.type == NBD_CMD_WRITE ? req.length
+                  : req.type == NBD_CMD_BLOCK_STATUS                      ? VB_NBD_STATUS_BYTES
+                                                                          : 0);
   if (job == NULL && c->n_used == 0)
     {
       /* every slot is free and the whole budget can be had: only memory

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NBD fixed-newstyle handshake of one connection: the greeting, then
- * option haggling (EXPORT_NAME, ABORT, LIST, INFO, GO, STRUCTURED_REPLY; TLS
- * and unknown options refused) until the client enters transmission. */
+ * option haggling (EXPORT_NAME, ABORT, LIST, INFO, GO, STRUCTURED_REPLY,
+ * LIST_META_CONTEXT and SET_META_CONTEXT; TLS and unknown options refused)
+ * until the client enters transmission. */
 #include "config.h"
 
 #include "nbd-handshake.h"
@@ -31,10 +32,13 @@
 #define NBD_OPT_INFO 6u
 #define NBD_OPT_GO 7u
 #define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_LIST_META_CONTEXT 9u
+#define NBD_OPT_SET_META_CONTEXT 10u
 
 #define NBD_REP_ACK 1u
 #define NBD_REP_SERVER 2u
 #define NBD_REP_INFO 3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_ERR_UNSUP ((1u << 31) + 1)
 #define NBD_REP_ERR_INVALID ((1u << 31) + 3)
 #define NBD_REP_ERR_UNKNOWN ((1u << 31) + 6)
@@ -201,6 +205,68 @@ handle_info_go (VbNbdHandshake *c, guint32 option, const guint8 *data, guint32 l
   return option == NBD_OPT_GO ? 1 : 0;
 }
 
+/* Whether @query (of a LIST_META_CONTEXT when @list) selects
+ * base:allocation: by its name, or in a list by its namespace alone. */
+static gboolean
+query_selects_allocation (const guint8 *query, guint32 len, gboolean list)
+{
+  const char *name = VB_NBD_CONTEXT_ALLOCATION;
+
+  return (len == strlen (name) && memcmp (query, name, len) == 0)
+         || (list && len == 5 && memcmp (query, "base:", 5) == 0);
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT: an export name,
+ * then a count of queries, each a length and a string. base:allocation
+ * is the one context; queries of other namespaces select nothing. */
+static int
+handle_meta_context (VbNbdHandshake *c, guint32 option, const guint8 *data, guint32 len)
+{
+  gboolean list = option == NBD_OPT_LIST_META_CONTEXT;
+  gboolean selected = FALSE;
+  guint32 nlen, n_queries;
+  guint64 at;
+  guint8 reply[4 + sizeof VB_NBD_CONTEXT_ALLOCATION - 1];
+  int r;
+
+  if (!c->terms->structured)
+    return send_opt_error (c, option, NBD_REP_ERR_INVALID,
+                           "structured replies must be negotiated first");
+  if (len < 8 || (nlen = get32 (data)) > len - 8)
+    return send_opt_error (c, option, NBD_REP_ERR_INVALID, "malformed request");
+  if (nlen > NBD_MAX_STRING)
+    return send_opt_error (c, option, NBD_REP_ERR_INVALID, "export name longer than 4096 bytes");
+  n_queries = get32 (data + 4 + nlen);
+  at = 8 + (guint64) nlen;
+  for (guint32 i = 0; i < n_queries; i++)
+    {
+      guint32 qlen;
+      if (len - at < 4 || (qlen = get32 (data + at)) > len - at - 4)
+        return send_opt_error (c, option, NBD_REP_ERR_INVALID, "malformed query");
+      if (qlen > NBD_MAX_STRING)
+        return send_opt_error (c, option, NBD_REP_ERR_INVALID, "query longer than 4096 bytes");
+      selected |= query_selects_allocation (data + at + 4, qlen, list);
+      at += 4 + (guint64) qlen;
+    }
+  if (at != len)
+    return send_opt_error (c, option, NBD_REP_ERR_INVALID, "data after the last query");
+  if (!name_is_ours (c->export, data + 4, nlen))
+    return send_opt_error (c, option, NBD_REP_ERR_UNKNOWN, "no such export");
+  /* a list without queries lists everything; a set replaces what was set */
+  if (list)
+    selected |= n_queries == 0;
+  else
+    c->terms->allocation = selected;
+  if (selected)
+    {
+      put32 (reply, list ? 0 : VB_NBD_CONTEXT_ALLOCATION_ID);
+      memcpy (reply + 4, VB_NBD_CONTEXT_ALLOCATION, sizeof reply - 4);
+      if ((r = send_opt_reply (c, option, NBD_REP_META_CONTEXT, reply, sizeof reply)) < 0)
+        return r;
+    }
+  return send_opt_reply (c, option, NBD_REP_ACK, NULL, 0);
+}
+
 /* NBD_OPT_EXPORT_NAME cannot carry an error: a wrong name closes (spec). */
 static int
 handle_export_name (VbNbdHandshake *c, const guint8 *name, guint32 len)
@@ -292,11 +358,17 @@ run_handshake (VbNbdHandshake *c)
         case NBD_OPT_EXPORT_NAME:
         case NBD_OPT_INFO:
         case NBD_OPT_GO:
+        case NBD_OPT_LIST_META_CONTEXT:
+        case NBD_OPT_SET_META_CONTEXT:
           data = g_malloc (MAX (len, 1));
           if ((r = recv_all (c->fd, data, len)) < 0)
             return r;
-          r = option == NBD_OPT_EXPORT_NAME ? handle_export_name (c, data, len)
-                                            : handle_info_go (c, option, data, len);
+          if (option == NBD_OPT_EXPORT_NAME)
+            r = handle_export_name (c, data, len);
+          else if (option == NBD_OPT_INFO || option == NBD_OPT_GO)
+            r = handle_info_go (c, option, data, len);
+          else
+            r = handle_meta_context (c, option, data, len);
           break;
         default:
           /* Nothing else needs its data: drop it without storing it. */

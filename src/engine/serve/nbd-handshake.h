@@ -27,10 +27,15 @@ typedef struct {
   guint64 size;        /* as told to the client */
   guint16 tflags;      /* transmission flags, as told to the client */
   gboolean structured; /* the client asked for structured replies */
+  gboolean allocation; /* the client selected base:allocation (block status) */
 } VbNbdTerms;
 
+/* The one metadata context, and the ID it has on this server. */
+#define VB_NBD_CONTEXT_ALLOCATION "base:allocation"
+#define VB_NBD_CONTEXT_ALLOCATION_ID 1u
+
 /* Reads the export's size and transmission flags into @terms, leaving
- * @terms->structured as it is. */
+ * what the client negotiated as it is. */
 void vb_nbd_terms_load (const VbNbdExport *export, VbNbdTerms *terms);
 
 /* Runs the fixed-newstyle handshake on @fd and fills @terms: returns 1 to

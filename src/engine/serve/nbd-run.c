@@ -48,6 +48,13 @@ nbd_check_request (NbdConn *c, const VbNbdRequest *req, const char **why)
     case NBD_CMD_WRITE:
       writes = TRUE;
       break;
+    case NBD_CMD_BLOCK_STATUS:
+      if (!c->terms.allocation)
+        return *why = "no metadata context was selected", NBD_EINVAL;
+      if (req->length == 0)
+        return *why = "block status of no bytes", NBD_EINVAL;
+      allowed |= NBD_CMD_FLAG_REQ_ONE;
+      break;
     default:
       return *why = "unknown command", NBD_EINVAL;
     }
@@ -118,13 +125,55 @@ blocking_run (const VbNbdExport *e, VbEngineIo *io)
   g_assert_not_reached ();
 }
 
+/* BLOCK_STATUS on a worker (the export's extents call blocks): the reply's
+ * payload into job->buf, runs of one status merged, at most one
+ * descriptor with REQ_ONE. A failure after the first descriptor ends the
+ * reply short, which the spec allows. */
+static int
+block_status_run (const VbNbdExport *e, NbdJob *job)
+{
+  const VbNbdRequest *req = &job->req;
+  guint max = req->flags & NBD_CMD_FLAG_REQ_ONE ? 1 : VB_NBD_MAX_EXTENTS;
+  guint64 at = req->offset, end = req->offset + req->length;
+  guint8 *d = job->buf + 4;
+  guint n = 0;
+
+  put32 (job->buf, VB_NBD_CONTEXT_ALLOCATION_ID);
+  while (at < end)
+    {
+      guint64 run = end - at;
+      guint32 flags = 0;
+      int r = e->ops->extents ? e->ops->extents (e->handle, at, end - at, &run, &flags) : 0;
+      if (r < 0 && n == 0)
+        return r;
+      if (r < 0)
+        break;
+      run = CLAMP (run, 1, end - at);
+      if (n > 0 && get32 (d + 8 * (n - 1) + 4) == flags)
+        put32 (d + 8 * (n - 1), get32 (d + 8 * (n - 1)) + (guint32) run);
+      else if (n < max)
+        {
+          put32 (d + 8 * n, (guint32) run);
+          put32 (d + 8 * n + 4, flags);
+          n++;
+        }
+      else
+        break;
+      at += run;
+    }
+  job->n_extents = n;
+  return 0;
+}
+
 static void
 worker_run (gpointer data, gpointer user_data)
 {
   NbdJob *job = data;
   NbdConn *c = user_data;
 
-  vb_ring_post (c->ring, &job->posted, blocking_run (c->export, &job->io));
+  vb_ring_post (c->ring, &job->posted,
+                job->req.type == NBD_CMD_BLOCK_STATUS ? block_status_run (c->export, job)
+                                                      : blocking_run (c->export, &job->io));
 }
 
 static void
@@ -138,6 +187,16 @@ on_posted (VbRingOp *op, int res)
 /* ---- requests ---- */
 
 static void on_io_done (VbEngineIo *io, int res);
+
+static void
+run_on_worker (NbdConn *c, NbdJob *job)
+{
+  /* (workers are shared threads of GLib's, at most this many at once for
+   * one connection: the rest wait in the pool's queue) */
+  if (c->workers == NULL)
+    c->workers = g_thread_pool_new (worker_run, c, VB_NBD_MAX_WORKERS, FALSE, NULL);
+  g_thread_pool_push (c->workers, job, NULL);
+}
 
 static void
 run_io (NbdConn *c, NbdJob *job, VbEngineIoKind kind, void *buf, guint64 offset, guint64 length)
@@ -157,11 +216,7 @@ run_io (NbdConn *c, NbdJob *job, VbEngineIoKind kind, void *buf, guint64 offset,
       e->ops->submit (e->handle, c->ring, io);
       return;
     }
-  /* (workers are shared threads of GLib's, at most this many at once for
-   * one connection: the rest wait in the pool's queue) */
-  if (c->workers == NULL)
-    c->workers = g_thread_pool_new (worker_run, c, VB_NBD_MAX_WORKERS, FALSE, NULL);
-  g_thread_pool_push (c->workers, job, NULL);
+  run_on_worker (c, job);
 }
 
 /* The spec asks a flush to cover only the writes completed (replied to)
@@ -232,6 +287,11 @@ nbd_job_start (NbdConn *c, NbdJob *job)
     case NBD_CMD_FLUSH:
       if (c->order.head == &job->order_link)
         flush_start (c, job);
+      break;
+    case NBD_CMD_BLOCK_STATUS:
+      job->io.done = on_io_done;
+      job->io.user_data = job;
+      run_on_worker (c, job);
       break;
     case NBD_CMD_TRIM:
     case NBD_CMD_WRITE_ZEROES:

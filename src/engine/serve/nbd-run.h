@@ -24,13 +24,16 @@ G_BEGIN_DECLS
 #define NBD_CMD_FLUSH 3u
 #define NBD_CMD_TRIM 4u
 #define NBD_CMD_WRITE_ZEROES 6u
+#define NBD_CMD_BLOCK_STATUS 7u
 
 #define NBD_CMD_FLAG_FUA (1u << 0)
 #define NBD_CMD_FLAG_NO_HOLE (1u << 1)
+#define NBD_CMD_FLAG_REQ_ONE (1u << 3)
 
 #define NBD_REPLY_FLAG_DONE (1u << 0)
 #define NBD_REPLY_TYPE_NONE 0u
 #define NBD_REPLY_TYPE_OFFSET_DATA 1u
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5u
 #define NBD_REPLY_TYPE_ERROR ((1u << 15) + 1)
 
 #define NBD_EPERM 1u
@@ -44,6 +47,11 @@ G_BEGIN_DECLS
 /* Buffers come in power-of-two sizes from a page to VB_NBD_MAX_REQUEST. */
 #define VB_NBD_MIN_BUFFER 4096u
 #define VB_NBD_BUFFER_CLASSES 14u
+
+/* A block status reply: the context ID and at most this many descriptors
+ * (length, flags), in a buffer of the smallest class. */
+#define VB_NBD_MAX_EXTENTS ((VB_NBD_MIN_BUFFER - 4u) / 8u)
+#define VB_NBD_STATUS_BYTES (4u + 8u * VB_NBD_MAX_EXTENTS)
 
 /* The most pieces one reply takes (header, then data or an error text). */
 #define NBD_JOB_IOV 2u
@@ -64,13 +72,14 @@ typedef struct _NbdJob NbdJob;
 struct _NbdJob {
   NbdConn *conn;
   VbNbdRequest req;
-  guint8 *buf; /* READ and WRITE: the data, in a buffer of buf_class */
+  guint8 *buf; /* READ and WRITE: the data; BLOCK_STATUS: the reply's payload */
   guint buf_class;
   VbEngineIo io; /* what runs on the export */
   /* write-zeroes the export lacks, done by writing zeroes: how far */
   guint64 zeroed;
   gboolean zeroing;
   gboolean started; /* a flush: waits no more for earlier requests */
+  guint n_extents;  /* block status: the descriptors in buf */
   GList order_link; /* in conn->order from receipt until done on the device */
   /* a blocking export: the worker's result, posted to the ring */
   VbRingOp posted;
