@@ -100,10 +100,20 @@ char *
 vb_shown (const char *text)
 {
   gsize len = strlen (text);
+  g_autofree char *valid = NULL;
+  const char *cut;
 
-  if (len <= VB_SHOWN_MAX)
+  /* UTF-8 in any case: D-Bus carries no other error text (found by
+   * fuzz-dbus: a long name of two-byte characters was cut in the middle
+   * of one) */
+  if (!g_utf8_validate (text, -1, NULL))
+    text = valid = g_utf8_make_valid (text, -1);
+  if (strlen (text) <= VB_SHOWN_MAX)
     return g_strdup (text);
-  return g_strdup_printf ("%.*s... (%" G_GSIZE_FORMAT " bytes)", VB_SHOWN_MAX - 24, text, len);
+  cut = text + VB_SHOWN_MAX - 24;
+  while (cut > text && ((guchar) *cut & 0xc0) == 0x80)
+    cut--; /* back to the start of the character cut */
+  return g_strdup_printf ("%.*s... (%" G_GSIZE_FORMAT " bytes)", (int) (cut - text), text, len);
 }
 
 gboolean

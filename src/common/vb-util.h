@@ -36,8 +36,9 @@ gboolean vb_source_parse (const char *source, VbSourceKind *kind, char **device_
                           GError **error);
 
 /* @text as a message shows what a caller gave: cut to at most
- * VB_SHOWN_MAX bytes, with its length, so a huge value never fills a log
- * line or an error. */
+ * VB_SHOWN_MAX bytes at a character's start, with its length, so a huge
+ * value never fills a log line or an error; always UTF-8 (bytes that are
+ * not become U+FFFD). */
 #define VB_SHOWN_MAX 80
 char *vb_shown (const char *text);
 

@@ -10,7 +10,7 @@
 set -euo pipefail
 src=${1:?usage: run-libfuzzer.sh SOURCE_DIR}
 seconds=${FUZZ_SECONDS:-5}
-targets=(fuzz-superblock fuzz-md1 fuzz-bitmap fuzz-policy fuzz-state fuzz-nbd)
+targets=(fuzz-superblock fuzz-md1 fuzz-bitmap fuzz-policy fuzz-state fuzz-dbus fuzz-nbd)
 
 command -v clang > /dev/null || { echo "SKIP: no clang" >&2; exit 77; }
 work=$(mktemp -d /tmp/vblk-libfuzzer.XXXXXX)

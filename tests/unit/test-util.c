@@ -65,6 +65,30 @@ test_name_too_long (void)
   assert_name_refused (long_name, "name", expected);
 }
 
+/* What a message shows of a caller's text is UTF-8, cut at a character
+ * (fuzz-dbus found a long name of two-byte characters cut in one, and
+ * the error, which D-Bus must carry as UTF-8, broken). */
+static void
+test_shown_utf8 (void)
+{
+  GString *e = g_string_new ("a");
+  g_autofree char *shown = NULL, *bad = NULL;
+  g_autoptr (GError) error = NULL;
+
+  for (guint i = 0; i < 60; i++)
+    g_string_append (e, "\xc3\xa9");
+  /* byte 56 is the second of a character: the cut goes back to its first */
+  shown = vb_shown (e->str);
+  g_assert_true (g_utf8_validate (shown, -1, NULL));
+  g_assert_true (g_str_has_suffix (shown, "... (121 bytes)"));
+  g_assert_cmpuint (strlen (shown), ==, 55 + strlen ("... (121 bytes)"));
+  g_assert_false (vb_name_is_valid (e->str, "name", &error));
+  g_assert_true (g_utf8_validate (error->message, -1, NULL));
+  bad = vb_shown ("ab\xff");
+  g_assert_cmpstr (bad, ==, "ab\xef\xbf\xbd");
+  g_string_free (e, TRUE);
+}
+
 static void
 test_name_bad_characters (void)
 {
@@ -270,6 +294,7 @@ main (int argc, char **argv)
   g_test_add_func ("/util/name/empty", test_name_empty);
   g_test_add_func ("/util/name/too-long", test_name_too_long);
   g_test_add_func ("/util/name/bad-characters", test_name_bad_characters);
+  g_test_add_func ("/util/shown/utf8", test_shown_utf8);
   g_test_add_func ("/util/escape/cases", test_escape);
   g_test_add_func ("/util/escape/round-trip", test_escape_round_trip_all);
   g_test_add_func ("/util/object-paths", test_object_paths);

@@ -68,57 +68,6 @@ vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data)
   g_clear_object (&req->invocation);
 }
 
-gboolean
-vb_options_check (GVariant *options, const char *const *allowed, GError **error)
-{
-  GVariantIter iter;
-  const char *key;
-  GVariant *value;
-
-  g_variant_iter_init (&iter, options);
-  while (g_variant_iter_next (&iter, "{&sv}", &key, &value))
-    {
-      gboolean known = FALSE;
-      for (guint i = 0; allowed && allowed[i]; i++)
-        {
-          const char *colon = strchr (allowed[i], ':');
-          if (strncmp (allowed[i], key, colon - allowed[i]) != 0 || key[colon - allowed[i]] != '\0')
-            continue;
-          known = TRUE;
-          if (strcmp (g_variant_get_type_string (value), colon + 1) != 0)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                           _ ("option '%s': expected type '%s', got '%s'"), key, colon + 1,
-                           g_variant_get_type_string (value));
-              g_variant_unref (value);
-              return FALSE;
-            }
-        }
-      g_variant_unref (value);
-      if (!known)
-        {
-          g_autofree char *list = g_strjoinv (", ", (char **) allowed);
-          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                       _ ("option '%s': unknown (known: %s)"), key, *list ? list : "none");
-          return FALSE;
-        }
-    }
-  return TRUE;
-}
-
-GHashTable *
-vb_attributes_from_variant (GVariant *attributes)
-{
-  GHashTable *h = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  GVariantIter iter;
-  const char *k, *v;
-
-  g_variant_iter_init (&iter, attributes);
-  while (g_variant_iter_next (&iter, "{&s&s}", &k, &v))
-    g_hash_table_insert (h, g_strdup (k), g_strdup (v));
-  return h;
-}
-
 void
 vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error)
 {
@@ -127,14 +76,4 @@ vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *er
   else
     g_dbus_method_invocation_return_error_literal (invocation, VB_ERROR, VB_ERROR_FAILED,
                                                    error->message);
-}
-
-gboolean
-vb_options_get_bool (GVariant *options, const char *key, gboolean fallback)
-{
-  gboolean value;
-
-  if (options && g_variant_lookup (options, key, "b", &value))
-    return value;
-  return fallback;
 }

@@ -2,6 +2,8 @@
 /* A D-Bus request on its way through authorize -> submit -> done. */
 #pragma once
 
+#include "vb-options.h"
+
 #include "vb-bus.h"
 #include "vb-jobs.h"
 
@@ -33,12 +35,6 @@ void vb_request_start_job (VbRequest *req, VbDaemon *daemon, const char *operati
  * request's job. */
 void vb_request_done (VbDaemon *daemon, const GError *error, gpointer user_data);
 
-/* Refuses unknown keys and wrong types: @allowed is "key:type" strings. */
-gboolean vb_options_check (GVariant *options, const char *const *allowed, GError **error);
-
-GHashTable *vb_attributes_from_variant (GVariant *attributes);
-
 void vb_invocation_return_gerror (GDBusMethodInvocation *invocation, const GError *error);
-gboolean vb_options_get_bool (GVariant *options, const char *key, gboolean fallback);
 
 G_END_DECLS

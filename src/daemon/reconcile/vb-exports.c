@@ -47,45 +47,6 @@ vb_exports_new (void)
   return g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) export_free);
 }
 
-gboolean
-vb_export_spec_parse (const char *spec, char **address, GError **error)
-{
-  const char *addr;
-
-  if (!g_str_has_prefix (spec, "nbd "))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("export '%s': only 'nbd ADDRESS' is known"), spec);
-      return FALSE;
-    }
-  addr = spec + 4;
-  if (g_str_has_prefix (addr, "unix:/") && strlen (addr) < 5 + 108)
-    ;
-  else if (g_str_has_prefix (addr, "tcp:") && strrchr (addr + 4, ':') != NULL)
-    {
-      const char *port = strrchr (addr + 4, ':') + 1;
-      guint64 p = 0;
-      if (!g_ascii_string_to_unsigned (port, 10, 1, 65535, &p, NULL) || port - 1 == addr + 4)
-        {
-          g_set_error (
-              error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-              _ ("export '%s': listen address needs tcp:HOST:PORT with a port from 1 to 65535"),
-              addr);
-          return FALSE;
-        }
-    }
-  else
-    {
-      g_set_error (
-          error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-          _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"), addr);
-      return FALSE;
-    }
-  if (address)
-    *address = g_strdup (addr);
-  return TRUE;
-}
-
 static gboolean
 specs_equal (char **a, GPtrArray *b)
 {

@@ -2,6 +2,7 @@
 /* NBD exports of started devices (see vb-exports.c). */
 #pragma once
 
+#include "vb-options.h" /* vb_export_spec_parse */
 #include "vb-reconcile.h"
 
 G_BEGIN_DECLS
@@ -10,9 +11,6 @@ typedef void (*VbExportFailFunc) (const char *device, const GError *error, gpoin
 
 /* uuid -> export runtime */
 GHashTable *vb_exports_new (void);
-
-/* "nbd unix:/PATH" | "nbd tcp:HOST:PORT" -> address ("unix:/PATH" ...). */
-gboolean vb_export_spec_parse (const char *spec, char **address, GError **error);
 
 /* Serves every running device of @state on the addresses it lists and
  * stops what is no longer wanted. Worker thread. @fail hears of an export
