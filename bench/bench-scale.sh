@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# bench-scale.sh: the management plane at scale (issue 22, point 4; not a
+# test). N file devices on sparse files, not started, created through
+# D-Bus (bench/scale-client.py: plain Gio, one connection per client):
+#  1. from one client: creates per second overall and over the last 100;
+#  2. at that size: GetManagedObjects, `vbmgr list`, `vbmgr show NAME`,
+#     one more create and one delete, state.json's size, vblkd's RSS;
+#  3. vblkd restarted on that state: start-up until it owns its bus name,
+#     RSS after it (against RSS after the creates: what grows per change);
+#  4. the same N created by CLIENTS clients at once (a fresh state).
+# Prints a table with the issue's targets beside each figure (for 10,000
+# devices). Usage: bash bench/bench-scale.sh [N] [CLIENTS]  (as root; builds)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+n=${1:-1000}
+clients=${2:-16}
+
+bash "$repo/tools/install-deps.sh" > /dev/null
+[ -d "$repo/build/meson-private" ] || meson setup "$repo/build" "$repo" > /dev/null
+ninja -C "$repo/build" > /dev/null
+
+export VBLKD=$repo/build/src/daemon/vblkd VBMGR=$repo/build/client/vbmgr VB_SRCDIR=$repo
+export VB_REFMODEL=$repo/build/tests/tools/vb-refmodel
+# the test harness brings a private bus, polkitd, udevd and cleans up
+source "$repo/tests/integration/lib.sh"
+vb_setup
+client () { /usr/bin/python3 "$repo/bench/scale-client.py" "$@"; }
+ms_since () { echo $((($(date +%s%N) - $1) / 1000000)); }
+rss_mib () { awk '/^VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$VBLKD_PID/status"; }
+# median3 CMD... — the middle of three timings of CMD, in ms
+median3 () {
+  local t a=()
+  for _ in 1 2 3; do
+    t=$(date +%s%N)
+    "$@" > /dev/null
+    a+=("$(ms_since "$t")")
+  done
+  printf '%s\n' "${a[@]}" | sort -n | sed -n 2p
+}
+
+mkdir -p "$T/img"
+/usr/bin/python3 -c '
+import os, sys
+for i in range(int(sys.argv[2]) + 1):
+    with open(os.path.join(sys.argv[1], "%d.img" % i), "wb") as f:
+        f.truncate(1 << 20)
+' "$T/img" "$n"
+
+# --- 1 and 2: one client ---------------------------------------------------
+vb_start_daemon
+t=$(date +%s%N)
+client create "$T/img" 0 "$n" > "$T/one.log"
+one_ms=$(ms_since "$t")
+last100=$(tail -2 "$T/one.log" | awk 'NR == 1 { a = $2 } NR == 2 { printf "%.1f", 100 / ($2 - a) }')
+rss_created=$(rss_mib)
+gmo=$(for _ in 1 2 3; do client objects; done | awk '{ print $2 }' | sort -n | sed -n 2p)
+list_ms=$(median3 "$VBMGR" list)
+show_ms=$(median3 "$VBMGR" show s$((n / 2)))
+read -r one_create one_delete <<< "$(client one "$T/img" "$n")"
+state_kib=$(($(stat -c %s "$VB_STATE_FILE") / 1024))
+
+# --- 3: restart on that state ----------------------------------------------
+vb_stop_daemon
+t=$(date +%s%N)
+vb_start_daemon
+startup_ms=$(ms_since "$t")
+rss_restarted=$(rss_mib)
+vb_stop_daemon
+
+# --- 4: CLIENTS clients at once, a fresh state ------------------------------
+rm -f "$VB_STATE_FILE"
+vb_start_daemon
+per=$(((n + clients - 1) / clients))
+t=$(date +%s%N)
+pids=()
+for ((c = 0; c < clients; c++)); do
+  first=$((c * per))
+  count=$((n - first < per ? n - first : per))
+  [ "$count" -gt 0 ] || break
+  client create "$T/img" "$first" "$count" > "$T/c$c.log" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+many_ms=$(ms_since "$t")
+vb_assert_eq "$n" "$(jq '.devices | length' "$VB_STATE_FILE")" "devices created by $clients clients"
+vb_stop_daemon
+
+rate () { awk -v n="$1" -v ms="$2" 'BEGIN { printf "%.1f", n * 1000 / ms }'; }
+echo
+echo "vblk at scale: $n file devices (not started), $(nproc) CPUs, $(date -u +%F)"
+printf '%-46s %14s %s\n' "what" "measured" "target (10,000 devices)"
+printf '%-46s %14s %s\n' "creates, one client: total" "$((one_ms / 1000)) s" "< 60 s"
+printf '%-46s %14s %s\n' "  creates per second, overall" "$(rate "$n" "$one_ms")" ">= 167"
+printf '%-46s %14s %s\n' "  creates per second, the last 100" "$last100" ""
+printf '%-46s %14s %s\n' "creates, $clients clients: total" "$((many_ms / 1000)) s" ""
+printf '%-46s %14s %s\n' "  creates per second" "$(rate "$n" "$many_ms")" ""
+printf '%-46s %14s %s\n' "one more create" "$one_create ms" "< 20 ms"
+printf '%-46s %14s %s\n' "one delete" "$one_delete ms" "< 20 ms"
+printf '%-46s %14s %s\n' "GetManagedObjects" "$gmo ms" "< 200 ms"
+printf '%-46s %14s %s\n' "vbmgr list" "$list_ms ms" "< 300 ms"
+printf '%-46s %14s %s\n' "vbmgr show NAME" "$show_ms ms" "< 50 ms"
+printf '%-46s %14s %s\n' "start-up with that state.json" "$startup_ms ms" "< 2000 ms"
+printf '%-46s %14s %s\n' "vblkd RSS after the creates" "$rss_created MiB" "< 200 MiB"
+printf '%-46s %14s %s\n' "vblkd RSS after a restart" "$rss_restarted MiB" "the same"
+printf '%-46s %14s %s\n' "state.json" "$state_kib KiB" ""
