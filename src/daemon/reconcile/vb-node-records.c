@@ -50,6 +50,7 @@ add_internal (GHashTable *want, const char *instance)
 
   while (dir && (entry = g_dir_read_name (dir)))
     {
+      g_autofree char *loop_dir = g_build_filename ("/sys/class/block", entry, "loop", NULL);
       g_autofree char *dev_file = g_build_filename ("/sys/class/block", entry, "dev", NULL);
       g_autofree char *partition = g_build_filename ("/sys/class/block", entry, "partition", NULL);
       g_autofree char *text = NULL;
@@ -57,7 +58,11 @@ add_internal (GHashTable *want, const char *instance)
       guint maj, min;
       g_autofree char *name = NULL;
 
-      if (g_file_test (partition, G_FILE_TEST_EXISTS)
+      /* internal nodes are attached loop devices (the kernel backend's
+       * component loops): every other node is passed over with one stat,
+       * not asked of every backend (a host with 500 loop devices spent
+       * 2,900 file opens of every change here) */
+      if (!g_file_test (loop_dir, G_FILE_TEST_IS_DIR) || g_file_test (partition, G_FILE_TEST_EXISTS)
           || !g_file_get_contents (dev_file, &text, NULL, NULL)
           || sscanf (text, "%u:%u", &maj, &min) != 2)
         continue;
