@@ -8,8 +8,7 @@
 # device is as its client's acknowledged changes left it (an acknowledged
 # create, start, stop or delete is never lost; the change in flight when
 # vblkd died may have happened or not, never half); a started device has
-# one loop device and any other none (nothing leaked, nothing doubled);
-# nothing of the test is mounted.
+# one loop device and any other none (nothing leaked, nothing doubled).
 #   VB_LOAD_CLIENTS (16), VB_LOAD_KILLS (100), VB_LOAD_DEVICES per client (3)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
@@ -108,7 +107,7 @@ check () {
     [ -e "$T/model.$c" ] || seq 0 $((DEVICES - 1)) | sed 's/$/ absent/' > "$T/model.$c"
     # truth.C: what each device is; a line "BAD ..." for one its client's
     # answers do not allow
-    awk -v c="$c" 'FNR == NR { actual[$1] = $2; next }
+    awk -v c="$c" -v actual_file="$T/actual" 'FILENAME == actual_file { actual[$1] = $2; next }
       { name = "c" c "-d" $1; a = (name in actual) ? actual[name] : "absent"
         ok = 0; for (i = 2; i <= NF; i++) if ($i == a) ok = 1
         if (!ok) print "BAD " name " is " a " in state.json; its client allows only: " $0
@@ -124,7 +123,6 @@ check () {
   # vblkd brings started devices back and takes down what is not wanted
   vb_wait_until 30 loops_as_expected ||
     { loops_as_expected show; vb_fail "kill $kill: loop devices differ from the started devices"; }
-  ! findmnt -rn -o TARGET | grep -q "^$T" || vb_fail "kill $kill: something of the test is mounted"
 }
 
 # loops_as_expected [show] — each image has a loop device exactly when its

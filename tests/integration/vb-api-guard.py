@@ -12,7 +12,8 @@ someone decides which it is. Every property must be read-only.
 FIXTURES: {"device": NAME of a stopped device, "started": NAME of a started
 device, "raid1": NAME of a started raid1, "job": PATH of an ended job of
 another user, "image": a spare image path, "component": NAME's component
-index, "socket": a path for a unix socket}. --interactive sets ALLOW_INTERACTIVE_AUTHORIZATION on every call
+index, "socket": a path for a unix socket, "wipe": a component of a
+stopped device, with its superblock}. --interactive sets ALLOW_INTERACTIVE_AUTHORIZATION on every call
 (there is no agent: polkit's challenge cannot be answered). --only makes
 just that method's calls (the test's proof that a wrong answer is seen).
 Prints one line per call and a count; exits 1 on any wrong answer.
@@ -61,7 +62,8 @@ def calls(fx, dumped):
             ("read", ROOT + "/Manager", v("(a{sv})", {"paths": GLib.Variant("as", [img])})),
             ("change", ROOT + "/Manager", v("(a{sv})", {"adopt": GLib.Variant("b", True)}))],
         "Manager.Wipe": [
-            ("change", ROOT + "/Manager", v("(sa{sv})", img, {"force": GLib.Variant("b", True)}))],
+            ("change", ROOT + "/Manager",
+             v("(sa{sv})", fx["wipe"], {"force": GLib.Variant("b", True)}))],
         "Device.SetAttributes": [("change", dev, v("(a{ss}a{sv})", {"sector_size": "4096"}, {}))],
         "Device.AddComponent": [
             ("change", raid1, v("(sa{sv})", img, {"role": GLib.Variant("s", "spare")}))],

@@ -229,6 +229,9 @@ handle_meta_context (VbNbdHandshake *c, guint32 option, const guint8 *data, guin
   guint8 reply[4 + sizeof VB_NBD_CONTEXT_ALLOCATION - 1];
   int r;
 
+  /* a set replaces what was set, even when it fails (spec) */
+  if (!list)
+    c->terms->allocation = FALSE;
   if (!c->terms->structured)
     return send_opt_error (c, option, NBD_REP_ERR_INVALID,
                            "structured replies must be negotiated first");

@@ -128,7 +128,11 @@ blocking_run (const VbNbdExport *e, VbEngineIo *io)
 /* BLOCK_STATUS on a worker (the export's extents call blocks): the reply's
  * payload into job->buf, runs of one status merged, at most one
  * descriptor with REQ_ONE. A failure after the first descriptor ends the
- * reply short, which the spec allows. */
+ * reply short, which the spec allows; so does the bound on the export's
+ * answers (a request of 4 GiB over 1 MiB pieces would otherwise ask
+ * thousands of them on a shared worker). */
+#define VB_NBD_MAX_EXTENT_CALLS 1024u
+
 static int
 block_status_run (const VbNbdExport *e, NbdJob *job)
 {
@@ -139,7 +143,7 @@ block_status_run (const VbNbdExport *e, NbdJob *job)
   guint n = 0;
 
   put32 (job->buf, VB_NBD_CONTEXT_ALLOCATION_ID);
-  while (at < end)
+  for (guint calls = 0; at < end && calls < VB_NBD_MAX_EXTENT_CALLS; calls++)
     {
       guint64 run = end - at;
       guint32 flags = 0;
