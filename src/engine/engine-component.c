@@ -355,7 +355,9 @@ engine_component_hole (Component *c, guint64 at, guint64 len, guint64 *run)
         }
       return (flags & (VB_EXTENT_HOLE | VB_EXTENT_ZERO)) == (VB_EXTENT_HOLE | VB_EXTENT_ZERO);
     }
-  if (c->fd < 0 || c->is_block)
+  /* only a file written with O_DIRECT: what it holds is never in dirty
+   * pages, which some file systems' SEEK_DATA has missed (OpenZFS 2.2.0) */
+  if (c->fd < 0 || c->is_block || !c->direct)
     return FALSE;
   d = lseek (c->fd, pos, SEEK_DATA);
   if (d < 0)

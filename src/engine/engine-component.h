@@ -24,9 +24,10 @@ int engine_component_flush (Component *c);
 /* Discard (advisory) or write zeroes (@zero: emulated where it cannot). */
 int engine_component_trim (Component *c, guint64 length, guint64 offset, gboolean zero);
 /* Of @len bytes of its data area from @at: TRUE and the length of the
- * hole there (reads give zeroes: a file's hole, or what a device served in
- * place says is one), or FALSE and a run of data, at least the first
- * block (a block device, an lseek that failed: data is never wrong). */
+ * hole there (reads give zeroes: a hole of a file opened O_DIRECT, or what
+ * a device served in place says is one), or FALSE and a run of data, at
+ * least the first block (a block device, a buffered file, an lseek that
+ * failed: data is never wrong). */
 gboolean engine_component_hole (Component *c, guint64 at, guint64 len, guint64 *run);
 /* Points its fd at /dev/null: the number stays taken, the file is let go
  * (FALSE: /dev/null could not be opened, nothing changed). */
