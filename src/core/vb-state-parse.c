@@ -109,6 +109,14 @@ expect_string (JsonNode *node, const char *origin, const char *path, gboolean no
       return FALSE;
     }
   *value = json_node_get_string (node);
+  /* json-glib decodes escapes JSON does not have ("\222" is byte 0x92):
+   * what is not UTF-8 goes no further (D-Bus and state.json carry UTF-8) */
+  if (!g_utf8_validate (*value, -1, NULL))
+    {
+      schema_error (error, origin, path,
+                    "not UTF-8 (an escape JSON does not have, such as \\222?)");
+      return FALSE;
+    }
   if (non_empty && **value == '\0')
     {
       schema_error (error, origin, path, "must not be empty");
@@ -594,8 +602,9 @@ text_position (const char *text, const char *pos, guint *line, guint *col)
 /* json-glib accepts repeated keys (the last wins); state.json must not
  * silently drop a setting, so the parser's signals are used to see them. */
 typedef struct {
-  GHashTable *seen; /* JsonObject* -> GHashTable of member names */
-  char *key;        /* first repeated key */
+  GHashTable *seen;  /* JsonObject* -> GHashTable of member names */
+  char *key;         /* first repeated key */
+  gboolean not_utf8; /* or: the first key that is not UTF-8 (an escape) */
   guint line, col;
 } DuplicateCheck;
 
@@ -608,6 +617,14 @@ on_object_member (JsonParser *parser, JsonObject *object, const char *member_nam
 
   if (check->key != NULL)
     return;
+  if (!g_utf8_validate (member_name, -1, NULL))
+    {
+      check->key = g_strdup ("");
+      check->not_utf8 = TRUE;
+      check->line = json_parser_get_current_line (parser);
+      check->col = json_parser_get_current_pos (parser);
+      return;
+    }
   names = g_hash_table_lookup (check->seen, object);
   if (names == NULL)
     {
@@ -662,12 +679,26 @@ parse_text (const char *text, gssize length, const char *origin, gboolean spec, 
 
   if (!ok)
     {
-      /* json-glib writes "<data>:LINE:COL: Parse error: ..." */
+      /* json-glib writes "<data>:LINE:COL: Parse error: ..." and quotes
+       * what it could not read as it decoded it: "\222", an octal escape
+       * JSON does not have, comes out as byte 0x92 (found by fuzz-state).
+       * The message reaches D-Bus callers (Apply), which take UTF-8 only. */
       const char *msg = local->message;
+      g_autofree char *valid = NULL;
 
       if (g_str_has_prefix (msg, "<data>:"))
         msg += strlen ("<data>:");
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%s", origin, msg);
+      valid = g_utf8_make_valid (msg, -1);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%s", origin, valid);
+      g_free (check.key);
+      return NULL;
+    }
+  if (check.key != NULL && check.not_utf8)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("%s:%u:%u: a key that is not UTF-8 (an escape JSON does not have, such as "
+                      "\\222?)"),
+                   origin, check.line, check.col);
       g_free (check.key);
       return NULL;
     }

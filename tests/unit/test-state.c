@@ -283,6 +283,15 @@ static const CorruptCase corrupt_cases[] = {
   { "syntax-truncated", "{'version': 1, 'devices': [", "state.json:1:" },
   { "syntax-garbage-after", "{'version': 1} x", "state.json:1:" },
   { "invalid-utf8", "{'version': 1, 'devices': [\n  \xff]}", "state.json:2:3: invalid UTF-8" },
+  /* json-glib decodes \222 (no JSON escape) as byte 0x92, in a value, a
+   * key and the quote of a syntax error alike (found by fuzz-state; its
+   * input is corpus/state/invalid-escape-message): nothing that is not
+   * UTF-8 gets through, into the state or a message */
+  { "octal-escape-value", DOC (DEV (", 'backend': '\\222'")),
+    "state.json: devices[0].backend: not UTF-8 (an escape JSON does not have, such as \\222?)" },
+  { "octal-escape-key", "{'version': 1, '\\222': 1}",
+    "state.json:1:24: a key that is not UTF-8 (an escape JSON does not have, such as \\222?)" },
+  { "octal-escape-syntax", "{'version': 1, 'devices': ['/srv/a \\2222 ,\n]}", "state.json:2:" },
   { "duplicate-key", "{'version': 1,\n 'version': 1}", "state.json:2:" },
   { "empty", "", "state.json: empty, expected a JSON object" },
   { "whitespace-only", " \n\t \n", "state.json: empty, expected a JSON object" },
@@ -407,6 +416,7 @@ test_corrupt (gconstpointer data)
 
   g_assert_null (state);
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_true (g_utf8_validate (error->message, -1, NULL)); /* D-Bus carries no other */
   /* Syntax errors: the place is ours, the wording json-glib's. */
   if (g_str_has_suffix (c->message, ":"))
     {
