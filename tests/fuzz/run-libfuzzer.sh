@@ -6,11 +6,12 @@
 # fails on whatever libFuzzer reports (a crash, a sanitizer's finding, a
 # leak, a timeout), naming the target and keeping the input. Prints the
 # runs each target made. Skips (77) where clang cannot link libFuzzer.
+# FUZZ_TARGETS (words) picks targets; a long run: FUZZ_SECONDS=600.
 #   run-libfuzzer.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: run-libfuzzer.sh SOURCE_DIR}
 seconds=${FUZZ_SECONDS:-5}
-targets=(fuzz-superblock fuzz-md1 fuzz-bitmap fuzz-policy fuzz-state fuzz-dbus fuzz-nbd)
+read -ra targets <<< "${FUZZ_TARGETS:-fuzz-superblock fuzz-md1 fuzz-bitmap fuzz-policy fuzz-state fuzz-dbus fuzz-nbd}"
 
 command -v clang > /dev/null || { echo "SKIP: no clang" >&2; exit 77; }
 work=$(mktemp -d /tmp/vblk-libfuzzer.XXXXXX)
