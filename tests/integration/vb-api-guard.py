@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The API guarded method by method (issue 22): reads the D-Bus interface
 file, and calls every method it declares as the user this script runs as.
-A method that changes anything must be refused with NotAuthorized; a
-method that only reads must answer. Every method must be classified in
+A method that changes anything must be refused with NotAuthorized, for
+the polkit action DESIGN.md gives it (the refusal names it); a method
+that only reads must answer. Every method must be classified in
 CALLS below: a method added to the XML and not here fails the test until
 someone decides which it is. Every property must be read-only.
 
@@ -19,6 +20,7 @@ just that method's calls (the test's proof that a wrong answer is seen).
 Prints one line per call and a count; exits 1 on any wrong answer.
 """
 import json
+import re
 import sys
 
 from gi.repository import Gio, GLib
@@ -47,7 +49,7 @@ def calls(fx, dumped):
     spec = json.loads(dumped)  # what is, plus one device
     spec["devices"].append({"name": "guard-new", "driver": "file", "components": [img]})
     spec = json.dumps(spec)
-    return {
+    table = {
         "Manager.CreateDevice": [
             ("change", ROOT + "/Manager",
              v("(ssa{ss}asa{sv})", "guard-new", "file", {}, [img], {})),
@@ -91,6 +93,29 @@ def calls(fx, dumped):
         "Policy.Evaluate": [
             ("read", ROOT + "/Policy", v("(a{ss}a{sv})", {"ID_BUS": "usb"}, {}))],
     }
+    # the polkit action each changing call is refused for (DESIGN.md's
+    # list): the refusal names it
+    actions = {key: "org.vblk." + action for key, action in ACTIONS.items()}
+    actions["Device.Export"] = None  # two: by the address, below
+    out = {}
+    for key, entries in table.items():
+        out[key] = []
+        for kind, path, args in entries:
+            action = actions.get(key)
+            if key == "Device.Export":
+                action = "org.vblk.export" if "tcp:" in args.print_(False) else "org.vblk.manage"
+            out[key].append((kind, path, args, action if kind == "change" else None))
+    return out
+
+
+ACTIONS = {
+    "Manager.CreateDevice": "manage", "Manager.Apply": "manage", "Manager.Scan": "manage",
+    "Manager.Wipe": "delete", "Device.SetAttributes": "manage", "Device.AddComponent": "manage",
+    "Device.Start": "start-stop", "Device.Stop": "start-stop", "Device.Delete": "delete",
+    "Device.Reconfigure": "manage", "Device.Check": "manage", "Component.SetFaulty": "manage",
+    "Component.Remove": "manage", "Component.Replace": "manage", "Job.Cancel": "manage",
+    "Policy.Reload": "policy",
+}
 
 
 def main():
@@ -124,18 +149,23 @@ def main():
                 continue
             if only is not None and key != only:
                 continue
-            for kind, path, args in table[key]:
+            for kind, path, args, action in table[key]:
+                message = ""
                 try:
                     bus.call_sync(NAME, path, iface.name, method.name, args, None, flags, 60000,
                                   None)
                     outcome = "answered"
                 except GLib.Error as e:
                     outcome = Gio.DBusError.get_remote_error(e) or e.message
+                    message = e.message
                 shown = args.print_(False)
-                print(f"{kind:6} {key} {path} {shown}: {outcome}")
+                print(f"{kind:6} {key} {path} {shown}: {outcome} {message}")
                 if kind == "change":
+                    named = re.findall(r"org\.vblk\.[a-z-]+", message.split(": ", 1)[-1])
                     if outcome != REFUSED:
                         wrong.append(f"{key} {shown}: {outcome}, not NotAuthorized")
+                    elif named[:1] != [action]:
+                        wrong.append(f"{key} {shown}: refused for {named}, not for {action}")
                     else:
                         refused += 1
                 elif outcome != "answered":
