@@ -599,6 +599,48 @@ text_position (const char *text, const char *pos, guint *line, guint *col)
     }
 }
 
+/* Where the first JSON value of @text (@len bytes) ends: after its closing
+ * bracket or quote, or its literal's last character; NULL when it does not
+ * end (json-glib then says what is wrong). Strings are skipped with their
+ * escapes, so brackets in them do not count. */
+static const char *
+first_value_end (const char *text, gsize len)
+{
+  const char *p = text, *end = text + len;
+  guint depth = 0;
+  gboolean in_string = FALSE;
+
+  while (p < end && g_ascii_isspace (*p))
+    p++;
+  if (p < end && *p != '{' && *p != '[' && *p != '"')
+    {
+      while (p < end && !g_ascii_isspace (*p) && !strchr ("{}[],:\"", *p))
+        p++;
+      return p;
+    }
+  for (; p < end; p++)
+    {
+      if (in_string)
+        {
+          if (*p == '\\' && p + 1 < end)
+            p++;
+          else if (*p == '"')
+            {
+              in_string = FALSE;
+              if (depth == 0)
+                return p + 1;
+            }
+        }
+      else if (*p == '"')
+        in_string = TRUE;
+      else if (*p == '{' || *p == '[')
+        depth++;
+      else if ((*p == '}' || *p == ']') && depth > 0 && --depth == 0)
+        return p + 1;
+    }
+  return NULL;
+}
+
 /* json-glib accepts repeated keys (the last wins); state.json must not
  * silently drop a setting, so the parser's signals are used to see them. */
 typedef struct {
@@ -668,6 +710,24 @@ parse_text (const char *text, gssize length, const char *origin, gboolean spec, 
                    *end == '\0' ? "NUL byte in the text" : "invalid UTF-8");
       return NULL;
     }
+
+  /* One value and nothing after it, checked here too: json-glib 1.6 loses
+   * the tree of the first of two top-level values (found by fuzz-state,
+   * once GSlice no longer hid it from LeakSanitizer) */
+  {
+    const char *after = first_value_end (text, len), *p = after;
+    while (p && p < text + len && g_ascii_isspace (*p))
+      p++;
+    if (p && p < text + len)
+      {
+        guint line, col;
+
+        text_position (text, p, &line, &col);
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, "%s:%u:%u: %s", origin, line, col,
+                     _ ("text after the JSON value"));
+        return NULL;
+      }
+  }
 
   parser = json_parser_new_immutable ();
   check.seen = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
