@@ -316,6 +316,10 @@ vb_as_nobody () {
   setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"
 }
 
+vb_as_daemon () {
+  setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"
+}
+
 # vb_bg CMD... — run CMD in the background; its PID is in VB_BG_PID. The
 # vbmgr function is expanded here so that the PID is vbmgr's own.
 vb_bg () {

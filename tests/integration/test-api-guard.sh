@@ -23,7 +23,6 @@ chmod -R a+rX "$VB_POLKIT_RULES"
 vb_setup
 vb_start_daemon
 
-vb_as_daemon () { setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"; }
 # pkcheck's exit status for the caller's own process: 1 no, 2 challenge
 answer_of () {
   local rc=0
