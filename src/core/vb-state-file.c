@@ -7,6 +7,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "vb-state.h"
+#include "vb-state-record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,8 +89,9 @@ build_device (JsonBuilder *b, const VbDeviceConfig *d, gboolean spec)
   json_builder_end_object (b);
 }
 
+/* @deletes: a journal record's deleted names (NULL: none, no key) */
 static char *
-to_json (const VbState *state, gboolean spec)
+to_json (const VbState *state, gboolean spec, gboolean pretty, GPtrArray *deletes)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   g_autoptr (JsonGenerator) gen = json_generator_new ();
@@ -101,6 +103,14 @@ to_json (const VbState *state, gboolean spec)
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "version");
   json_builder_add_int_value (b, VB_STATE_VERSION);
+  if (deletes)
+    {
+      json_builder_set_member_name (b, "delete");
+      json_builder_begin_array (b);
+      for (guint i = 0; i < deletes->len; i++)
+        json_builder_add_string_value (b, deletes->pdata[i]);
+      json_builder_end_array (b);
+    }
   json_builder_set_member_name (b, "devices");
   json_builder_begin_array (b);
   for (guint i = 0; i < state->devices->len; i++)
@@ -110,22 +120,29 @@ to_json (const VbState *state, gboolean spec)
 
   root = json_builder_get_root (b);
   json_generator_set_root (gen, root);
-  json_generator_set_pretty (gen, TRUE);
-  json_generator_set_indent (gen, 2);
+  json_generator_set_pretty (gen, pretty);
+  json_generator_set_indent (gen, pretty ? 2 : 0);
   text = json_generator_to_data (gen, NULL);
-  return g_strconcat (text, "\n", NULL);
+  return pretty ? g_strconcat (text, "\n", NULL) : g_steal_pointer (&text);
 }
 
 char *
 vb_state_to_json (const VbState *state)
 {
-  return to_json (state, FALSE);
+  return to_json (state, FALSE, TRUE, NULL);
 }
 
 char *
 vb_spec_to_json (const VbState *state)
 {
-  return to_json (state, TRUE);
+  return to_json (state, TRUE, TRUE, NULL);
+}
+
+char *
+vb_state_record_to_json (const VbState *puts, GPtrArray *deletes)
+{
+  g_return_val_if_fail (deletes != NULL, NULL);
+  return to_json (puts, FALSE, FALSE, deletes);
 }
 
 /* ------------------------------------------------------------------ */
@@ -151,8 +168,8 @@ vb_state_load (const char *path, GError **error)
   return vb_state_from_json (text, (gssize) length, path, error);
 }
 
-static gboolean
-fsync_directory (const char *dir, GError **error)
+gboolean
+vb_state_fsync_directory (const char *dir, GError **error)
 {
   int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -175,29 +192,35 @@ fsync_directory (const char *dir, GError **error)
   return TRUE;
 }
 
-gboolean
-vb_state_save (const VbState *state, const char *path, GError **error)
+char *
+vb_state_checked_json (const VbState *state, const char *path, GError **error)
 {
   g_autofree char *text = NULL;
-  g_autofree char *dir = NULL;
   g_autoptr (GError) local = NULL;
+  g_autoptr (VbState) back = NULL;
 
-  g_return_val_if_fail (state != NULL, FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  g_return_val_if_fail (state != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   text = vb_state_to_json (state);
   /* what a later vblkd would refuse to load is never written: the change
    * that led to it is refused instead (the old file stays) */
-  {
-    g_autoptr (VbState) back = vb_state_from_json (text, -1, "the state to save", &local);
-    if (back == NULL)
-      {
-        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     _ ("%s: not saved, it would not load again: %s"), path, local->message);
-        return FALSE;
-      }
-  }
+  back = vb_state_from_json (text, -1, "the state to save", &local);
+  if (back == NULL)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("%s: not saved, it would not load again: %s"), path, local->message);
+      return NULL;
+    }
+  return g_steal_pointer (&text);
+}
+
+gboolean
+vb_state_write_text (const char *path, const char *text, GError **error)
+{
+  g_autofree char *dir = NULL;
+  g_autoptr (GError) local = NULL;
+
   /* CONSISTENT|DURABLE: temp file in the same directory, fsync, rename. */
   if (!g_file_set_contents_full (path, text, -1,
                                  G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0600,
@@ -209,10 +232,23 @@ vb_state_save (const VbState *state, const char *path, GError **error)
   /* Not every GLib version fsyncs the directory after the rename; doing it
    * here makes the rename durable whatever the version. */
   dir = g_path_get_dirname (path);
-  if (!fsync_directory (dir, error))
+  if (!vb_state_fsync_directory (dir, error))
     {
       g_prefix_error (error, "%s: ", path);
       return FALSE;
     }
   return TRUE;
+}
+
+gboolean
+vb_state_save (const VbState *state, const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+
+  g_return_val_if_fail (state != NULL, FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  text = vb_state_checked_json (state, path, error);
+  return text != NULL && vb_state_write_text (path, text, error);
 }

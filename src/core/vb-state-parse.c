@@ -8,6 +8,7 @@
 #include <inttypes.h>
 
 #include "vb-state.h"
+#include "vb-state-record.h"
 
 #include <string.h>
 
@@ -520,10 +521,38 @@ parse_version (JsonObject *root, const char *origin, GError **error)
   return TRUE;
 }
 
+/* A journal record's "delete": names of devices the change deleted. */
+static gboolean
+parse_deletes (JsonNode *node, const char *origin, GPtrArray *deletes, GError **error)
+{
+  JsonArray *array;
+
+  if (!expect_array (node, origin, "delete", &array, error))
+    return FALSE;
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("delete[%u]", i);
+      g_autoptr (GError) local = NULL;
+      const char *name;
+
+      if (!expect_string (json_array_get_element (array, i), origin, path, TRUE, &name, error))
+        return FALSE;
+      if (!vb_name_is_valid (name, "device", &local))
+        {
+          schema_error (error, origin, path, "%s", local->message);
+          return FALSE;
+        }
+      g_ptr_array_add (deletes, g_strdup (name));
+    }
+  return TRUE;
+}
+
+/* @deletes: non-NULL for a journal record, which may say "delete" */
 static VbState *
-parse_state (JsonNode *root, const char *origin, gboolean spec, GError **error)
+parse_state (JsonNode *root, const char *origin, gboolean spec, GPtrArray *deletes, GError **error)
 {
   static const char *const known[] = { "version", "devices", NULL };
+  static const char *const known_record[] = { "version", "devices", "delete", NULL };
   g_autoptr (VbState) state = vb_state_new ();
   g_autoptr (GHashTable) names = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) uuids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -537,8 +566,11 @@ parse_state (JsonNode *root, const char *origin, gboolean spec, GError **error)
       return NULL;
     }
   object = json_node_get_object (root);
-  if (!check_known_keys (object, known, origin, "", error)
+  if (!check_known_keys (object, deletes ? known_record : known, origin, "", error)
       || !parse_version (object, origin, error))
+    return NULL;
+  node = json_object_get_member (object, "delete");
+  if (deletes && node && !parse_deletes (node, origin, deletes, error))
     return NULL;
 
   node = json_object_get_member (object, "devices");
@@ -682,7 +714,8 @@ on_object_member (JsonParser *parser, JsonObject *object, const char *member_nam
 }
 
 static VbState *
-parse_text (const char *text, gssize length, const char *origin, gboolean spec, GError **error)
+parse_text (const char *text, gssize length, const char *origin, gboolean spec, GPtrArray *deletes,
+            GError **error)
 {
   g_autoptr (JsonParser) parser = NULL;
   g_autoptr (GError) local = NULL;
@@ -778,18 +811,26 @@ parse_text (const char *text, gssize length, const char *origin, gboolean spec, 
       return NULL;
     }
 
-  state = parse_state (json_parser_get_root (parser), origin, spec, error);
+  state = parse_state (json_parser_get_root (parser), origin, spec, deletes, error);
   return state;
 }
 
 VbState *
 vb_state_from_json (const char *text, gssize length, const char *origin, GError **error)
 {
-  return parse_text (text, length, origin, FALSE, error);
+  return parse_text (text, length, origin, FALSE, NULL, error);
 }
 
 VbState *
 vb_spec_from_json (const char *text, gssize length, const char *origin, GError **error)
 {
-  return parse_text (text, length, origin, TRUE, error);
+  return parse_text (text, length, origin, TRUE, NULL, error);
+}
+
+VbState *
+vb_state_record_from_json (const char *text, gssize length, const char *origin, GPtrArray *deletes,
+                           GError **error)
+{
+  g_return_val_if_fail (deletes != NULL, NULL);
+  return parse_text (text, length, origin, FALSE, deletes, error);
 }

@@ -13,6 +13,7 @@
 #include "vb-objects.h"
 #include "vb-policy-dbus.h"
 #include "vb-state-dir.h"
+#include "vb-state-store.h"
 #include "vb-udev.h"
 
 #include <blockdev/blockdev.h>
@@ -24,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,6 +44,7 @@ static gboolean opt_debug = FALSE;
 static gboolean opt_replace = FALSE;
 static char *opt_initramfs = NULL;
 static gboolean opt_takeover = FALSE;
+static gboolean opt_print_state = FALSE;
 
 /* The options; the descriptions that name a default are made at start
  * (options_with_defaults), so that their text is translatable. */
@@ -57,6 +60,8 @@ static GOptionEntry entries[] = {
     N_ ("NAME,...") },
   { "takeover", 0, 0, G_OPTION_ARG_NONE, &opt_takeover,
     N_ ("Take over from the vblkd of the same run dir (the initramfs's), without the bus"), NULL },
+  { "print-state", 0, 0, G_OPTION_ARG_NONE, &opt_print_state,
+    N_ ("Print the desired state (state.json with its journal) and exit"), NULL },
   { NULL },
 };
 
@@ -465,7 +470,7 @@ load_state (VbDaemon *daemon, GError **error)
   daemon->instance = vb_state_dir_instance_id (daemon->state_dir, error);
   if (daemon->instance == NULL)
     return FALSE;
-  daemon->desired = vb_state_load (daemon->state_path, error);
+  daemon->desired = vb_state_store_load (daemon->store, error);
   if (daemon->desired == NULL)
     goto refuse;
   if (opt_initramfs && !vb_boot_keep_only (daemon->desired, opt_initramfs, error))
@@ -522,6 +527,7 @@ setup_dirs (VbDaemon *daemon)
   daemon->run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
   daemon->dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
   daemon->state_path = g_build_filename (daemon->state_dir, VB_STATE_FILE, NULL);
+  daemon->store = vb_state_store_new (daemon->state_path);
   daemon->policy_dir
       = g_canonicalize_filename (opt_policy_dir ? opt_policy_dir : VB_DEFAULT_POLICY_DIR, NULL);
   /* the vendor's rules (installed under the data directory) under the
@@ -538,9 +544,7 @@ setup_dirs (VbDaemon *daemon)
     }
   if (opt_takeover)
     {
-      struct stat st;
-      if (stat (daemon->state_path, &st) == 0)
-        daemon->state_mtime = st.st_mtim.tv_sec * G_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000;
+      daemon->state_stamp = vb_state_stamp (daemon->state_path);
       if ((daemon->lock_fd = vb_state_dir_open_lock (daemon->state_dir)) < 0)
         {
           g_printerr ("vblkd: %s/.lock: %s\n", daemon->state_dir, g_strerror (errno));
@@ -596,7 +600,7 @@ static int
 take_over (VbDaemon *daemon)
 {
   g_autoptr (GError) error = NULL;
-  struct stat st;
+  g_autofree char *stamp = NULL;
 
   if (mlockall (MCL_CURRENT | MCL_FUTURE) < 0)
     g_warning ("vblk: cannot lock this vblkd in memory (%s): a root served by the vblkd "
@@ -617,8 +621,8 @@ take_over (VbDaemon *daemon)
     }
   /* the vblkd that left wrote the state meanwhile (a restart, not a boot):
    * read again, from a root it no longer serves */
-  if (stat (daemon->state_path, &st) == 0
-      && st.st_mtim.tv_sec * G_USEC_PER_SEC + st.st_mtim.tv_nsec / 1000 != daemon->state_mtime)
+  stamp = vb_state_stamp (daemon->state_path);
+  if (g_strcmp0 (stamp, daemon->state_stamp) != 0)
     {
       g_message ("vblk: %s changed while the other vblkd left; reading it again",
                  daemon->state_path);
@@ -686,6 +690,8 @@ teardown (VbDaemon *daemon)
   g_strfreev (daemon->policy_dirs);
   g_free (daemon->state_dir);
   g_free (daemon->state_path);
+  g_free (daemon->state_stamp);
+  g_clear_pointer (&daemon->store, vb_state_store_free);
   g_free (daemon->run_dir);
   g_free (daemon->dev_dir);
   g_main_loop_unref (daemon->loop);
@@ -703,6 +709,28 @@ log_report (const char *subject, VbReportKind kind, const char *message, gpointe
     g_warning ("%s: %s", subject, message);
   else
     g_message ("%s: %s", subject, message);
+}
+
+/* --print-state: what a vblkd would load, read while one may be writing
+ * (no lock taken). */
+static int
+print_state (void)
+{
+  g_autofree char *dir
+      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  g_autofree char *path = g_build_filename (dir, VB_STATE_FILE, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) state = vb_state_read (path, &error);
+  g_autofree char *text = NULL;
+
+  if (state == NULL)
+    {
+      g_printerr ("vblkd: %s\n", error->message);
+      return 1;
+    }
+  text = vb_state_to_json (state);
+  fputs (text, stdout);
+  return fflush (stdout) == 0 ? 0 : 1;
 }
 
 int
@@ -737,6 +765,8 @@ main (int argc, char **argv)
       g_printerr ("vblkd: %s\n", error->message);
       return 2;
     }
+  if (opt_print_state)
+    return print_state ();
   if (opt_debug)
     g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
   main_argv = argv;

@@ -60,6 +60,7 @@ VB_STATE_DIR=$T/state
 VB_RUN_DIR=$T/run
 VB_DEV_DIR=$T/dev
 VB_STATE_FILE=$VB_STATE_DIR/state.json
+VB_STATE_JOURNAL=$VB_STATE_DIR/state.journal
 VB_LOG=$T/vblkd.log
 cd "$T"
 
@@ -421,15 +422,26 @@ vb_expect_fail () {
   vb_assert_contains "$VB_ERR" ": $code:" "stderr of '$*'"
 }
 
-# vb_snapshot — remember `vbmgr list --json` and state.json;
+# vb_state — the desired state as vblkd loads it (state.json with its
+# journal replayed; `vblkd --print-state`), for jq.
+vb_state () {
+  "$VBLKD" --print-state --state-dir "$VB_STATE_DIR"
+}
+
+# vb_state_files — state.json and state.journal as they are on disk.
+vb_state_files () {
+  local f
+  for f in "$VB_STATE_FILE" "$VB_STATE_JOURNAL"; do
+    if [ -e "$f" ]; then echo "== ${f##*/}"; cat "$f"; else echo "== no ${f##*/}"; fi
+  done
+}
+
+# vb_snapshot — remember `vbmgr list --json` and the desired state (as
+# vblkd loads it: state.json with its journal);
 # vb_assert_unchanged WHAT — both must be byte-identical to the snapshot.
 vb_snapshot () {
   vbmgr list --json > "$T/snap.list"
-  if [ -e "$VB_STATE_FILE" ]; then
-    cp "$VB_STATE_FILE" "$T/snap.state"
-  else
-    rm -f "$T/snap.state"
-  fi
+  vb_state > "$T/snap.state"
 }
 
 vb_assert_unchanged () {
@@ -438,13 +450,10 @@ vb_assert_unchanged () {
   cmp -s "$T/snap.list" "$T/now.list" ||
     { diff -u "$T/snap.list" "$T/now.list" >&2 || true
       vb_fail "$what: 'vbmgr list --json' changed"; }
-  if [ -e "$T/snap.state" ]; then
-    cmp -s "$T/snap.state" "$VB_STATE_FILE" ||
-      { diff -u "$T/snap.state" "$VB_STATE_FILE" >&2 || true
-        vb_fail "$what: state.json changed"; }
-  else
-    [ ! -e "$VB_STATE_FILE" ] || vb_fail "$what: state.json appeared"
-  fi
+  vb_state > "$T/now.state"
+  cmp -s "$T/snap.state" "$T/now.state" ||
+    { diff -u "$T/snap.state" "$T/now.state" >&2 || true
+      vb_fail "$what: the desired state changed"; }
 }
 
 # --- cleanup ---------------------------------------------------------------------

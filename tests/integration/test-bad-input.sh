@@ -121,7 +121,7 @@ vbmgr set w size=8M
 vb_assert_eq active "$(vb_state_of w)" "state of w after online resize"
 vb_assert_eq "$w_bd" "$(vb_blockdev_of w)" "block node of w after online resize"
 vb_assert_eq $((8 << 20)) "$(blockdev --getsize64 "$w_bd")" "size of w after online resize"
-vb_assert_eq $((8 << 20)) "$(jq -r '.devices[] | select(.name == "w") | .attributes.size' "$VB_STATE_FILE")" \
+vb_assert_eq $((8 << 20)) "$(vb_state | jq -r '.devices[] | select(.name == "w") | .attributes.size')" \
   "size of w in state.json"
 vbmgr start a
 a_bd=$(vb_blockdev_of a)

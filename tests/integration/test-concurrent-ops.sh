@@ -56,9 +56,9 @@ vb_assert_eq stopped "$(vb_state_of b)" "B's state"
 vb_assert_eq stopped "$(vb_state_of a)" "A's state"
 
 # both ops' changes are in state.json, neither written over by the other
-vb_assert_eq raid1 "$(jq -r '.devices[] | select(.name == "b") | .driver' "$VB_STATE_FILE")" \
+vb_assert_eq raid1 "$(vb_state | jq -r '.devices[] | select(.name == "b") | .driver')" \
   "B's driver in state.json"
-vb_assert_eq false "$(jq -r '.devices[] | select(.name == "a") | .started' "$VB_STATE_FILE")" \
+vb_assert_eq false "$(vb_state | jq -r '.devices[] | select(.name == "a") | .started')" \
   "A in state.json"
 vb_stop_daemon
 vb_start_daemon

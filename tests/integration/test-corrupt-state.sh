@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# vblkd refuses to start on a corrupt state.json: non-zero exit, a message
-# naming the file and where, the bus name never taken, the file untouched.
+# vblkd refuses to start on a corrupt state.json or state.journal: non-zero
+# exit, a message naming the file and where, the bus name never taken, the
+# files untouched. A journal's last record cut by a crash (a change never
+# acknowledged) is left out, and vblkd starts.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 vb_setup
 mkdir -p "$VB_STATE_DIR" "$VB_RUN_DIR"
@@ -15,17 +17,17 @@ run_vblkd () {
   return "$rc"
 }
 
-# check_refused WHAT LOCATION_REGEX
+# check_refused WHAT LOCATION_REGEX [FILE] — FILE (state.json) named
 check_refused () {
-  local what=$1 where=$2 rc=0
-  cp "$VB_STATE_FILE" "$T/state.orig"
+  local what=$1 where=$2 file=${3:-$VB_STATE_FILE} rc=0
+  vb_state_files > "$T/state.orig"
   run_vblkd || rc=$?
-  [ "$rc" -ne 0 ] || vb_fail "$what: vblkd exited 0 on a corrupt state.json"
-  [ "$rc" -ne 124 ] || vb_fail "$what: vblkd kept running on a corrupt state.json"
-  vb_assert_contains "$(cat "$T/err")" "$VB_STATE_FILE" "$what: vblkd's message"
+  [ "$rc" -ne 0 ] || vb_fail "$what: vblkd exited 0 on a corrupt ${file##*/}"
+  [ "$rc" -ne 124 ] || vb_fail "$what: vblkd kept running on a corrupt ${file##*/}"
+  vb_assert_contains "$(cat "$T/err")" "$file" "$what: vblkd's message"
   [ -z "$where" ] || grep -Eq "$where" "$T/err" ||
     vb_fail "$what: vblkd's message does not say where ($where): $(cat "$T/err")"
-  cmp -s "$T/state.orig" "$VB_STATE_FILE" || vb_fail "$what: state.json was rewritten"
+  vb_state_files | cmp -s "$T/state.orig" - || vb_fail "$what: state.json or its journal was rewritten"
   ! vb_name_has_owner "$VB_BUS_NAME" || vb_fail "$what: $VB_BUS_NAME is owned"
 }
 
@@ -71,4 +73,35 @@ vb_log "a good file is accepted again"
 printf '{ "version": 1, "devices": [] }\n' > "$VB_STATE_FILE"
 vb_start_daemon
 vb_assert_eq 0 "$(vbmgr list --json | jq length)" "devices of an empty state"
+vb_stop_daemon
+
+vb_log "the journal: three devices, the first in state.json, the others in state.journal"
+rm "$VB_STATE_FILE"
+vb_start_daemon
+for d in a b c; do
+  truncate -s 4M "$T/$d.img"
+  vbmgr create "$d" --driver file "$T/$d.img"
+done
+vb_stop_daemon
+[ -s "$VB_STATE_JOURNAL" ] || vb_fail "no journal after three creates"
+vb_assert_eq 1 "$(jq '.devices | length' "$VB_STATE_FILE")" "devices in state.json itself"
+vb_assert_eq "a b c" "$(vb_state | jq -r '[.devices[].name] | join(" ")')" "devices with the journal"
+cp "$VB_STATE_JOURNAL" "$T/journal.good"
+
+vb_log "a journal record damaged, another after it"
+sed -i '2s/"b"/"x"/' "$VB_STATE_JOURNAL"
+check_refused "damaged record" 'state\.journal:2: the record does not match its SHA-256' "$VB_STATE_JOURNAL"
+
+vb_log "a journal that is not one"
+printf 'not a journal\n' > "$VB_STATE_JOURNAL"
+check_refused "not a journal" 'state\.journal:1: not a vblk journal' "$VB_STATE_JOURNAL"
+
+vb_log "the last record cut by a crash: left out, vblkd starts, the next change is whole"
+{ cat "$T/journal.good"; printf '%s' "$(sha256sum < /dev/null | cut -c1-20)"; } > "$VB_STATE_JOURNAL"
+vb_start_daemon
+vb_assert_contains "$(cat "$VB_LOG")" "its last record was cut" "vblkd's log"
+vb_assert_eq "a b c" "$(vbmgr list --json | jq -r '[.[].name] | join(" ")')" "devices after the cut record"
+vbmgr delete b
+vb_assert_absent "$VB_STATE_JOURNAL" "the journal after the next change (state.json whole)"
+vb_assert_eq "a c" "$(jq -r '[.devices[].name] | join(" ")' "$VB_STATE_FILE")" "state.json after the delete"
 vb_stop_daemon

@@ -97,10 +97,10 @@ head -c $((64 << 20)) /dev/urandom > "$T/expected"
 dd if="$T/expected" of="$(vb_blockdev_of m1)" bs=1M oflag=direct status=none
 vbmgr fail m1 "$T/a.img"
 vb_wait_state m1 degraded 10
-faulty_in_state () { jq -r '.devices[] | select(.name == "m1") | .components[] |
-  select(.source == "'"$1"'") | .faulty // false' "$VB_STATE_FILE"; }
+faulty_in_state () { vb_state | jq -r '.devices[] | select(.name == "m1") | .components[] |
+  select(.source == "'"$1"'") | .faulty // false'; }
 vb_wait_until 10 eval '[ "$(faulty_in_state "$T/a.img")" = true ]' ||
-  vb_fail "state.json does not record a.img faulty: $(cat "$VB_STATE_FILE")"
+  vb_fail "state.json does not record a.img faulty: $(vb_state)"
 dd if="$T/more" of="$(vb_blockdev_of m1)" bs=1M seek=8 oflag=direct status=none
 dd if="$T/more" of="$T/expected" bs=1M seek=8 conv=notrunc status=none
 sum_a=$(sha256sum < "$T/a.img")

@@ -132,7 +132,7 @@ for step in suspended swapped committed; do
   wait "$client" 2> /dev/null && vb_fail "the reconfiguration succeeded although vblkd was killed at $step"
   vb_start_daemon
   vb_wait_state k active 10 || vb_fail "k after $step"
-  vb_assert_eq "$slots" "$(jq '[.devices[] | select(.name == "k") | .components[]] | length' "$VB_STATE_FILE")" \
+  vb_assert_eq "$slots" "$(vb_state | jq '[.devices[] | select(.name == "k") | .components[]] | length')" \
     "k's components in the desired state after $step"
   vb_assert_eq "$want" "$(blockdev --getsize64 "$(vb_blockdev_of k)")" "k's table after $step"
   dd if="$(vb_blockdev_of k)" of=/dev/null bs=1M count=1 iflag=direct status=none ||

@@ -33,7 +33,7 @@ for step in "${steps[@]}"; do
     vb_fail "$step: loop device(s) $(vb_loops_of "$img" | xargs) left over the image"
   vb_expect_fail NotFound vbmgr show "$name"
   vb_assert_eq 0 "$(vbmgr list --json | jq length)" "$step: devices after restart"
-  vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "$step: devices in state.json"
+  vb_assert_eq 0 "$(vb_state | jq '.devices | length')" "$step: devices in state.json"
   vb_assert_absent "$VB_DEV_DIR/$name" "$step: link after restart"
   [ -f "$img" ] || vb_fail "$step: image file removed"
   vb_stop_daemon

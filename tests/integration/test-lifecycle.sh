@@ -18,10 +18,10 @@ vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image before star
 vb_assert_eq disk "$(vbmgr list --json | jq -r '.[].name')" "list after create"
 [ -f "$VB_STATE_FILE" ] || vb_fail "no state.json after create"
 vb_assert_eq "disk file $img" \
-  "$(jq -r '.devices[] | "\(.name) \(.driver) \(.components[0].source)"' "$VB_STATE_FILE")" \
+  "$(vb_state | jq -r '.devices[] | "\(.name) \(.driver) \(.components[0].source)"')" \
   "state.json after create"
 vb_assert_eq "$(vb_json disk .uuid)" \
-  "$(jq -r '.devices[] | select(.name == "disk") | .uuid' "$VB_STATE_FILE")" \
+  "$(vb_state | jq -r '.devices[] | select(.name == "disk") | .uuid')" \
   "uuid in state.json and on D-Bus"
 
 vb_log "start: block node and link appear"
@@ -34,7 +34,7 @@ vb_assert_eq "$bd" "$(vb_loops_of "$img")" "the one loop device over the image"
 vb_assert_eq "$bd" "$(readlink -f "$VB_DEV_DIR/disk")" "link target"
 vb_assert_eq $((64 << 20)) "$(blockdev --getsize64 "$bd")" "size of $bd"
 vb_assert_eq $((64 << 20)) "$(vb_json disk .size)" "Size property"
-jq -e '.devices[] | select(.name == "disk")' "$VB_STATE_FILE" > /dev/null ||
+vb_state | jq -e '.devices[] | select(.name == "disk")' > /dev/null ||
   vb_fail "device missing from state.json after start"
 
 vb_log "stop: block node and link go away, the device stays"
@@ -43,7 +43,7 @@ vb_assert_eq stopped "$(vb_state_of disk)" "state after stop"
 vb_assert_eq "" "$(vb_blockdev_of disk)" "block_device after stop"
 vb_assert_absent "$VB_DEV_DIR/disk" "link after stop"
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image after stop"
-jq -e '.devices[] | select(.name == "disk")' "$VB_STATE_FILE" > /dev/null ||
+vb_state | jq -e '.devices[] | select(.name == "disk")' > /dev/null ||
   vb_fail "device missing from state.json after stop"
 
 vb_log "start again, then delete a started device: it is stopped and forgotten"
@@ -52,7 +52,7 @@ vb_assert_eq active "$(vb_state_of disk)" "state after second start"
 vbmgr delete disk
 vb_expect_fail NotFound vbmgr show disk
 vb_assert_eq 0 "$(vbmgr list --json | jq length)" "devices after delete"
-vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "devices in state.json after delete"
+vb_assert_eq 0 "$(vb_state | jq '.devices | length')" "devices in state.json after delete"
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image after delete"
 vb_assert_absent "$VB_DEV_DIR/disk" "link after delete"
 [ -f "$img" ] || vb_fail "delete removed the image file"

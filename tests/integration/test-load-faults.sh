@@ -94,14 +94,14 @@ client () {
 # check — every client held: state.json against the models, then nodes.
 check () {
   local c n_names bad
-  jq -e . "$VB_STATE_FILE" > /dev/null || vb_fail "state.json is not valid JSON"
-  n_names=$(jq '[.devices[].name] | length' "$VB_STATE_FILE")
-  vb_assert_eq "$n_names" "$(jq '[.devices[].name] | unique | length' "$VB_STATE_FILE")" \
+  vb_state | jq -e . > /dev/null || vb_fail "state.json is not valid JSON"
+  n_names=$(vb_state | jq '[.devices[].name] | length')
+  vb_assert_eq "$n_names" "$(vb_state | jq '[.devices[].name] | unique | length')" \
     "names in state.json are unique"
-  vb_assert_eq "$n_names" "$(jq '[.devices[].uuid] | unique | length' "$VB_STATE_FILE")" \
+  vb_assert_eq "$n_names" "$(vb_state | jq '[.devices[].uuid] | unique | length')" \
     "UUIDs in state.json are unique"
-  jq -r '.devices[] | "\(.name) \(if .started then "active" else "stopped" end)"' \
-    "$VB_STATE_FILE" > "$T/actual"
+  vb_state | jq -r '.devices[] | "\(.name) \(if .started then "active" else "stopped" end)"' \
+    > "$T/actual"
   : > "$T/expected-loops"
   for ((c = 0; c < CLIENTS; c++)); do
     [ -e "$T/model.$c" ] || seq 0 $((DEVICES - 1)) | sed 's/$/ absent/' > "$T/model.$c"
@@ -195,5 +195,5 @@ for ((c = 0; c < CLIENTS; c++)); do
     fi
   done
 done
-vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "devices left"
+vb_assert_eq 0 "$(vb_state | jq '.devices | length')" "devices left"
 vb_stop_daemon

@@ -141,7 +141,8 @@ vb_assert_eq "$sum_a" "$(sha256sum < "$T/a.img")" "a.img after the purge"
 cmp -n $((8 << 20)) "$T/data" <(tail -c +$(((1 << 20) + 1)) "$T/b.img") ||
   vb_fail "b.img does not hold what was written"
 [ -e /var/lib/vblk/state.json ] || vb_fail "the purge removed the desired state"
-grep -q '"pkgtest"' /var/lib/vblk/state.json || vb_fail "the desired state lost pkgtest"
+"$VBLKD" --print-state --state-dir /var/lib/vblk | grep -q '"pkgtest"' ||
+  vb_fail "the desired state lost pkgtest"
 for f in /usr/sbin/vblkd /usr/bin/vbmgr /etc/default/vblk /usr/share/dbus-1/system.d/org.vblk.VBlk1.conf \
          /lib/udev/rules.d/64-vblk.rules /usr/share/vblk; do
   [ ! -e "$f" ] || vb_fail "$f is left after the purge"

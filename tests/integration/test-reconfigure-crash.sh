@@ -19,8 +19,8 @@ vb_setup
 steps=(intent-saved suspended assembled swapped before-commit committed)
 head -c 24M /dev/urandom > "$T/data.bin"
 
-slots_in_state () { jq -r --arg n "$1" '[.devices[] | select(.name == $n) | .components[] | select(.role | test("^[0-9]+$"))] | length' "$VB_STATE_FILE"; }
-driver_in_state () { jq -r --arg n "$1" '.devices[] | select(.name == $n) | .driver' "$VB_STATE_FILE"; }
+slots_in_state () { vb_state | jq -r --arg n "$1" '[.devices[] | select(.name == $n) | .components[] | select(.role | test("^[0-9]+$"))] | length'; }
+driver_in_state () { vb_state | jq -r --arg n "$1" '.devices[] | select(.name == $n) | .driver'; }
 
 # kill_at STEP CMD... — run CMD against a vblkd that stops at STEP, kill it
 kill_at () {
@@ -82,7 +82,7 @@ for step in "${steps[@]}"; do
   cmp -n 24M "$T/data.bin" "$(vb_blockdev_of p)" || vb_fail "data after $step"
   if [ "$want" = raid1 ]; then
     vbmgr wait p > /dev/null || vb_fail "rebuild after $step"
-    vb_wait_until 10 eval '! jq -e ".devices[] | select(.name == \"p\") | .components[1].in_sync == false" "$VB_STATE_FILE" > /dev/null' ||
+    vb_wait_until 10 eval '! vb_state | jq -e ".devices[] | select(.name == \"p\") | .components[1].in_sync == false" > /dev/null' ||
       vb_fail "q.img still recorded as behind after its rebuild"
   fi
   vbmgr stop p

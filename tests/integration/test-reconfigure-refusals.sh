@@ -100,10 +100,10 @@ refused NotSupported "another block node" r --backend ublk
 vbmgr stop r
 for b in ublk nbd; do
   vbmgr reconfigure r --backend $b
-  vb_assert_eq $b "$(jq -r '.devices[0].backend' "$VB_STATE_FILE")" "backend of the stopped device"
+  vb_assert_eq $b "$(vb_state | jq -r '.devices[0].backend')" "backend of the stopped device"
 done
 vbmgr reconfigure r --backend loop
-vb_assert_eq loop "$(jq -r '.devices[0].backend' "$VB_STATE_FILE")" "backend of the stopped device"
+vb_assert_eq loop "$(vb_state | jq -r '.devices[0].backend')" "backend of the stopped device"
 vbmgr delete r
 
 vb_log "a stopped device: the desired state changes, the new leg is rebuilt at start"
@@ -111,7 +111,7 @@ head -c 16M /dev/urandom > "$T/s.bin"
 dd if="$T/s.bin" of="$T/s0.img" bs=1M conv=notrunc status=none
 vbmgr create sp --driver file "$T/s0.img"
 vbmgr reconfigure sp --driver raid1 --add "$T/s1.img"
-vb_assert_eq "raid1 false" "$(jq -r '.devices[] | select(.name == "sp") | "\(.driver) \(.components[1].in_sync)"' "$VB_STATE_FILE")" "stopped file -> raid1"
+vb_assert_eq "raid1 false" "$(vb_state | jq -r '.devices[] | select(.name == "sp") | "\(.driver) \(.components[1].in_sync)"')" "stopped file -> raid1"
 refused WouldLoseData "no in-sync copy" sp --remove "$T/s0.img"
 vbmgr start sp
 vbmgr wait sp > /dev/null || vb_fail "rebuild at the start of sp"

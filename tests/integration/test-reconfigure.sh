@@ -41,8 +41,8 @@ show=$(vbmgr show d)
 grep -q "^Reconfigured: file of $T/a.img -> raid1 (rebuild running)" <<< "$show" ||
   vb_fail "show during the rebuild: $show"
 vb_assert_eq "file of $T/a.img" "$(vb_json d .previous_configuration)" "previous configuration"
-jq -e '.devices[0].components[1].in_sync == false' "$VB_STATE_DIR/state.json" > /dev/null ||
-  vb_fail "the new leg is not recorded as behind: $(cat "$VB_STATE_DIR/state.json")"
+vb_state | jq -e '.devices[0].components[1].in_sync == false' > /dev/null ||
+  vb_fail "the new leg is not recorded as behind: $(vb_state)"
 vb_wait_until 5 grep -q '"reconfigured"' "$T/events.json" || vb_fail "no 'reconfigured' event"
 event=$(jq -c 'select(.kind == "reconfigured")' "$T/events.json")
 vb_assert_eq "d|file of $T/a.img|raid1 of $T/a.img, $T/b.img|true" \
@@ -56,7 +56,7 @@ vbmgr set d sync_speed_min=0 sync_speed_max=0
 vbmgr wait d --timeout 120 > /dev/null || vb_fail "rebuild of the new leg"
 vb_wait_until 10 eval '[ -z "$(vb_json d .previous_configuration)" ]' ||
   vb_fail "previous configuration still shown after the rebuild"
-vb_wait_until 10 eval '! jq -e ".devices[0].components[1].in_sync == false" "$VB_STATE_DIR/state.json" > /dev/null' ||
+vb_wait_until 10 eval '! vb_state | jq -e ".devices[0].components[1].in_sync == false" > /dev/null' ||
   vb_fail "the rebuilt leg is still recorded as behind"
 vb_assert_eq active "$(vb_json d .state)" "state after the rebuild"
 
@@ -69,7 +69,7 @@ wait "$fio_pid" || rc=$?
 [ "$rc" = 0 ] || vb_fail "fio saw an error (exit $rc): $(tail -30 "$T/fio.log")"
 grep -q "err= 0" "$T/fio.log" || vb_fail "fio reports errors: $(cat "$T/fio.log")"
 vb_log "fio: $(grep -Eo 'IOPS=[^,]+' "$T/fio.log" | head -2 | tr '\n' ' ')"
-jq -e '.devices[0].components[0].in_sync == false' "$VB_STATE_DIR/state.json" > /dev/null ||
+vb_state | jq -e '.devices[0].components[0].in_sync == false' > /dev/null ||
   vb_fail "the failed leg is not recorded as behind"
 
 umount "$T/mnt"
@@ -84,7 +84,7 @@ fsck.ext4 -n -f "$bd" > "$T/fsck2.log" 2>&1 || vb_fail "fsck after restart: $(ca
 vb_log "raid1 -> raid1: the failed leg out, a new one in; then -> file again"
 vb_mkimg "$T/c.img" 256M
 vbmgr reconfigure d --remove "$T/a.img" --add "$T/c.img"
-vb_assert_eq "$T/b.img $T/c.img" "$(jq -r '[.devices[0].components[] | .source] | join(" ")' "$VB_STATE_DIR/state.json")" "legs"
+vb_assert_eq "$T/b.img $T/c.img" "$(vb_state | jq -r '[.devices[0].components[] | .source] | join(" ")')" "legs"
 vbmgr wait d --timeout 120 > /dev/null || vb_fail "rebuild of c.img"
 vb_wait_state d active 10 || vb_fail "not active after the rebuild onto c.img"
 cmp "$T/b.img" "$T/c.img" || vb_fail "the legs differ after the rebuild"

@@ -52,7 +52,7 @@ vb_assert_contains "$text" "known" "scan text"
 
 vb_log "the desired state is lost"
 vb_stop_daemon
-rm "$VB_STATE_FILE"
+rm -f "$VB_STATE_FILE" "$VB_STATE_JOURNAL"
 vb_start_daemon
 vb_assert_eq "[]" "$(vbmgr list --json | jq -c .)" "devices after losing state.json"
 out=$(scan_json "${mirror_paths[@]}" "${stripe_paths[@]}")
@@ -78,7 +78,7 @@ vb_wait_state mirror active
 vb_wait_state stripe active
 vb_assert_eq "$mirror_sum" "$(sha256sum < "$(vb_blockdev_of mirror)")" "mirror's data"
 vb_assert_eq "$stripe_sum" "$(sha256sum < "$(vb_blockdev_of stripe)")" "stripe's data"
-jq -e '.devices | length == 2' "$VB_STATE_FILE" > /dev/null || vb_fail "state.json holds both again"
+vb_state | jq -e '.devices | length == 2' > /dev/null || vb_fail "state.json holds both again"
 
 vb_log "scan again: known, nothing adopted twice"
 vb_snapshot

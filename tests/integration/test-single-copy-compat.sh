@@ -88,7 +88,7 @@ vbmgr start old0
 vbmgr start oldl
 vb_stop_daemon
 for d in old0 oldl; do
-  vb_assert_eq none "$(jq -r --arg n "$d" '.devices[] | select(.name == $n) | .attributes.metadata' "$VB_STATE_FILE")" \
+  vb_assert_eq none "$(vb_state | jq -r --arg n "$d" '.devices[] | select(.name == $n) | .attributes.metadata')" \
     "$d's metadata as saved again"
 done
 vb_start_daemon

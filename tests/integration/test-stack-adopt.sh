@@ -48,7 +48,7 @@ vb_assert_eq "$(sha256sum < "$T/data")" "$sum" "top's data as written"
 lose_state () {
   for d in top r0 r1a r1b; do vbmgr stop "$d"; done
   vb_stop_daemon
-  rm "$VB_STATE_FILE"
+  rm -f "$VB_STATE_FILE" "$VB_STATE_JOURNAL"
   vb_start_daemon
   vb_assert_eq "[]" "$(vbmgr list --json | jq -c .)" "devices after losing state.json"
 }
@@ -72,7 +72,7 @@ for d in "${devices[@]}"; do
   vb_assert_eq "true false" "$(jq -r --arg n "$d" '.[] | select(.name == $n) | "\(.adopted) \(.known)"' <<< "$out")" "$d in the scan's result"
 done
 back "after scan --adopt --start"
-jq -e '.devices | length == 4' "$VB_STATE_FILE" > /dev/null || vb_fail "state.json holds the four"
+vb_state | jq -e '.devices | length == 4' > /dev/null || vb_fail "state.json holds the four"
 
 vb_log "without --start: the lowest level is adopted, and the result says the rest needs it started"
 lose_state

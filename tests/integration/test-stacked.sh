@@ -66,6 +66,6 @@ vb_log "recursive delete of disk deletes part"
 vb_expect_fail Busy vbmgr delete disk
 vbmgr delete disk --recursive
 vb_assert_eq 0 "$(vbmgr list --json | jq length)" "devices after recursive delete"
-vb_assert_eq 0 "$(jq '.devices | length' "$VB_STATE_FILE")" "devices in state.json"
+vb_assert_eq 0 "$(vb_state | jq '.devices | length')" "devices in state.json"
 
 vb_stop_daemon

@@ -24,7 +24,7 @@ vbmgr add r1 "$ls" --spare
 dd if=/dev/urandom of="$T/expected" bs=1M count=8 status=none
 dd if="$T/expected" of="$(vb_blockdev_of r1)" bs=1M oflag=direct status=none
 # the component's UUID and where it is: the desired state's
-saved () { jq -r ".devices[] | select(.name == \"r1\") | .components[] | $1" "$VB_STATE_DIR/state.json"; }
+saved () { vb_state | jq -r ".devices[] | select(.name == \"r1\") | .components[] | $1"; }
 ub=$(saved "select(.source == \"$lb\") | .uuid")
 [ -n "$ub" ] || vb_fail "no UUID recorded for b"
 

@@ -31,9 +31,8 @@ vbmgr wait "$name" > /dev/null || vb_fail "initial resync"
 uuid=$(vb_json "$name" .uuid)
 node=$(vb_blockdev_of "$name")
 # the component's UUID: the desired state's
-ua=$(jq -r --arg n "$name" --arg s "$la" \
-  '.devices[] | select(.name == $n) | .components[] | select(.source == $s) | .uuid' \
-  "$VB_STATE_DIR/state.json")
+ua=$(vb_state | jq -r --arg n "$name" --arg s "$la" \
+  '.devices[] | select(.name == $n) | .components[] | select(.source == $s) | .uuid')
 
 vb_log "the device's node: links and hints made by udev"
 udevadm settle

@@ -165,7 +165,7 @@ run_one () {
   vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s${skip:+, skipping: $skip}"
   "$PY" -B "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
     --duration "$run_seconds" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
-    --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" \
+    --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" --vblkd "$VBLKD" \
     --req "$dir/req" --rep "$dir/rep" 2> >(tee "$dir/report" >&2) &
   py=$!
   VB_BG_PIDS+=("$py")

@@ -103,7 +103,7 @@ class Torture:
         self.harness = Harness(args.req, args.rep)
         self.loops = Loops(self.run, os.path.join(self.dir, "loops"))
         self.m = Model(self.cfg, self.run, self.log, self.seed, args.dev_dir,
-                       os.path.join(args.state_dir, "state.json"))
+                       args.state_dir, args.vblkd)
         self.images = []
         self.snaps = []
         self.n_img = 0
@@ -887,6 +887,7 @@ def main():
     p.add_argument("--state-dir", required=True)
     p.add_argument("--policy-dir", required=True)
     p.add_argument("--vbmgr", required=True)
+    p.add_argument("--vblkd", required=True)
     p.add_argument("--req", required=True)
     p.add_argument("--rep", required=True)
     args = p.parse_args()

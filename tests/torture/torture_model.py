@@ -6,6 +6,7 @@
 import json
 import os
 import random
+import subprocess
 import threading
 import time
 
@@ -64,7 +65,7 @@ class Comp:
 
 
 class Model:
-    def __init__(self, cfg, runner, log, seed, dev_dir, state_file):
+    def __init__(self, cfg, runner, log, seed, dev_dir, state_dir, vblkd):
         self.cfg = cfg
         self.name = cfg.name
         self.kind = cfg.kind
@@ -72,7 +73,8 @@ class Model:
         self.log = log
         self.seed = seed
         self.dev_dir = dev_dir
-        self.state_file = state_file
+        self.state_dir = state_dir
+        self.vblkd = vblkd
         self.comps = []
         self.started = False
         self.size = 0
@@ -188,11 +190,13 @@ class Model:
     # --- what vblkd says ----------------------------------------------------
 
     def _state_json(self):
-        try:
-            with open(self.state_file) as f:
-                return f.read()
-        except OSError as e:
-            raise Failure("state.json: %s" % e)
+        """The desired state as vblkd loads it (state.json and its
+        journal), read as vblkd --print-state reads it."""
+        p = subprocess.run([self.vblkd, "--print-state", "--state-dir", self.state_dir],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            raise Failure("vblkd --print-state: %s" % p.stderr.strip())
+        return p.stdout
 
     def observe(self):
         """`vbmgr show --json` with each component's UUID (from the desired

@@ -84,7 +84,7 @@ cat "$share/cache-path" > "$r/opt/vblk/cache-path"
 systemd_units "$r/etc"
 # the real root's desired state: this one, root wanted running
 cp "$VB_STATE_DIR/instance-id" "$T/root/var/lib/vblk/"
-jq '(.devices[] | select(.name == "root") | .started) = true' "$VB_STATE_FILE" \
+vb_state | jq '(.devices[] | select(.name == "root") | .started) = true' \
   > "$T/root/var/lib/vblk/state.json"
 umount "$T/root"
 vbmgr stop root
@@ -93,8 +93,9 @@ vb_stop_daemon
 # what vblk's initramfs parts take (data/initramfs/common.sh.in): this
 # build's, the state of this guest (root wanted running), no policy rules
 echo "VBLK_DEVICES=root" > "$T/initramfs.conf"
-jq '(.devices[] | select(.name == "root") | .started) = true' "$VB_STATE_FILE" > "$T/st.json"
+vb_state | jq '(.devices[] | select(.name == "root") | .started) = true' > "$T/st.json"
 mv "$T/st.json" "$VB_STATE_FILE"
+rm -f "$VB_STATE_JOURNAL"
 export VBLKD VBMGR VBLK_STATE_DIR=$VB_STATE_DIR VBLK_POLICY_DIR=$T/no-policy \
   VBLK_UDEV_RULES=$build/data/64-vblk.rules VBLK_CONF=$T/initramfs.conf \
   VBLK_INITRAMFS_COMMON=$build/data/initramfs-common.sh VBLK_INITRAMFS_START=$build/data/initramfs-start
@@ -124,4 +125,5 @@ vb_log "initramfs: $(du -k "$share/initrd.img" | cut -f1) KiB, $(wc -l <<< "$lis
 
 # what dracut's image takes (test-vm-boot-root.sh makes it on the host)
 mkdir -p "$share/state"
-cp "$VB_STATE_DIR/state.json" "$VB_STATE_DIR/instance-id" "$share/state/"
+vb_state > "$share/state/state.json"
+cp "$VB_STATE_DIR/instance-id" "$share/state/"

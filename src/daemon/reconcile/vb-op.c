@@ -217,7 +217,7 @@ vb_op_save (VbOp *op, GError **error)
 
   vb_op_world_lock (op);
   next = world_desired_with (op);
-  ok = vb_state_save (next, daemon->state_path, error);
+  ok = vb_state_store_commit (daemon->store, next, error);
   if (ok)
     {
       vb_state_free (daemon->world_desired);

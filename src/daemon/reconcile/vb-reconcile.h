@@ -13,6 +13,7 @@
 #include "vb-graph.h"
 #include "vb-plan.h"
 #include "vb-state.h"
+#include "vb-state-store.h"
 #include "vb-util.h"
 
 G_BEGIN_DECLS
@@ -49,12 +50,13 @@ typedef struct {
 struct _VbDaemon {
   char *state_dir;
   char *state_path;
+  VbStateStore *store; /* state.json and its journal */
   char *run_dir;
   char *dev_dir;
   char *instance;         /* tags the block nodes of this state dir */
   int lock_fd;            /* flock of the state dir */
   gboolean fresh_run_dir; /* first vblkd since boot: autostart applies */
-  gint64 state_mtime;     /* --takeover: state.json's as loaded (µs) */
+  char *state_stamp;      /* --takeover: vb_state_stamp as loaded */
   gboolean memory_locked; /* --takeover: mlockall until the devices are up */
 
   VbState *desired;

@@ -271,16 +271,21 @@ static gboolean meets_running (VbDaemon *daemon, GHashTable *part);
 
 /* A device outside the op's part: what the op saw of it (size, missing
  * paths, slots) counts only if it is configured as the op saw it and no
- * op on its part runs, which would show it after. */
+ * op on its part runs, which would show it after. @seen: the op's
+ * candidate by name; @others: ops other than this one run (else no part
+ * need be looked at: at 10,000 devices, one for each was most of an op's
+ * cost). */
 static gboolean
-saw_current (VbDaemon *daemon, VbOp *op, const VbDeviceConfig *d)
+saw_current (VbDaemon *daemon, GHashTable *seen, gboolean others, const VbDeviceConfig *d)
 {
-  const VbDeviceConfig *seen = vb_state_lookup (op->candidate, d->name);
+  const VbDeviceConfig *as_seen = g_hash_table_lookup (seen, d->name);
   const char *names[] = { d->name, NULL };
   g_autoptr (GHashTable) part = NULL;
 
-  if (seen == NULL || !vb_device_config_equal (seen, d))
+  if (as_seen == NULL || !vb_device_config_equal (as_seen, d))
     return FALSE;
+  if (!others)
+    return TRUE;
   part = vb_op_part_new (daemon->desired, NULL, names);
   return !meets_running (daemon, part);
 }
@@ -291,12 +296,21 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   VbOp *op = data;
   VbDaemon *daemon = op->daemon;
 
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  /* this op is still among them */
+  gboolean others = daemon->running_ops->len > 1;
+
+  for (guint i = 0; op->candidate && i < op->candidate->devices->len; i++)
+    {
+      VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      g_hash_table_insert (seen, d->name, d);
+    }
   if (op->applied)
     take_outcome (daemon, op);
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
       const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
-      if (vb_op_in_part (op, d->name) || saw_current (daemon, op, d))
+      if (vb_op_in_part (op, d->name) || saw_current (daemon, seen, others, d))
         merge_status (daemon, op, d);
     }
 
