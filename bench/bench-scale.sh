@@ -5,7 +5,8 @@
 # D-Bus (bench/scale-client.py: plain Gio, one connection per client):
 #  1. from one client: creates per second overall and over the last 100;
 #  2. at that size: GetManagedObjects, `vbmgr list`, `vbmgr show NAME`,
-#     one more create and one delete, state.json's size, vblkd's RSS;
+#     one more create and one delete, the sizes of state.json and its
+#     journal, vblkd's RSS;
 #  3. vblkd restarted on that state: start-up until it owns its bus name,
 #     RSS after it (against RSS after the creates: what grows per change);
 #  4. the same N created by CLIENTS clients at once (a fresh state).
@@ -60,6 +61,7 @@ list_ms=$(median3 "$VBMGR" list)
 show_ms=$(median3 "$VBMGR" show s$((n / 2)))
 read -r one_create one_delete <<< "$(client one "$T/img" "$n")"
 state_kib=$(($(stat -c %s "$VB_STATE_FILE") / 1024))
+journal_kib=$(($( (stat -c %s "$VB_STATE_JOURNAL" 2> /dev/null || echo 0)) / 1024))
 
 # --- 3: restart on that state ----------------------------------------------
 vb_stop_daemon
@@ -104,4 +106,4 @@ printf '%-46s %14s %s\n' "vbmgr show NAME" "$show_ms ms" "< 50 ms"
 printf '%-46s %14s %s\n' "start-up with that state.json" "$startup_ms ms" "< 2000 ms"
 printf '%-46s %14s %s\n' "vblkd RSS after the creates" "$rss_created MiB" "< 200 MiB"
 printf '%-46s %14s %s\n' "vblkd RSS after a restart" "$rss_restarted MiB" "the same"
-printf '%-46s %14s %s\n' "state.json" "$state_kib KiB" ""
+printf '%-46s %14s %s\n' "state.json / state.journal" "$state_kib / $journal_kib KiB" ""

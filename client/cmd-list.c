@@ -238,7 +238,6 @@ vb_cmd_show (int argc, char **argv)
   const GOptionEntry entries[]
       = { { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_ ("Print JSON"), NULL },
           G_OPTION_ENTRY_NULL };
-  g_autoptr (GDBusObjectManager) manager = NULL;
   g_autoptr (VbDBusDevice) device = NULL;
 
   if (!vb_mgr_parse_options ("show", "NAME", _ ("Show one device."), entries, &argc, &argv))
@@ -248,10 +247,9 @@ vb_cmd_show (int argc, char **argv)
   if (argc > 2)
     return vb_mgr_usage_error ("show", _ ("unexpected argument '%s'"), argv[2]);
 
-  manager = vb_mgr_connect ();
-  if (manager == NULL)
-    return VB_EXIT_FAILED;
-  device = vb_mgr_lookup_device (manager, "show", argv[1]);
+  /* the device's object and its components' alone (not every object:
+   * the issue's scale asks for it) */
+  device = vb_mgr_get_device ("show", argv[1]);
   if (device == NULL)
     return VB_EXIT_FAILED;
 
@@ -260,11 +258,11 @@ vb_cmd_show (int argc, char **argv)
       g_autoptr (JsonBuilder) builder = json_builder_new ();
       g_autoptr (JsonNode) root = NULL;
 
-      vb_mgr_device_to_json (builder, manager, device);
+      vb_mgr_device_to_json (builder, NULL, device);
       root = json_builder_get_root (builder);
       vb_mgr_print_json (root);
     }
   else
-    vb_mgr_print_device (manager, device);
+    vb_mgr_print_device (NULL, device);
   return VB_EXIT_OK;
 }

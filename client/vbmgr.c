@@ -197,6 +197,15 @@ vb_mgr_fail (const char *command, const char *target, GError *error)
   return VB_EXIT_FAILED;
 }
 
+static void
+no_owner (void)
+{
+  g_autofree char *message
+      = g_strdup_printf (_ ("no process owns %s on the system bus"), VB_BUS_NAME);
+
+  vb_mgr_unreachable (message);
+}
+
 GDBusObjectManager *
 vb_mgr_connect (void)
 {
@@ -217,9 +226,7 @@ vb_mgr_connect (void)
   owner = g_dbus_object_manager_client_get_name_owner (G_DBUS_OBJECT_MANAGER_CLIENT (manager));
   if (owner == NULL)
     {
-      g_autofree char *message
-          = g_strdup_printf (_ ("no process owns %s on the system bus"), VB_BUS_NAME);
-      vb_mgr_unreachable (message);
+      no_owner ();
       return NULL;
     }
   return g_steal_pointer (&manager);
@@ -247,6 +254,43 @@ vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command, const ch
   return device;
 }
 
+VbDBusDevice *
+vb_mgr_get_device (const char *command, const char *name)
+{
+  g_autofree char *path = name && *name ? vb_device_object_path (name) : NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbDBusDevice) device = NULL;
+  g_autofree char *owner = NULL;
+
+  if (path != NULL && g_variant_is_object_path (path))
+    {
+      /* Without DO_NOT_AUTO_START, the bus activates vblkd when it can. */
+      device = vb_dbus_device_proxy_new_for_bus_sync (G_BUS_TYPE_SYSTEM, G_DBUS_PROXY_FLAGS_NONE,
+                                                      VB_BUS_NAME, path, NULL, &error);
+      if (device == NULL)
+        {
+          g_dbus_error_strip_remote_error (error);
+          vb_mgr_unreachable (error->message);
+          return NULL;
+        }
+      owner = g_dbus_proxy_get_name_owner (G_DBUS_PROXY (device));
+      if (owner == NULL)
+        {
+          no_owner ();
+          return NULL;
+        }
+    }
+  /* an object that is not there has no properties */
+  if (device == NULL || vb_dbus_device_get_name (device) == NULL)
+    {
+      g_autofree char *text = g_strdup_printf (_ ("no device named '%s'"), name);
+
+      g_printerr ("vbmgr: %s %s: NotFound: %s\n", command, name, text);
+      return NULL;
+    }
+  return g_steal_pointer (&device);
+}
+
 VbDBusManager *
 vb_mgr_get_manager (GDBusObjectManager *manager, const char *command, const char *target)
 {
@@ -272,6 +316,9 @@ vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path)
 
   if (path == NULL || !g_variant_is_object_path (path))
     return NULL;
+  if (manager == NULL)
+    return vb_dbus_component_proxy_new_for_bus_sync (
+        G_BUS_TYPE_SYSTEM, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START, VB_BUS_NAME, path, NULL, NULL);
   object = g_dbus_object_manager_get_object (manager, path);
   if (object == NULL)
     return NULL;
@@ -312,7 +359,7 @@ vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path)
   g_autoptr (VbDBusDevice) device = NULL;
   const char *slash;
 
-  if (g_variant_is_object_path (path))
+  if (manager != NULL && g_variant_is_object_path (path))
     object = g_dbus_object_manager_get_object (manager, path);
   if (object != NULL)
     device = vb_dbus_object_get_device (VB_DBUS_OBJECT (object));

@@ -96,12 +96,17 @@ VbDBusDevice *vb_mgr_lookup_device (GDBusObjectManager *manager, const char *com
 VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager, const char *command,
                                    const char *target);
 /* The Component interface at @path, or NULL. */
+/* @manager NULL: the component's object fetched alone (vbmgr show) */
 VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path);
 /* Every device, sorted by name (VbDBusDevice*, owned). */
 GPtrArray *vb_mgr_list_devices (GDBusObjectManager *manager);
 /* Name of the device at @path (its Name property, or the unescaped last
  * path element when the object is gone). */
+/* @manager NULL: from the path alone */
 char *vb_mgr_device_name_from_path (GDBusObjectManager *manager, const char *path);
+/* The device named @name as an object of its own (a proxy: one GetAll,
+ * not GetManagedObjects); NULL after saying why on stderr. */
+VbDBusDevice *vb_mgr_get_device (const char *command, const char *name);
 
 /* Calls @method on @proxy without a time limit (the daemon answers once the
  * work is done), allowing interactive polkit authorization when stdin is a

@@ -58,3 +58,12 @@ vb_assert_absent "$VB_DEV_DIR/disk" "link after delete"
 [ -f "$img" ] || vb_fail "delete removed the image file"
 
 vb_stop_daemon
+
+vb_log "without vblkd: show (one object) and list (all) say so alike"
+for cmd in "show disk" list; do
+  rc=0
+  # shellcheck disable=SC2086
+  out=$(vbmgr $cmd 2>&1) || rc=$?
+  vb_assert_eq 1 "$rc" "exit status of vbmgr $cmd without vblkd"
+  vb_assert_contains "$out" "cannot reach vblkd: no process owns $VB_BUS_NAME" "vbmgr $cmd without vblkd"
+done

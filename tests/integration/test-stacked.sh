@@ -55,6 +55,13 @@ vb_assert_eq active "$(vb_state_of disk)" "disk after stop part"
 
 vb_log "recursive stop of disk stops part first"
 vbmgr start part
+# show fetches the device's objects alone, list every object: the same
+for d in disk part; do
+  vb_assert_eq "$(vbmgr list --json | jq -S --arg d "$d" '.[] | select(.name == $d)')" \
+    "$(vbmgr show "$d" --json | jq -S .)" "show --json of $d against its list entry"
+done
+vb_assert_contains "$(vbmgr show part)" "disk" "show part names what it is built on"
+vb_expect_fail NotFound vbmgr show nosuch
 vbmgr stop disk --recursive
 vb_assert_eq stopped "$(vb_state_of part)" "part after recursive stop"
 vb_assert_eq stopped "$(vb_state_of disk)" "disk after recursive stop"

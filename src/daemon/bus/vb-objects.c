@@ -243,16 +243,22 @@ void
 vb_objects_sync (VbDaemon *daemon)
 {
   g_autoptr (VbGraph) graph = vb_graph_new (daemon->desired);
+  /* by name: a lookup in the list for each object was O(N²) a change */
+  g_autoptr (GHashTable) desired = g_hash_table_new (g_str_hash, g_str_equal);
   GHashTableIter iter;
   gpointer name, object;
 
   for (guint i = 0; i < daemon->desired->devices->len; i++)
-    sync_device (daemon, daemon->desired->devices->pdata[i], graph);
+    {
+      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      g_hash_table_add (desired, d->name);
+      sync_device (daemon, d, graph);
+    }
 
   g_hash_table_iter_init (&iter, daemon->bus->device_objects);
   while (g_hash_table_iter_next (&iter, &name, &object))
     {
-      if (vb_state_lookup (daemon->desired, name))
+      if (g_hash_table_contains (desired, name))
         continue;
       g_autofree char *path = vb_device_object_path (name);
       for (guint i = 0;; i++)

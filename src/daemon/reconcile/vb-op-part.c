@@ -96,6 +96,103 @@ vb_op_parts_meet (GHashTable *a, GHashTable *b)
   return FALSE;
 }
 
+/* Union-find over the keys of parts ("device:NAME", "source:PATH"). */
+static const char *
+root_of (GHashTable *parent, const char *key)
+{
+  const char *up;
+
+  while ((up = g_hash_table_lookup (parent, key)) != NULL && strcmp (up, key) != 0)
+    {
+      const char *upper = g_hash_table_lookup (parent, up);
+      /* halving the path as it goes */
+      g_hash_table_insert (parent, (gpointer) key, (gpointer) upper);
+      key = upper;
+    }
+  return key;
+}
+
+static void
+join (GHashTable *parent, GStringChunk *keys, const char *a, const char *b)
+{
+  const char *ka = g_string_chunk_insert_const (keys, a);
+  const char *kb = g_string_chunk_insert_const (keys, b);
+
+  if (!g_hash_table_contains (parent, ka))
+    g_hash_table_insert (parent, (gpointer) ka, (gpointer) ka);
+  if (!g_hash_table_contains (parent, kb))
+    g_hash_table_insert (parent, (gpointer) kb, (gpointer) kb);
+  ka = root_of (parent, ka);
+  kb = root_of (parent, kb);
+  if (ka != kb)
+    g_hash_table_insert (parent, (gpointer) ka, (gpointer) kb);
+}
+
+GHashTable *
+vb_op_parts_busy (const VbState *state, GPtrArray *ops, const VbOp *self)
+{
+  GHashTable *busy = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) parent = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) busy_roots = g_hash_table_new (g_direct_hash, g_direct_equal);
+  GStringChunk *keys = g_string_chunk_new (4096);
+  gboolean all = FALSE, any = FALSE;
+
+  for (guint i = 0; i < ops->len; i++)
+    if (ops->pdata[i] != self)
+      {
+        any = TRUE;
+        all = all || ((VbOp *) ops->pdata[i])->part == NULL;
+      }
+  for (guint i = 0; any && i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      g_autofree char *dkey = g_strconcat (PART_DEVICE, d->name, NULL);
+
+      join (parent, keys, dkey, dkey);
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
+          g_autofree char *skey = g_strconcat (PART_SOURCE, source, NULL);
+
+          join (parent, keys, dkey, skey);
+          if (g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+            {
+              g_autofree char *below
+                  = g_strconcat (PART_DEVICE, source + strlen (VB_DEVICE_SOURCE_PREFIX), NULL);
+              join (parent, keys, dkey, below);
+            }
+        }
+    }
+  /* the parts that run: their keys mark their roots */
+  for (guint i = 0; any && !all && i < ops->len; i++)
+    {
+      const VbOp *other = ops->pdata[i];
+      GHashTableIter iter;
+      gpointer key;
+
+      if (other == self)
+        continue;
+      g_hash_table_iter_init (&iter, other->part);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        {
+          const char *k = g_string_chunk_insert_const (keys, key);
+          if (g_hash_table_contains (parent, k))
+            g_hash_table_add (busy_roots, (gpointer) root_of (parent, k));
+        }
+    }
+  for (guint i = 0; any && i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      g_autofree char *dkey = g_strconcat (PART_DEVICE, d->name, NULL);
+      const char *k = g_string_chunk_insert_const (keys, dkey);
+
+      if (all || g_hash_table_contains (busy_roots, root_of (parent, k)))
+        g_hash_table_add (busy, d->name);
+    }
+  g_string_chunk_free (keys);
+  return busy;
+}
+
 gboolean
 vb_op_in_part (const VbOp *op, const char *name)
 {
