@@ -280,7 +280,25 @@ vb_mgr_get_device (const char *command, const char *name)
           return NULL;
         }
     }
-  /* an object that is not there has no properties */
+  /* An object that is not there has no properties; nor has one whose
+   * properties could not be read (a timeout, vblkd gone): asked again,
+   * the bus says which. */
+  if (device != NULL && vb_dbus_device_get_name (device) == NULL)
+    {
+      g_autoptr (GVariant) name_value = g_dbus_connection_call_sync (
+          g_dbus_proxy_get_connection (G_DBUS_PROXY (device)), VB_BUS_NAME, path,
+          "org.freedesktop.DBus.Properties", "Get",
+          g_variant_new ("(ss)", g_dbus_proxy_get_interface_name (G_DBUS_PROXY (device)), "Name"),
+          G_VARIANT_TYPE ("(v)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, &error);
+      if (name_value == NULL && !g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD)
+          && !g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT)
+          && !g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_INTERFACE)
+          && !g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS))
+        {
+          vb_mgr_fail (command, name, error);
+          return NULL;
+        }
+    }
   if (device == NULL || vb_dbus_device_get_name (device) == NULL)
     {
       g_autofree char *text = g_strdup_printf (_ ("no device named '%s'"), name);
@@ -317,8 +335,15 @@ vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path)
   if (path == NULL || !g_variant_is_object_path (path))
     return NULL;
   if (manager == NULL)
-    return vb_dbus_component_proxy_new_for_bus_sync (
-        G_BUS_TYPE_SYSTEM, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START, VB_BUS_NAME, path, NULL, NULL);
+    {
+      g_autoptr (VbDBusComponent) component = vb_dbus_component_proxy_new_for_bus_sync (
+          G_BUS_TYPE_SYSTEM, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START, VB_BUS_NAME, path, NULL, NULL);
+      g_auto (GStrv) names
+          = component ? g_dbus_proxy_get_cached_property_names (G_DBUS_PROXY (component)) : NULL;
+
+      /* gone meanwhile: no properties, as the object manager would not have it */
+      return names != NULL ? g_steal_pointer (&component) : NULL;
+    }
   object = g_dbus_object_manager_get_object (manager, path);
   if (object == NULL)
     return NULL;

@@ -472,6 +472,21 @@ diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *delete
   return TRUE;
 }
 
+static gboolean
+record_reads_back (const VbState *back, GPtrArray *back_deletes, const VbState *puts,
+                   GPtrArray *deletes)
+{
+  if (back->devices->len != puts->devices->len || back_deletes->len != deletes->len)
+    return FALSE;
+  for (guint i = 0; i < puts->devices->len; i++)
+    if (!vb_device_config_equal (back->devices->pdata[i], puts->devices->pdata[i]))
+      return FALSE;
+  for (guint i = 0; i < deletes->len; i++)
+    if (strcmp (back_deletes->pdata[i], deletes->pdata[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
 /* The journal line of a change, checked to load again as it was meant. */
 static char *
 record_line (VbStateStore *store, const VbState *puts, GPtrArray *deletes, const VbState *next,
@@ -484,12 +499,9 @@ record_line (VbStateStore *store, const VbState *puts, GPtrArray *deletes, const
   g_autofree char *sum = NULL;
 
   back = vb_state_record_from_json (text, -1, "the change to save", back_deletes, &local);
-  if (back != NULL && back->devices->len == puts->devices->len)
-    for (guint i = 0; i < puts->devices->len; i++)
-      if (!vb_device_config_equal (back->devices->pdata[i], puts->devices->pdata[i]))
-        g_set_error (&local, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                     "device '%s' reads back otherwise",
-                     ((VbDeviceConfig *) puts->devices->pdata[i])->name);
+  if (back != NULL && !record_reads_back (back, back_deletes, puts, deletes))
+    g_set_error_literal (&local, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                         "the change reads back otherwise");
   if (back == NULL || local != NULL || !check_uuids (next, "the state to save", &local))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -580,6 +592,10 @@ write_whole (VbStateStore *store, const VbState *next, GError **error)
   if (text == NULL)
     return FALSE;
   sum = sha256 (text, strlen (text));
+  /* Whatever fails from here, what is on disk is no longer sure to be
+   * what the store thinks: the next commit writes state.json whole again
+   * (never appending to a journal that may follow another state.json). */
+  store->appendable = FALSE;
   /* A journal that follows exactly this text must go first: it would
    * otherwise be replayed onto it, should removing it later not last. */
   if (store->journal_base && strcmp (store->journal_base, sum) == 0)
@@ -596,15 +612,23 @@ write_whole (VbStateStore *store, const VbState *next, GError **error)
         }
     }
   if (!vb_state_write_text (store->state_path, text, error))
-    return FALSE;
+    {
+      /* it may have been renamed in: which text is there is not known */
+      g_clear_pointer (&store->base, g_free);
+      return FALSE;
+    }
   g_free (store->base);
   store->base = g_steal_pointer (&sum);
   store->state_bytes = strlen (text);
   store->written += store->state_bytes;
-  store->appendable = TRUE;
-  /* it follows the old state.json now: left out if it stays */
+  /* it follows the old state.json now: left out if it stays, and tried
+   * again by the next commit, which writes whole until it is gone */
   if (store->journal_base && !remove_journal (store, &local))
-    g_message ("vblk: %s", local->message);
+    {
+      g_message ("vblk: %s", local->message);
+      return TRUE;
+    }
+  store->appendable = TRUE;
   return TRUE;
 }
 

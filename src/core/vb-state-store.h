@@ -35,8 +35,10 @@ VbState *vb_state_store_load (VbStateStore *store, GError **error);
 
 /* Makes @next durable: a journal record of the devices that differ from
  * what is durable now, or state.json whole. Nothing that would not load
- * again is written; on an error what is durable has not changed. Call
- * after a load. */
+ * again is written. On an error the change is not acknowledged; it is
+ * taken back where it can be (a failed append is truncated), but a write
+ * the disk reported as failed may still have reached it, and after any
+ * error the next commit writes state.json whole. Call after a load. */
 gboolean vb_state_store_commit (VbStateStore *store, const VbState *next, GError **error);
 
 /* Bytes this store has written since it was made (state.json and

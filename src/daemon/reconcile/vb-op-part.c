@@ -129,58 +129,65 @@ join (GHashTable *parent, GStringChunk *keys, const char *a, const char *b)
 }
 
 GHashTable *
-vb_op_parts_busy (const VbState *state, GPtrArray *ops, const VbOp *self)
+vb_op_parts_busy (const VbState *state, GPtrArray *ops)
 {
   GHashTable *busy = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) parent = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) busy_roots = g_hash_table_new (g_direct_hash, g_direct_equal);
+  /* "source:PATH" -> the "device:NAME" keys naming it (a part holds the
+   * sources of its devices; it does not grow through them) */
+  g_autoptr (GHashTable) users
+      = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
   GStringChunk *keys = g_string_chunk_new (4096);
-  gboolean all = FALSE, any = FALSE;
+  gboolean all = FALSE;
 
   for (guint i = 0; i < ops->len; i++)
-    if (ops->pdata[i] != self)
-      {
-        any = TRUE;
-        all = all || ((VbOp *) ops->pdata[i])->part == NULL;
-      }
-  for (guint i = 0; any && i < state->devices->len; i++)
+    all = all || ((VbOp *) ops->pdata[i])->part == NULL;
+  for (guint i = 0; !all && i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
       g_autofree char *dkey = g_strconcat (PART_DEVICE, d->name, NULL);
+      const char *k = g_string_chunk_insert_const (keys, dkey);
 
-      join (parent, keys, dkey, dkey);
+      join (parent, keys, k, k);
       for (guint j = 0; j < d->components->len; j++)
         {
           const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
           g_autofree char *skey = g_strconcat (PART_SOURCE, source, NULL);
+          const char *sk = g_string_chunk_insert_const (keys, skey);
+          GPtrArray *list = g_hash_table_lookup (users, sk);
 
-          join (parent, keys, dkey, skey);
+          if (list == NULL)
+            g_hash_table_insert (users, (gpointer) sk, list = g_ptr_array_new ());
+          g_ptr_array_add (list, (gpointer) k);
           if (g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
             {
               g_autofree char *below
                   = g_strconcat (PART_DEVICE, source + strlen (VB_DEVICE_SOURCE_PREFIX), NULL);
-              join (parent, keys, dkey, below);
+              join (parent, keys, k, below);
             }
         }
     }
-  /* the parts that run: their keys mark their roots */
-  for (guint i = 0; any && !all && i < ops->len; i++)
+  /* the parts that run mark the parts of the devices they hold or whose
+   * sources they hold */
+  for (guint i = 0; !all && i < ops->len; i++)
     {
-      const VbOp *other = ops->pdata[i];
       GHashTableIter iter;
       gpointer key;
 
-      if (other == self)
-        continue;
-      g_hash_table_iter_init (&iter, other->part);
+      g_hash_table_iter_init (&iter, ((VbOp *) ops->pdata[i])->part);
       while (g_hash_table_iter_next (&iter, &key, NULL))
         {
           const char *k = g_string_chunk_insert_const (keys, key);
+          GPtrArray *list = g_hash_table_lookup (users, k);
+
           if (g_hash_table_contains (parent, k))
             g_hash_table_add (busy_roots, (gpointer) root_of (parent, k));
+          for (guint j = 0; list && j < list->len; j++)
+            g_hash_table_add (busy_roots, (gpointer) root_of (parent, list->pdata[j]));
         }
     }
-  for (guint i = 0; any && i < state->devices->len; i++)
+  for (guint i = 0; i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
       g_autofree char *dkey = g_strconcat (PART_DEVICE, d->name, NULL);

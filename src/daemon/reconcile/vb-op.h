@@ -80,11 +80,11 @@ GHashTable *vb_op_part_new (const VbState *before, const VbState *after, const c
 GHashTable *vb_op_part_of (VbOp *op);
 /* NULL meets everything. */
 gboolean vb_op_parts_meet (GHashTable *a, GHashTable *b);
-/* The devices of @state whose connected part meets the part of one of
- * @ops (VbOp*) other than @self: those whose part they run on. All of
- * them when one of those is a whole-daemon op. One pass over @state (a
- * part made for each device was O(N²)). */
-GHashTable *vb_op_parts_busy (const VbState *state, GPtrArray *ops, const VbOp *self);
+/* The devices of @state whose connected part (vb_op_part_new) meets the
+ * part of one of @ops (VbOp*): all of them when one of those is a
+ * whole-daemon op. One pass over @state (a part made for each device was
+ * O(N²)). */
+GHashTable *vb_op_parts_busy (const VbState *state, GPtrArray *ops);
 /* Whether device @name is in @op's part (always, for a whole-daemon op). */
 gboolean vb_op_in_part (const VbOp *op, const char *name);
 /* @op's part of @from into @into (op->part not NULL). */

@@ -303,7 +303,7 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
     }
   if (op->applied)
     take_outcome (daemon, op);
-  busy = vb_op_parts_busy (daemon->desired, daemon->running_ops, op);
+  busy = vb_op_parts_busy (daemon->desired, daemon->running_ops);
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
       const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
