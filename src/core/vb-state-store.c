@@ -271,69 +271,37 @@ replay (VbState *state, const char *data, gsize len, const char *path, ReadInfo 
   return check_uuids (state, path, error);
 }
 
+/* @path's bytes; *text NULL when there is no such file. */
 static gboolean
-read_all (int fd, const char *path, GString *out, GError **error)
+read_file (const char *path, char **text, gsize *len, GError **error)
 {
-  char buf[65536];
+  g_autoptr (GError) local = NULL;
 
-  for (;;)
-    {
-      ssize_t n = read (fd, buf, sizeof buf);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        {
-          int saved = errno;
-
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path, g_strerror (saved));
-          return FALSE;
-        }
-      if (n == 0)
-        return TRUE;
-      g_string_append_len (out, buf, n);
-    }
+  *text = NULL;
+  *len = 0;
+  if (g_file_get_contents (path, text, len, &local)
+      || g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    return TRUE;
+  g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", path, local->message);
+  return FALSE;
 }
 
-/* The journal is opened before state.json is read: if state.json is then
- * the one it follows, the two are one consistent state even while a
- * vblkd folds the journal in meanwhile (it replaces state.json first). */
+/* The journal is read before state.json: if state.json is then the one it
+ * follows, the two are one consistent state even while a vblkd folds the
+ * journal in meanwhile (it replaces state.json first). */
 static VbState *
 read_pair (const char *state_path, const char *journal_path, ReadInfo *info, GError **error)
 {
-  g_autoptr (GError) local = NULL;
   g_autoptr (VbState) state = NULL;
-  g_autoptr (GString) journal = NULL;
+  g_autofree char *journal = NULL;
   g_autofree char *text = NULL;
-  gsize len = 0;
-  int fd = open (journal_path, O_RDONLY | O_CLOEXEC);
+  gsize journal_len, len;
 
-  if (fd < 0 && errno != ENOENT)
-    {
-      int saved = errno;
-
-      g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", journal_path, g_strerror (saved));
-      return NULL;
-    }
-  if (fd >= 0)
-    {
-      gboolean ok;
-
-      journal = g_string_new (NULL);
-      ok = read_all (fd, journal_path, journal, error);
-      close (fd);
-      if (!ok)
-        return NULL;
-    }
-  if (!g_file_get_contents (state_path, &text, &len, &local))
-    {
-      if (!g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        {
-          g_set_error (error, VB_ERROR, VB_ERROR_FAILED, "%s: %s", state_path, local->message);
-          return NULL;
-        }
-      state = vb_state_new ();
-    }
+  if (!read_file (journal_path, &journal, &journal_len, error)
+      || !read_file (state_path, &text, &len, error))
+    return NULL;
+  if (text == NULL)
+    state = vb_state_new ();
   else
     {
       state = vb_state_from_json (text, (gssize) len, state_path, error);
@@ -342,7 +310,7 @@ read_pair (const char *state_path, const char *journal_path, ReadInfo *info, GEr
       info->base = sha256 (text, len);
       info->state_bytes = len;
     }
-  if (journal && !replay (state, journal->str, journal->len, journal_path, info, error))
+  if (journal && !replay (state, journal, journal_len, journal_path, info, error))
     return NULL;
   return g_steal_pointer (&state);
 }
@@ -578,7 +546,7 @@ remove_journal (VbStateStore *store, GError **error)
     }
   g_clear_pointer (&store->journal_base, g_free);
   store->journal_bytes = 0;
-  return error == NULL || vb_state_fsync_directory (dir, error);
+  return vb_state_fsync_directory (dir, error);
 }
 
 /* state.json whole, and the journal gone. */

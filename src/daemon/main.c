@@ -514,6 +514,12 @@ record_exit (VbDaemon *daemon)
 
 #define TAKEOVER_WAIT_MS 30000
 
+static char *
+state_dir_of_options (void)
+{
+  return g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+}
+
 /* The directories from the options; the state dir locked and loaded (for
  * --takeover loaded, its lock opened: take_over locks it). Returns the
  * exit status on failure, 0 otherwise. */
@@ -522,8 +528,7 @@ setup_dirs (VbDaemon *daemon)
 {
   g_autoptr (GError) error = NULL;
 
-  daemon->state_dir
-      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  daemon->state_dir = state_dir_of_options ();
   daemon->run_dir = g_canonicalize_filename (opt_run_dir ? opt_run_dir : VB_DEFAULT_RUN_DIR, NULL);
   daemon->dev_dir = g_canonicalize_filename (opt_dev_dir ? opt_dev_dir : VB_DEFAULT_DEV_DIR, NULL);
   daemon->state_path = g_build_filename (daemon->state_dir, VB_STATE_FILE, NULL);
@@ -716,8 +721,7 @@ log_report (const char *subject, VbReportKind kind, const char *message, gpointe
 static int
 print_state (void)
 {
-  g_autofree char *dir
-      = g_canonicalize_filename (opt_state_dir ? opt_state_dir : VB_DEFAULT_STATE_DIR, NULL);
+  g_autofree char *dir = state_dir_of_options ();
   g_autofree char *path = g_build_filename (dir, VB_STATE_FILE, NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (VbState) state = vb_state_read (path, &error);
