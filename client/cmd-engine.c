@@ -167,6 +167,9 @@ vb_cmd_export (int argc, char **argv)
 {
   gboolean nbd = FALSE;
   g_autofree char *listen = NULL;
+  g_autofree char *tls = NULL;
+  g_autofree char *tls_psk = NULL;
+  g_autofree char *tls_certs = NULL;
   gboolean stop = FALSE;
   const GOptionEntry entries[]
       = { { "nbd", 0, 0, G_OPTION_ARG_NONE, &nbd, N_ ("Serve over NBD"), NULL },
@@ -174,6 +177,18 @@ vb_cmd_export (int argc, char **argv)
             N_ ("Where to listen: unix:PATH or tcp:HOST:PORT (default: a socket in vblkd's run "
                 "directory)"),
             N_ ("ADDRESS") },
+          { "tls", 0, 0, G_OPTION_ARG_STRING, &tls,
+            N_ ("Whether clients must use TLS: require (the default on TCP and with "
+                "credentials), allow or off"),
+            N_ ("MODE") },
+          { "tls-psk", 0, 0, G_OPTION_ARG_FILENAME, &tls_psk,
+            N_ ("TLS with the pre-shared keys of this file (USERNAME:HEXKEY lines, as psktool "
+                "writes them; mode 0600)"),
+            N_ ("FILE") },
+          { "tls-certs", 0, 0, G_OPTION_ARG_FILENAME, &tls_certs,
+            N_ ("TLS with the X.509 certificate of this directory (server-cert.pem, "
+                "server-key.pem; ca-cert.pem to require client certificates)"),
+            N_ ("DIRECTORY") },
           { "stop", 0, 0, G_OPTION_ARG_NONE, &stop, N_ ("Stop serving on that address"), NULL },
           G_OPTION_ENTRY_NULL };
   g_autoptr (GDBusObjectManager) manager = NULL;
@@ -182,7 +197,9 @@ vb_cmd_export (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_auto (GVariantBuilder) options = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE_VARDICT);
 
-  if (!vb_mgr_parse_options ("export", "NAME --nbd [--listen ADDRESS] [--stop]",
+  if (!vb_mgr_parse_options ("export",
+                             "NAME --nbd [--listen ADDRESS] [--tls MODE] [--tls-psk FILE | "
+                             "--tls-certs DIRECTORY] [--stop]",
                              _ ("Serve a started device to the network."), entries, &argc, &argv))
     return VB_EXIT_USAGE;
   if (argc != 2)
@@ -193,6 +210,19 @@ vb_cmd_export (int argc, char **argv)
     g_variant_builder_add (&options, "{sv}", "listen", g_variant_new_string (listen));
   if (stop)
     g_variant_builder_add (&options, "{sv}", "stop", g_variant_new_boolean (TRUE));
+  if (tls)
+    g_variant_builder_add (&options, "{sv}", "tls", g_variant_new_string (tls));
+  /* vblkd reads the files: relative to where vbmgr runs, not to vblkd */
+  if (tls_psk)
+    {
+      g_autofree char *path = g_canonicalize_filename (tls_psk, NULL);
+      g_variant_builder_add (&options, "{sv}", "tls-psk", g_variant_new_string (path));
+    }
+  if (tls_certs)
+    {
+      g_autofree char *path = g_canonicalize_filename (tls_certs, NULL);
+      g_variant_builder_add (&options, "{sv}", "tls-certs", g_variant_new_string (path));
+    }
   manager = vb_mgr_connect ();
   if (manager == NULL)
     return VB_EXIT_FAILED;

@@ -11,7 +11,7 @@ packages=(
   scdoc
   libglib2.0-dev libglib2.0-dev-bin libjson-glib-dev libpolkit-gobject-1-dev
   libudev-dev libmount-dev libblockdev-dev libblockdev-loop-dev liburing-dev libfuse3-dev
-  libnbd-dev libdevmapper-dev
+  libnbd-dev libdevmapper-dev libgnutls28-dev
   # run: system bus, polkit, udev, gdbus; systemd (systemd-analyze in the tests, and the
   # package's build dependency for systemd.pc)
   dbus dbus-daemon dbus-system-bus-common polkitd udev libglib2.0-bin systemd
@@ -19,6 +19,8 @@ packages=(
   util-linux mount fdisk e2fsprogs xfsprogs kmod jq diffutils coreutils fuse3
   # tests: real clients nobody here wrote
   fio qemu-utils libnbd-bin python3
+  # tests: TLS keys and certificates for NBD exports (psktool, certtool)
+  gnutls-bin
   # tests: D-Bus clients standing in for desktop tools (/usr/bin/python3), UDisks itself
   python3-gi udisks2
   # tests: the spec's JSON Schema (data/schema) checked against specs

@@ -70,21 +70,44 @@ vb_options_get_bool (GVariant *options, const char *key, gboolean fallback)
   return fallback;
 }
 
-gboolean
-vb_export_spec_parse (const char *spec, char **address, GError **error)
-{
-  const char *addr;
+static const char *const export_tls_names[] = { "off", "allow", "require" };
 
-  if (!g_str_has_prefix (spec, "nbd "))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-                   _ ("export '%s': only 'nbd ADDRESS' is known"), spec);
-      return FALSE;
-    }
-  addr = spec + 4;
+const char *
+vb_export_tls_name (VbExportTls tls)
+{
+  g_return_val_if_fail (tls <= VB_EXPORT_TLS_REQUIRE, NULL);
+  return export_tls_names[tls];
+}
+
+gboolean
+vb_export_tls_from_name (const char *name, VbExportTls *tls, GError **error)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (export_tls_names); i++)
+    if (strcmp (name, export_tls_names[i]) == 0)
+      {
+        *tls = i;
+        return TRUE;
+      }
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+               _ ("tls '%s': expected off, allow or require"), name);
+  return FALSE;
+}
+
+void
+vb_export_spec_clear (VbExportSpec *spec)
+{
+  g_clear_pointer (&spec->address, g_free);
+  g_clear_pointer (&spec->tls_psk, g_free);
+  g_clear_pointer (&spec->tls_certs, g_free);
+  spec->tls = VB_EXPORT_TLS_OFF;
+}
+
+static gboolean
+export_address_check (const char *addr, GError **error)
+{
   if (g_str_has_prefix (addr, "unix:/") && strlen (addr) < 5 + 108)
-    ;
-  else if (g_str_has_prefix (addr, "tcp:") && strrchr (addr + 4, ':') != NULL)
+    return TRUE;
+  if (g_str_has_prefix (addr, "tcp:") && strrchr (addr + 4, ':') != NULL)
     {
       const char *port = strrchr (addr + 4, ':') + 1;
       guint64 p = 0;
@@ -96,15 +119,122 @@ vb_export_spec_parse (const char *spec, char **address, GError **error)
               addr);
           return FALSE;
         }
+      return TRUE;
     }
-  else
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+               _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"),
+               addr);
+  return FALSE;
+}
+
+/* One KEY=VALUE of an export spec into @out; @seen_tls: tls= was given. */
+static gboolean
+export_setting (const char *spec, const char *setting, VbExportSpec *out, gboolean *seen_tls,
+                GError **error)
+{
+  const char *eq = strchr (setting, '=');
+  g_autofree char *key = eq ? g_strndup (setting, eq - setting) : g_strdup (setting);
+  const char *value = eq ? eq + 1 : NULL;
+  char **path = NULL;
+
+  if (value == NULL)
     {
-      g_set_error (
-          error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
-          _ ("listen '%s': expected unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT"), addr);
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': '%s' is not KEY=VALUE"), spec, setting);
       return FALSE;
     }
-  if (address)
-    *address = g_strdup (addr);
+  if (strcmp (key, "tls") == 0)
+    {
+      if (*seen_tls)
+        goto twice;
+      *seen_tls = TRUE;
+      return vb_export_tls_from_name (value, &out->tls, error);
+    }
+  if (strcmp (key, "tls-psk") == 0)
+    path = &out->tls_psk;
+  else if (strcmp (key, "tls-certs") == 0)
+    path = &out->tls_certs;
+  else
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': unknown setting '%s' (known: tls, tls-psk, tls-certs)"), spec,
+                   key);
+      return FALSE;
+    }
+  if (*path)
+    goto twice;
+  if (!g_path_is_absolute (value) || strlen (value) > 4096)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': %s must be an absolute path of at most 4096 bytes"), spec, key);
+      return FALSE;
+    }
+  *path = g_strdup (value);
   return TRUE;
+twice:
+  g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("export '%s': %s is given twice"),
+               spec, key);
+  return FALSE;
+}
+
+gboolean
+vb_export_spec_parse (const char *spec, VbExportSpec *out, GError **error)
+{
+  VbExportSpec parsed = { NULL };
+  g_auto (GStrv) words = NULL;
+  gboolean seen_tls = FALSE;
+
+  if (!g_str_has_prefix (spec, "nbd "))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': only 'nbd ADDRESS' is known"), spec);
+      return FALSE;
+    }
+  words = g_strsplit (spec + 4, " ", -1);
+  if (!export_address_check (words[0], error))
+    return FALSE;
+  parsed.address = g_strdup (words[0]);
+  for (guint i = 1; words[i]; i++)
+    if (!export_setting (spec, words[i], &parsed, &seen_tls, error))
+      goto fail;
+  if (!seen_tls && (parsed.tls_psk || parsed.tls_certs))
+    parsed.tls = VB_EXPORT_TLS_REQUIRE;
+  if (parsed.tls_psk && parsed.tls_certs)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': give tls-psk or tls-certs, not both"), spec);
+      goto fail;
+    }
+  if (parsed.tls != VB_EXPORT_TLS_OFF && !parsed.tls_psk && !parsed.tls_certs)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': tls=%s needs credentials: tls-psk=KEYS-FILE or "
+                      "tls-certs=DIRECTORY"),
+                   spec, vb_export_tls_name (parsed.tls));
+      goto fail;
+    }
+  if (parsed.tls == VB_EXPORT_TLS_OFF && (parsed.tls_psk || parsed.tls_certs))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export '%s': tls=off takes no credentials"), spec);
+      goto fail;
+    }
+  if (out)
+    *out = parsed;
+  else
+    vb_export_spec_clear (&parsed);
+  return TRUE;
+fail:
+  vb_export_spec_clear (&parsed);
+  return FALSE;
+}
+
+char *
+vb_export_spec_format (const VbExportSpec *spec)
+{
+  if (spec->tls == VB_EXPORT_TLS_OFF)
+    return g_strconcat ("nbd ", spec->address, NULL);
+  return g_strdup_printf ("nbd %s tls=%s %s=%s", spec->address, vb_export_tls_name (spec->tls),
+                          spec->tls_psk ? "tls-psk" : "tls-certs",
+                          spec->tls_psk ? spec->tls_psk : spec->tls_certs);
 }

@@ -15,9 +15,33 @@ gboolean vb_options_get_bool (GVariant *options, const char *key, gboolean fallb
 /* a{ss} as a table of new strings (a key given twice: the last wins) */
 GHashTable *vb_attributes_from_variant (GVariant *attributes);
 
-/* An export as the desired state keeps it, "nbd ADDRESS" with ADDRESS
- * unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT; the address into
- * *@address when not NULL. */
-gboolean vb_export_spec_parse (const char *spec, char **address, GError **error);
+/* Whether an export's clients may or must start TLS (the NBD server's
+ * VbNbdTlsMode, in the same order). */
+typedef enum {
+  VB_EXPORT_TLS_OFF,
+  VB_EXPORT_TLS_ALLOW,
+  VB_EXPORT_TLS_REQUIRE,
+} VbExportTls;
+
+typedef struct {
+  char *address;   /* unix:/ABSOLUTE/PATH (under 108 bytes) or tcp:HOST:PORT */
+  VbExportTls tls; /* not off: exactly one of the credentials below */
+  char *tls_psk;   /* a keys file (absolute path), or NULL */
+  char *tls_certs; /* a certificate directory (absolute path), or NULL */
+} VbExportSpec;
+
+/* An export as the desired state keeps it:
+ * "nbd ADDRESS[ tls=off|allow|require][ tls-psk=FILE| tls-certs=DIR]",
+ * without tls= off unless credentials are given (then require). Parsed
+ * into @out when not NULL (vb_export_spec_clear it). */
+gboolean vb_export_spec_parse (const char *spec, VbExportSpec *out, GError **error);
+/* The text vb_export_spec_parse reads back as @spec (tls= always written
+ * when not off). */
+char *vb_export_spec_format (const VbExportSpec *spec);
+void vb_export_spec_clear (VbExportSpec *spec);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VbExportSpec, vb_export_spec_clear)
+const char *vb_export_tls_name (VbExportTls tls);
+/* "off", "allow" or "require" */
+gboolean vb_export_tls_from_name (const char *name, VbExportTls *tls, GError **error);
 
 G_END_DECLS

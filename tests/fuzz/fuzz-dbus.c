@@ -224,26 +224,95 @@ check_options (GVariant *v)
     check_refusal (error);
 }
 
+/* The address part of an export, as DESIGN.md writes it. */
+static gboolean
+model_export_address (const char *a)
+{
+  const char *port;
+  guint64 p;
+
+  if (g_str_has_prefix (a, "unix:/"))
+    return strlen (a) < 5 + 108;
+  return g_str_has_prefix (a, "tcp:") && (port = strrchr (a + 4, ':')) != NULL && port > a + 4
+         && g_ascii_string_to_unsigned (port + 1, 10, 1, 65535, &p, NULL);
+}
+
+/* The settings after the address: each KEY=VALUE once, tls one of three,
+ * the credentials absolute paths, exactly one of them unless tls=off
+ * (which takes none); without tls= credentials mean require. */
+static gboolean
+model_export_settings (char **words, int *tls, const char **psk, const char **certs)
+{
+  gboolean seen_tls = FALSE;
+  static const char *const modes[] = { "off", "allow", "require" };
+
+  *tls = 0;
+  *psk = *certs = NULL;
+  for (guint i = 0; words[i]; i++)
+    {
+      const char *w = words[i], *v = strchr (w, '=');
+      if (v == NULL)
+        return FALSE;
+      v++;
+      if (g_str_has_prefix (w, "tls="))
+        {
+          gboolean known = FALSE;
+          if (seen_tls)
+            return FALSE;
+          seen_tls = TRUE;
+          for (int m = 0; m < 3; m++)
+            if (strcmp (v, modes[m]) == 0)
+              *tls = m, known = TRUE;
+          if (!known)
+            return FALSE;
+        }
+      else if (g_str_has_prefix (w, "tls-psk=") || g_str_has_prefix (w, "tls-certs="))
+        {
+          const char **slot = w[4] == 'p' ? psk : certs;
+          if (*slot || v[0] != '/' || strlen (v) > 4096)
+            return FALSE;
+          *slot = v;
+        }
+      else
+        return FALSE;
+    }
+  if (!seen_tls && (*psk || *certs))
+    *tls = 2;
+  if (*psk && *certs)
+    return FALSE;
+  return *tls == 0 ? !*psk && !*certs : *psk || *certs;
+}
+
 static void
 check_export (const char *t)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *address = NULL;
-  gboolean ok = vb_export_spec_parse (t, &address, &error);
-  const char *a = t + 4, *port;
-  guint64 p;
-  gboolean expected;
+  g_auto (VbExportSpec) spec = { NULL };
+  gboolean ok = vb_export_spec_parse (t, &spec, &error);
+  g_auto (GStrv) words = NULL;
+  const char *psk = NULL, *certs = NULL;
+  gboolean expected = FALSE;
+  int tls = 0;
 
-  if (!g_str_has_prefix (t, "nbd "))
-    expected = FALSE;
-  else if (g_str_has_prefix (a, "unix:/"))
-    expected = strlen (a) < 5 + 108;
-  else
-    expected = g_str_has_prefix (a, "tcp:") && (port = strrchr (a + 4, ':')) != NULL && port > a + 4
-               && g_ascii_string_to_unsigned (port + 1, 10, 1, 65535, &p, NULL);
+  if (g_str_has_prefix (t, "nbd "))
+    {
+      words = g_strsplit (t + 4, " ", -1);
+      expected = model_export_address (words[0])
+                 && model_export_settings (words + 1, &tls, &psk, &certs);
+    }
   FUZZ_CHECK (ok == expected);
   if (ok)
-    FUZZ_CHECK (strcmp (address, a) == 0);
+    {
+      g_autofree char *again = vb_export_spec_format (&spec);
+      g_auto (VbExportSpec) reread = { NULL };
+
+      FUZZ_CHECK (strcmp (spec.address, words[0]) == 0 && (int) spec.tls == tls);
+      FUZZ_CHECK (g_strcmp0 (spec.tls_psk, psk) == 0 && g_strcmp0 (spec.tls_certs, certs) == 0);
+      /* what is saved reads back as the same export */
+      FUZZ_CHECK (vb_export_spec_parse (again, &reread, NULL));
+      FUZZ_CHECK (strcmp (reread.address, spec.address) == 0 && reread.tls == spec.tls);
+      FUZZ_CHECK (g_strcmp0 (reread.tls_psk, psk) == 0 && g_strcmp0 (reread.tls_certs, certs) == 0);
+    }
   else
     check_refusal (error);
 }
@@ -364,6 +433,10 @@ vb_fuzz_write_seeds (const char *dir)
   ok &= write_text_seed (dir, "size", CHECK_SIZE, "200GiB");
   ok &= write_text_seed (dir, "export-unix", CHECK_EXPORT, "nbd unix:/run/vblk/x.sock");
   ok &= write_text_seed (dir, "export-tcp", CHECK_EXPORT, "nbd tcp:[::1]:10809");
+  ok &= write_text_seed (dir, "export-tls-psk", CHECK_EXPORT,
+                         "nbd tcp:0.0.0.0:10809 tls=require tls-psk=/etc/vblk/keys.psk");
+  ok &= write_text_seed (dir, "export-tls-certs", CHECK_EXPORT,
+                         "nbd unix:/run/x.sock tls-certs=/etc/vblk/certs tls=allow");
   for (guint i = 0; drivers[i]; i++)
     {
       g_autofree char *name = g_strdup_printf ("attributes-%s", drivers[i]->name);

@@ -3,8 +3,9 @@
  * input is the byte stream of one client, served by vb_nbd_conn_run on
  * one end of a socketpair over an export in memory (asynchronous path,
  * no workers), while a thread writes the input to the other end, shuts
- * it for writing and reads every reply. It runs twice: from the
- * handshake, and straight in transmission (as for the kernel's client).
+ * it for writing and reads every reply. It runs three times: from the
+ * handshake, from it where TLS is required (PSK; the TLS handshake itself
+ * is GnuTLS's), and straight in transmission (as for the kernel's client).
  * Every connection must end; the export is only asked for aligned ranges
  * inside it, and never to write when read-only. The handshake's replies
  * must answer each option in order, as the protocol (doc/proto.md of
@@ -58,6 +59,8 @@
 #define NBD_REP_INFO 3u
 #define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_FLAG_ERROR (1u << 31)
+#define NBD_REP_ERR_INVALID (NBD_REP_FLAG_ERROR + 3)
+#define NBD_REP_ERR_TLS_REQD (NBD_REP_FLAG_ERROR + 5)
 #define NBD_INFO_EXPORT 0u
 #define NBD_INFO_NAME 1u
 #define NBD_INFO_BLOCK_SIZE 3u
@@ -264,7 +267,8 @@ client_run (gpointer data)
 /* Serves @in to its end as one client; the replies in @out (NULL: too
  * many to keep). Returns the connection's result. */
 static int
-serve (MemExport *m, const guint8 *in, gsize in_len, gboolean handshake, GByteArray **out)
+serve (MemExport *m, const guint8 *in, gsize in_len, gboolean handshake, const VbNbdTls *tls,
+       GByteArray **out)
 {
   const VbNbdExport export = {
     .name = EXPORT_NAME,
@@ -280,7 +284,7 @@ serve (MemExport *m, const guint8 *in, gsize in_len, gboolean handshake, GByteAr
   FUZZ_CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
   cl.fd = sv[0];
   thread = g_thread_new ("fuzz-nbd-client", client_run, &cl);
-  r = vb_nbd_conn_run (&export, sv[1], handshake);
+  r = vb_nbd_conn_run (&export, tls, sv[1], handshake);
   /* its end of the stream: the client reads to it and returns */
   shutdown (sv[1], SHUT_RDWR);
   g_thread_join (thread);
@@ -378,7 +382,7 @@ check_option_replies (guint32 option, const guint8 *out, gsize out_len, gsize *p
  * side by side, up to transmission or the end of the connection. */
 static void
 check_handshake (const guint8 *in, gsize in_len, const guint8 *out, gsize out_len, int r,
-                 gboolean read_only)
+                 gboolean read_only, gboolean require_tls)
 {
   gsize in_pos = 4, out_pos = 18;
   guint32 flags;
@@ -411,6 +415,9 @@ check_handshake (const guint8 *in, gsize in_len, const guint8 *out, gsize out_le
         ends = -EMSGSIZE;
       else if (!(flags & NBD_FLAG_C_FIXED_NEWSTYLE) && get32 (h + 8) != NBD_OPT_EXPORT_NAME)
         ends = -EPROTO; /* plain newstyle knows no other option */
+      /* before TLS, where it is required: EXPORT_NAME can only be closed on */
+      else if (require_tls && get32 (h + 8) == NBD_OPT_EXPORT_NAME)
+        ends = -EACCES;
       else if (in_len - in_pos - 16 < get32 (h + 12))
         ends = -ECONNRESET;
       if (ends != 0)
@@ -440,6 +447,22 @@ check_handshake (const guint8 *in, gsize in_len, const guint8 *out, gsize out_le
           return; /* transmission follows */
         }
       type = check_option_replies (option, out, out_len, &out_pos, read_only);
+      if (require_tls && option == NBD_OPT_STARTTLS)
+        {
+          FUZZ_CHECK (type == (len == 0 ? NBD_REP_ACK : NBD_REP_ERR_INVALID));
+          /* the rest is a TLS handshake nobody can finish without the key */
+          if (type == NBD_REP_ACK)
+            {
+              FUZZ_CHECK (r < 0);
+              return;
+            }
+          continue;
+        }
+      if (require_tls && option != NBD_OPT_ABORT)
+        {
+          FUZZ_CHECK (type == NBD_REP_ERR_TLS_REQD);
+          continue;
+        }
       if (option == NBD_OPT_ABORT)
         {
           FUZZ_CHECK (type == NBD_REP_ACK && r == 0 && out_pos == out_len);
@@ -643,6 +666,28 @@ check_export (const Stream *s, const MemExport *m)
       FUZZ_CHECK (m->data[i] == s->written[i]);
 }
 
+/* PSK credentials, required: a keys file made once, read, removed. */
+static const VbNbdTls *
+require_tls (void)
+{
+  static VbNbdTls *tls;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = NULL;
+  int fd;
+
+  if (tls)
+    return tls;
+  fd = g_file_open_tmp ("fuzz-nbd-XXXXXX.psk", &path, &error);
+  FUZZ_CHECK (fd >= 0);
+  close (fd);
+  FUZZ_CHECK (g_file_set_contents_full (path, "fuzz:000102030405060708090a0b0c0d0e0f\n", -1,
+                                        G_FILE_SET_CONTENTS_NONE, 0600, &error));
+  tls = vb_nbd_tls_new_psk (VB_NBD_TLS_REQUIRE, path, &error);
+  unlink (path);
+  FUZZ_CHECK (tls != NULL);
+  return tls;
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -654,10 +699,22 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     int r;
 
     mem_reset (&m, FALSE);
-    r = serve (&m, data, size, TRUE, &out);
+    r = serve (&m, data, size, TRUE, NULL, &out);
     FUZZ_CHECK (r <= 0);
     if (out)
-      check_handshake (data, size, out->data, out->len, r, FALSE);
+      check_handshake (data, size, out->data, out->len, r, FALSE, FALSE);
+  }
+  /* From the greeting, on an address that requires TLS: nothing but
+   * STARTTLS and ABORT is answered before it. */
+  {
+    g_autoptr (GByteArray) out = NULL;
+    int r;
+
+    mem_reset (&m, FALSE);
+    r = serve (&m, data, size, TRUE, require_tls (), &out);
+    FUZZ_CHECK (r <= 0);
+    if (out)
+      check_handshake (data, size, out->data, out->len, r, FALSE, TRUE);
   }
   /* In transmission from the first byte; the lowest bit of the first
    * request's handle says whether the export is read-only. */
@@ -670,7 +727,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     frame_requests (s, in, size, read_only);
     mem_reset (&m, read_only);
-    r = serve (&m, in, size, FALSE, &out);
+    r = serve (&m, in, size, FALSE, NULL, &out);
     FUZZ_CHECK (r == s->result);
     if (out)
       check_replies (s, out->data, out->len);

@@ -69,10 +69,12 @@ grep -q "err= 0" "$T/fio.log" || vb_fail "fio nbd errors: $(cat "$T/fio.log")"
 
 vb_log "TCP exports need org.vblk.export; an unprivileged caller is refused"
 vb_expect_fail NotAuthorized vb_as_nobody "$VBMGR" export r0 --nbd --listen tcp:127.0.0.1:10899
-vbmgr export r0 --nbd --listen tcp:127.0.0.1:10899
+# (TLS on TCP: test-nbd-tls.sh; here plaintext, as asked for)
+vbmgr export r0 --nbd --listen tcp:127.0.0.1:10899 --tls off
+vb_assert_eq "nbd tcp:127.0.0.1:10899" "$(vb_json r0 '.exports[1]')" "a plaintext TCP export as saved"
 nbdinfo nbd://127.0.0.1:10899/r0 > /dev/null || vb_fail "nbdinfo over TCP"
-vb_expect_fail AlreadyExists vbmgr export r1 --nbd --listen tcp:127.0.0.1:10899
-vb_expect_fail InvalidArgument vbmgr export r1 --nbd --listen tcp:127.0.0.1:99999
+vb_expect_fail AlreadyExists vbmgr export r1 --nbd --listen tcp:127.0.0.1:10899 --tls off
+vb_expect_fail InvalidArgument vbmgr export r1 --nbd --listen tcp:127.0.0.1:99999 --tls off
 vb_expect_fail InvalidArgument vbmgr export r1 --nbd --listen udp:x
 vbmgr export r0 --nbd --listen tcp:127.0.0.1:10899 --stop
 ! nbdinfo nbd://127.0.0.1:10899/r0 > /dev/null 2>&1 || vb_fail "TCP export still answers after --stop"

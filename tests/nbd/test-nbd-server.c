@@ -888,7 +888,7 @@ test_refused_arguments (void)
                                                      "tcp:1.2.3.4:port", "nbd://host", NULL };
        *a; a++)
     {
-      g_assert_false (vb_nbd_server_listen (server, *a, &error));
+      g_assert_false (vb_nbd_server_listen (server, *a, NULL, &error));
       g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
       g_clear_error (&error);
     }

@@ -265,7 +265,7 @@ main (int argc, char **argv)
     {
       address = socket_path ? g_strconcat ("unix:", socket_path, NULL)
                             : g_strdup_printf ("tcp:127.0.0.1:%d", tcp_port);
-      if (!vb_nbd_server_listen (server, address, &error))
+      if (!vb_nbd_server_listen (server, address, NULL, &error))
         g_clear_pointer (&server, vb_nbd_server_free);
       else
         printf ("ready\n");

@@ -123,7 +123,9 @@ main (int argc, char **argv)
   if (opt_nbd)
     {
       t.nbd = nbd_create ();
-      if (t.nbd == NULL || nbd_connect_uri (t.nbd, opt_nbd) < 0)
+      /* the test's own URI may name a TLS keys file (tls-psk-file=) */
+      if (t.nbd == NULL || nbd_set_uri_allow_local_file (t.nbd, true) < 0
+          || nbd_connect_uri (t.nbd, opt_nbd) < 0)
         {
           fprintf (stderr, "vb-refmodel: %s: %s\n", opt_nbd, nbd_get_error ());
           return 1;

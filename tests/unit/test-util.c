@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vb-error.h"
+#include "vb-options.h"
 #include "vb-util.h"
 
 static void
@@ -228,6 +229,79 @@ test_source_kinds (void)
 }
 
 static void
+assert_export (const char *text, const char *address, VbExportTls tls, const char *psk,
+               const char *certs, const char *formatted)
+{
+  g_auto (VbExportSpec) spec = { NULL };
+  g_autofree char *again = NULL;
+
+  g_assert_true (vb_export_spec_parse (text, &spec, NULL));
+  g_assert_cmpstr (spec.address, ==, address);
+  g_assert_cmpint (spec.tls, ==, tls);
+  g_assert_cmpstr (spec.tls_psk, ==, psk);
+  g_assert_cmpstr (spec.tls_certs, ==, certs);
+  again = vb_export_spec_format (&spec);
+  g_assert_cmpstr (again, ==, formatted);
+}
+
+static void
+assert_export_refused (const char *text, const char *message)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (vb_export_spec_parse (text, NULL, &error));
+  g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, message);
+}
+
+/* The exports of the desired state: an address, and TLS settings that
+ * older states do not have (off). */
+static void
+test_export_specs (void)
+{
+  assert_export ("nbd unix:/run/x.sock", "unix:/run/x.sock", VB_EXPORT_TLS_OFF, NULL, NULL,
+                 "nbd unix:/run/x.sock");
+  assert_export ("nbd tcp:0:10809", "tcp:0:10809", VB_EXPORT_TLS_OFF, NULL, NULL,
+                 "nbd tcp:0:10809");
+  assert_export ("nbd tcp:0:10809 tls=off", "tcp:0:10809", VB_EXPORT_TLS_OFF, NULL, NULL,
+                 "nbd tcp:0:10809");
+  assert_export ("nbd tcp:[::1]:1 tls=require tls-psk=/etc/k.psk", "tcp:[::1]:1",
+                 VB_EXPORT_TLS_REQUIRE, "/etc/k.psk", NULL,
+                 "nbd tcp:[::1]:1 tls=require tls-psk=/etc/k.psk");
+  /* credentials alone mean require; the order of settings is free */
+  assert_export ("nbd tcp:h:2 tls-certs=/etc/c", "tcp:h:2", VB_EXPORT_TLS_REQUIRE, NULL, "/etc/c",
+                 "nbd tcp:h:2 tls=require tls-certs=/etc/c");
+  assert_export ("nbd unix:/s tls-certs=/c tls=allow", "unix:/s", VB_EXPORT_TLS_ALLOW, NULL, "/c",
+                 "nbd unix:/s tls=allow tls-certs=/c");
+
+  assert_export_refused ("nbd tcp:h:1 tls=on", "tls 'on': expected off, allow or require");
+  assert_export_refused ("nbd tcp:h:1 tls=require",
+                         "export 'nbd tcp:h:1 tls=require': tls=require needs credentials: "
+                         "tls-psk=KEYS-FILE or tls-certs=DIRECTORY");
+  assert_export_refused ("nbd tcp:h:1 tls=off tls-psk=/k",
+                         "export 'nbd tcp:h:1 tls=off tls-psk=/k': tls=off takes no credentials");
+  assert_export_refused ("nbd tcp:h:1 tls-psk=/k tls-certs=/c",
+                         "export 'nbd tcp:h:1 tls-psk=/k tls-certs=/c': give tls-psk or "
+                         "tls-certs, not both");
+  assert_export_refused ("nbd tcp:h:1 tls-psk=k",
+                         "export 'nbd tcp:h:1 tls-psk=k': tls-psk must be an absolute path of at "
+                         "most 4096 bytes");
+  assert_export_refused ("nbd tcp:h:1 tls=allow tls=allow tls-psk=/k",
+                         "export 'nbd tcp:h:1 tls=allow tls=allow tls-psk=/k': tls is given twice");
+  assert_export_refused ("nbd tcp:h:1 tls-psk=/k tls-psk=/k",
+                         "export 'nbd tcp:h:1 tls-psk=/k tls-psk=/k': tls-psk is given twice");
+  assert_export_refused ("nbd tcp:h:1 port=2",
+                         "export 'nbd tcp:h:1 port=2': unknown setting 'port' (known: tls, "
+                         "tls-psk, tls-certs)");
+  assert_export_refused ("nbd tcp:h:1  tls=off",
+                         "export 'nbd tcp:h:1  tls=off': '' is not KEY=VALUE");
+  assert_export_refused ("nbd unix:/a b", "export 'nbd unix:/a b': 'b' is not KEY=VALUE");
+  assert_export_refused ("nbd tcp::0", "export 'tcp::0': listen address needs tcp:HOST:PORT with "
+                                       "a port from 1 to 65535");
+  assert_export_refused ("iscsi x", "export 'iscsi x': only 'nbd ADDRESS' is known");
+}
+
+static void
 test_source_refused (void)
 {
   assert_source_refused ("", "component: must not be empty");
@@ -300,6 +374,7 @@ main (int argc, char **argv)
   g_test_add_func ("/util/object-paths", test_object_paths);
   g_test_add_func ("/util/source/kinds", test_source_kinds);
   g_test_add_func ("/util/source/refused", test_source_refused);
+  g_test_add_func ("/util/export-specs", test_export_specs);
   g_test_add_func ("/util/uuid", test_uuid);
   g_test_add_func ("/util/error-names", test_error_names);
 

@@ -307,6 +307,73 @@ vb_mutate_add_component (VbDaemon *daemon, VbState *candidate, gpointer user_dat
 
 /* Export */
 
+/* Whether @spec (an export of the desired state) is served on @address. */
+static gboolean
+export_is_on (const char *spec, const char *address)
+{
+  g_auto (VbExportSpec) parsed = { NULL };
+
+  return vb_export_spec_parse (spec, &parsed, NULL) && strcmp (parsed.address, address) == 0;
+}
+
+/* The spec of an Export call: its address, and TLS as the options say —
+ * required by default on TCP (as qemu-nbd and nbdkit have it for
+ * exports meant to leave the host), and whenever credentials are given. */
+static char *
+export_spec_from_options (VbDaemon *daemon, const VbDeviceConfig *d, GVariant *options,
+                          GError **error)
+{
+  g_auto (VbExportSpec) spec = { NULL };
+  g_autoptr (VbNbdTls) tls = NULL;
+  const char *tls_name = NULL;
+  g_autofree char *text = NULL;
+
+  if (!g_variant_lookup (options, "listen", "s", &spec.address))
+    spec.address = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+  g_variant_lookup (options, "tls-psk", "s", &spec.tls_psk);
+  g_variant_lookup (options, "tls-certs", "s", &spec.tls_certs);
+  if (g_variant_lookup (options, "tls", "&s", &tls_name))
+    {
+      if (!vb_export_tls_from_name (tls_name, &spec.tls, error))
+        return NULL;
+    }
+  else if (spec.tls_psk || spec.tls_certs || g_str_has_prefix (spec.address, "tcp:"))
+    spec.tls = VB_EXPORT_TLS_REQUIRE;
+  if (spec.tls == VB_EXPORT_TLS_OFF && (spec.tls_psk || spec.tls_certs))
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export on %s: tls=off takes no credentials"), spec.address);
+      return NULL;
+    }
+  if (spec.tls_psk && spec.tls_certs)
+    {
+      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                   _ ("export on %s: give tls-psk or tls-certs, not both"), spec.address);
+      return NULL;
+    }
+  if (spec.tls != VB_EXPORT_TLS_OFF && !spec.tls_psk && !spec.tls_certs)
+    {
+      if (tls_name)
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     _ ("export on %s: tls=%s needs tls-psk (a keys file) or tls-certs (a "
+                        "certificate directory)"),
+                     spec.address, tls_name);
+      else
+        g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                     _ ("export on %s: TLS is required on TCP unless tls=off is given: give "
+                        "tls-psk (a keys file) or tls-certs (a certificate directory)"),
+                     spec.address);
+      return NULL;
+    }
+  text = vb_export_spec_format (&spec);
+  /* the text must read back as what was asked (a space in a path would
+   * not), and the credentials must load before anything is saved */
+  vb_export_spec_clear (&spec);
+  if (!vb_export_spec_parse (text, &spec, error) || !vb_export_tls_load (&spec, &tls, error))
+    return NULL;
+  return g_steal_pointer (&text);
+}
+
 gboolean
 vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                   GError **error)
@@ -326,35 +393,40 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
                    req->source);
       return FALSE;
     }
-  if (!g_variant_lookup (req->options, "listen", "s", &listen))
-    listen = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
-  spec = g_strconcat ("nbd ", listen, NULL);
-  if (!vb_export_spec_parse (spec, NULL, error))
-    return FALSE;
   if (stop)
     {
-      if (!g_ptr_array_find_with_equal_func (d->exports, spec, g_str_equal, &at))
+      if (!g_variant_lookup (req->options, "listen", "s", &listen))
+        listen = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+      for (at = 0; at < d->exports->len; at++)
+        if (export_is_on (d->exports->pdata[at], listen))
+          break;
+      if (at == d->exports->len)
         {
           g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("device '%s' is not exported on %s"),
                        d->name, listen);
           return FALSE;
         }
       g_ptr_array_remove_index (d->exports, at);
+      vb_op_intent_touch (intent, d->name);
+      return TRUE;
     }
-  else
+  spec = export_spec_from_options (daemon, d, req->options, error);
+  if (spec == NULL)
+    return FALSE;
+  listen = g_strdup (strchr (spec, ' ') + 1);
+  *strchrnul (listen, ' ') = '\0';
+  for (guint i = 0; i < candidate->devices->len; i++)
     {
-      for (guint i = 0; i < candidate->devices->len; i++)
-        {
-          VbDeviceConfig *o = candidate->devices->pdata[i];
-          if (g_ptr_array_find_with_equal_func (o->exports, spec, g_str_equal, NULL))
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
-                           _ ("%s already serves device '%s'"), listen, o->name);
-              return FALSE;
-            }
-        }
-      g_ptr_array_add (d->exports, g_steal_pointer (&spec));
+      VbDeviceConfig *o = candidate->devices->pdata[i];
+      for (guint k = 0; k < o->exports->len; k++)
+        if (export_is_on (o->exports->pdata[k], listen))
+          {
+            g_set_error (error, VB_ERROR, VB_ERROR_ALREADY_EXISTS,
+                         _ ("%s already serves device '%s'"), listen, o->name);
+            return FALSE;
+          }
     }
+  g_ptr_array_add (d->exports, g_steal_pointer (&spec));
   vb_op_intent_touch (intent, d->name);
   return TRUE;
 }

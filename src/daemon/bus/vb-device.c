@@ -42,7 +42,8 @@ static const Method method_delete = { "org.vblk.delete", recursive_only, vb_muta
 static const char *const no_options[] = { NULL };
 static const Method method_set = { "org.vblk.manage", no_options, vb_mutate_set_attributes, "set" };
 static const char *const add_options[] = { "role:s", NULL };
-static const char *const export_options[] = { "listen:s", "stop:b", NULL };
+static const char *const export_options[]
+    = { "listen:s", "stop:b", "tls:s", "tls-psk:s", "tls-certs:s", NULL };
 static const Method method_export
     = { "org.vblk.manage", export_options, vb_mutate_export, "export" };
 static const Method method_export_tcp

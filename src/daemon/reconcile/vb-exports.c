@@ -95,6 +95,24 @@ ops_for (const VbRunning *r, Export *x, const VbBlockOps **ops, void **handle, G
   return TRUE;
 }
 
+gboolean
+vb_export_tls_load (const VbExportSpec *spec, VbNbdTls **tls, GError **error)
+{
+  /* the two enums are one list */
+  G_STATIC_ASSERT ((int) VB_EXPORT_TLS_ALLOW == (int) VB_NBD_TLS_ALLOW);
+  G_STATIC_ASSERT ((int) VB_EXPORT_TLS_REQUIRE == (int) VB_NBD_TLS_REQUIRE);
+  VbNbdTlsMode mode = (VbNbdTlsMode) spec->tls;
+
+  *tls = NULL;
+  if (spec->tls == VB_EXPORT_TLS_OFF)
+    return TRUE;
+  if (spec->tls_psk)
+    *tls = vb_nbd_tls_new_psk (mode, spec->tls_psk, error);
+  else
+    *tls = vb_nbd_tls_new_x509 (mode, spec->tls_certs, error);
+  return *tls != NULL;
+}
+
 static Export *
 export_start (const VbDeviceConfig *d, const VbRunning *r, GError **error)
 {
@@ -115,17 +133,20 @@ export_start (const VbDeviceConfig *d, const VbRunning *r, GError **error)
     goto fail;
   for (guint i = 0; i < d->exports->len; i++)
     {
-      g_autofree char *address = NULL;
-      if (!vb_export_spec_parse (d->exports->pdata[i], &address, error))
+      g_auto (VbExportSpec) spec = { NULL };
+      g_autoptr (VbNbdTls) tls = NULL;
+
+      if (!vb_export_spec_parse (d->exports->pdata[i], &spec, error))
         goto fail;
-      if (g_str_has_prefix (address, "unix:"))
+      if (g_str_has_prefix (spec.address, "unix:"))
         {
-          g_autofree char *dir = g_path_get_dirname (address + 5);
+          g_autofree char *dir = g_path_get_dirname (spec.address + 5);
           g_mkdir_with_parents (dir, 0755);
         }
-      if (!vb_nbd_server_listen (x->server, address, error))
+      if (!vb_export_tls_load (&spec, &tls, error)
+          || !vb_nbd_server_listen (x->server, spec.address, tls, error))
         {
-          g_prefix_error (error, _ ("export of '%s' on %s: "), d->name, address);
+          g_prefix_error (error, _ ("export of '%s' on %s: "), d->name, spec.address);
           goto fail;
         }
     }

@@ -3,9 +3,13 @@
 #pragma once
 
 #include "vb-options.h" /* vb_export_spec_parse */
+#include "nbd-tls.h"
 #include "vb-reconcile.h"
 
 G_BEGIN_DECLS
+
+/* The TLS credentials @spec names, read and checked (NULL for tls=off). */
+gboolean vb_export_tls_load (const VbExportSpec *spec, VbNbdTls **tls, GError **error);
 
 typedef void (*VbExportFailFunc) (const char *device, const GError *error, gpointer user_data);
 

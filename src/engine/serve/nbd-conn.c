@@ -642,9 +642,10 @@ transmission (NbdConn *c)
 }
 
 int
-vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake)
+vb_nbd_conn_run (const VbNbdExport *export, const VbNbdTls *tls, int fd, gboolean handshake)
 {
   NbdConn c = { .export = export, .fd = fd };
+  VbNbdTlsLink *link = NULL;
   int r = 1;
 
   g_return_val_if_fail (export != NULL && fd >= 0, -EINVAL);
@@ -655,8 +656,9 @@ vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake)
       c.live_size = TRUE;
     }
   else
-    r = vb_nbd_handshake (export, fd, &c.terms);
+    r = vb_nbd_handshake (export, tls, fd, &c.terms, &link, &c.fd);
   if (r == 1)
     r = transmission (&c);
+  vb_nbd_tls_link_finish (link);
   return r;
 }

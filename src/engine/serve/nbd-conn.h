@@ -8,6 +8,7 @@
 #include <glib.h>
 
 #include "block-ops.h"
+#include "nbd-tls.h"
 
 G_BEGIN_DECLS
 
@@ -21,8 +22,9 @@ typedef struct {
 
 /* Serves @fd until the client disconnects or breaks the protocol: returns 0,
  * or the -errno that ended it. Without @handshake the connection starts in
- * transmission with simple replies. Does not close @fd, but may shut it down
+ * transmission with simple replies. With @tls (may be NULL) the client may
+ * or must (its mode) start TLS. Does not close @fd, but may shut it down
  * (shutdown(2)) to stop its workers; every worker is joined on return. */
-int vb_nbd_conn_run (const VbNbdExport *export, int fd, gboolean handshake);
+int vb_nbd_conn_run (const VbNbdExport *export, const VbNbdTls *tls, int fd, gboolean handshake);
 
 G_END_DECLS

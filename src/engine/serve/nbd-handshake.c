@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The NBD fixed-newstyle handshake of one connection: the greeting, then
  * option haggling (EXPORT_NAME, ABORT, LIST, INFO, GO, STRUCTURED_REPLY,
- * LIST_META_CONTEXT and SET_META_CONTEXT; TLS and unknown options refused)
- * until the client enters transmission. */
+ * LIST_META_CONTEXT, SET_META_CONTEXT, and STARTTLS where the listener has
+ * TLS; unknown options refused) until the client enters transmission. */
 #include "config.h"
 
 #include "nbd-handshake.h"
@@ -41,6 +41,7 @@
 #define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_ERR_UNSUP ((1u << 31) + 1)
 #define NBD_REP_ERR_INVALID ((1u << 31) + 3)
+#define NBD_REP_ERR_TLS_REQD ((1u << 31) + 5)
 #define NBD_REP_ERR_UNKNOWN ((1u << 31) + 6)
 
 #define NBD_INFO_EXPORT 0u
@@ -61,9 +62,11 @@
 
 typedef struct {
   const VbNbdExport *export;
-  int fd;
+  const VbNbdTls *tls; /* NULL: no TLS */
+  int fd;              /* the plaintext side of the TLS link once there is one */
   gboolean no_zeroes;
   VbNbdTerms *terms;
+  VbNbdTlsLink *link;
 } VbNbdHandshake;
 
 static int
@@ -307,6 +310,41 @@ exchange_greeting (VbNbdHandshake *c, gboolean *fixed)
   return 0;
 }
 
+static void
+set_socket_timeout (int fd, int seconds)
+{
+  struct timeval tv = { .tv_sec = seconds };
+
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+/* After the ACK the TLS handshake runs on the socket; the option haggling
+ * goes on over the link's plaintext side, and what was negotiated before
+ * is forgotten (the spec: an attacker may have written it). */
+static int
+handle_starttls (VbNbdHandshake *c, guint32 len)
+{
+  int r, plain_fd = -1;
+
+  if (vb_nbd_tls_mode (c->tls) == VB_NBD_TLS_OFF)
+    return send_opt_error (c, NBD_OPT_STARTTLS, NBD_REP_ERR_UNSUP,
+                           "TLS is not offered on this address");
+  if (c->link)
+    return send_opt_error (c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "TLS is already in use");
+  if (len != 0)
+    return send_opt_error (c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "takes no data");
+  if ((r = send_opt_reply (c, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0)) < 0)
+    return r;
+  if ((r = vb_nbd_tls_link_start (c->tls, c->fd, &c->link, &plain_fd)) < 0)
+    return r;
+  c->fd = plain_fd;
+  set_socket_timeout (c->fd, VB_NBD_HANDSHAKE_TIMEOUT_S);
+  c->terms->structured = FALSE;
+  c->terms->allocation = FALSE;
+  return 0;
+}
+
 /* An option whose data nothing needs (already dropped unread). */
 static int
 handle_dataless_option (VbNbdHandshake *c, guint32 option, guint32 len)
@@ -316,7 +354,7 @@ handle_dataless_option (VbNbdHandshake *c, guint32 option, guint32 len)
     case NBD_OPT_LIST:
       return handle_list (c, len);
     case NBD_OPT_STARTTLS:
-      return send_opt_error (c, option, NBD_REP_ERR_UNSUP, "TLS is not supported");
+      return handle_starttls (c, len);
     case NBD_OPT_STRUCTURED_REPLY:
       if (len != 0)
         return send_opt_error (c, option, NBD_REP_ERR_INVALID, "takes no data");
@@ -355,6 +393,19 @@ run_handshake (VbNbdHandshake *c)
        * told about an error other than by closing. */
       if (!fixed && option != NBD_OPT_EXPORT_NAME)
         return -EPROTO;
+      if (vb_nbd_tls_mode (c->tls) == VB_NBD_TLS_REQUIRE && c->link == NULL
+          && option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT)
+        {
+          /* EXPORT_NAME cannot be answered with an error */
+          if (option == NBD_OPT_EXPORT_NAME)
+            return -EACCES;
+          if ((r = recv_discard (c->fd, len)) < 0
+              || (r = send_opt_error (c, option, NBD_REP_ERR_TLS_REQD,
+                                      "TLS is required: send NBD_OPT_STARTTLS first"))
+                     < 0)
+            return r;
+          continue;
+        }
 
       switch (option)
         {
@@ -390,23 +441,17 @@ run_handshake (VbNbdHandshake *c)
     }
 }
 
-static void
-set_socket_timeout (int fd, int seconds)
-{
-  struct timeval tv = { .tv_sec = seconds };
-
-  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
 int
-vb_nbd_handshake (const VbNbdExport *export, int fd, VbNbdTerms *terms)
+vb_nbd_handshake (const VbNbdExport *export, const VbNbdTls *tls, int fd, VbNbdTerms *terms,
+                  VbNbdTlsLink **link, int *plain_fd)
 {
-  VbNbdHandshake c = { .export = export, .fd = fd, .terms = terms };
+  VbNbdHandshake c = { .export = export, .tls = tls, .fd = fd, .terms = terms };
   int r;
 
   set_socket_timeout (fd, VB_NBD_HANDSHAKE_TIMEOUT_S);
   r = run_handshake (&c);
-  set_socket_timeout (fd, 0);
+  set_socket_timeout (c.fd, 0);
+  *link = c.link;
+  *plain_fd = c.fd;
   return r;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "nbd-conn.h"
+#include "nbd-tls.h"
 
 #include <errno.h>
 #include <string.h>
@@ -39,8 +40,12 @@ typedef struct {
 void vb_nbd_terms_load (const VbNbdExport *export, VbNbdTerms *terms);
 
 /* Runs the fixed-newstyle handshake on @fd and fills @terms: returns 1 to
- * enter transmission, 0 when the client aborted, -errno to close. */
-int vb_nbd_handshake (const VbNbdExport *export, int fd, VbNbdTerms *terms);
+ * enter transmission, 0 when the client aborted, -errno to close. With
+ * @tls (may be NULL) a client may start TLS: *@link is then the session
+ * (NULL without one), which the caller finishes whatever the result, and
+ * *@plain_fd the socket the protocol goes on on (@fd without TLS). */
+int vb_nbd_handshake (const VbNbdExport *export, const VbNbdTls *tls, int fd, VbNbdTerms *terms,
+                      VbNbdTlsLink **link, int *plain_fd);
 
 /* All integers on the wire are big-endian. */
 

@@ -31,6 +31,7 @@
 typedef struct {
   VbNbdServer *server;
   int fd;
+  VbNbdTls *tls; /* NULL: plaintext only */
   GThread *thread;
   char *unix_path; /* unlinked at free when still the socket we bound */
   dev_t dev;
@@ -43,6 +44,7 @@ typedef struct {
   GThread *thread;
   gboolean done; /* under server->lock: the thread has finished */
   VbNbdServeFlags flags;
+  VbNbdTls *tls; /* the listener's */
 } VbNbdConnThread;
 
 struct _VbNbdServer {
@@ -64,7 +66,7 @@ conn_main (gpointer data)
 
   /* Fails harmlessly on a unix socket. */
   setsockopt (c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  r = vb_nbd_conn_run (&s->export, c->fd, !(c->flags & VB_NBD_SERVE_NO_HANDSHAKE));
+  r = vb_nbd_conn_run (&s->export, c->tls, c->fd, !(c->flags & VB_NBD_SERVE_NO_HANDSHAKE));
   if (r < 0)
     g_debug ("nbd: %s: connection closed: %s", s->export.name, g_strerror (-r));
 
@@ -75,6 +77,13 @@ conn_main (gpointer data)
   s->n_active--;
   g_mutex_unlock (&s->lock);
   return NULL;
+}
+
+static void
+conn_thread_free (VbNbdConnThread *c)
+{
+  g_clear_pointer (&c->tls, vb_nbd_tls_unref);
+  g_free (c);
 }
 
 static void
@@ -90,19 +99,16 @@ reap_locked (VbNbdServer *s)
         }
       /* done is set under the lock, after which the thread only returns. */
       g_thread_join (c->thread);
-      g_free (c);
+      conn_thread_free (c);
       g_ptr_array_remove_index_fast (s->conns, i);
     }
 }
 
-gboolean
-vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GError **error)
+static gboolean
+serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, VbNbdTls *tls, GError **error)
 {
   g_autoptr (GError) local = NULL;
   VbNbdConnThread *c;
-
-  g_return_val_if_fail (server != NULL, FALSE);
-  g_return_val_if_fail (fd >= 0, FALSE);
 
   g_mutex_lock (&server->lock);
   if (server->stopping || server->n_active >= VB_NBD_MAX_CONNECTIONS)
@@ -123,12 +129,13 @@ vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GErr
   c->server = server;
   c->fd = fd;
   c->flags = flags;
+  c->tls = tls ? vb_nbd_tls_ref (tls) : NULL;
   c->thread = g_thread_try_new ("vb-nbd-conn", conn_main, c, &local);
   if (c->thread == NULL)
     {
       g_mutex_unlock (&server->lock);
       close (fd);
-      g_free (c);
+      conn_thread_free (c);
       g_propagate_prefixed_error (error, g_steal_pointer (&local), _ ("NBD export %s: "),
                                   server->export.name);
       return FALSE;
@@ -137,6 +144,15 @@ vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GErr
   g_ptr_array_add (server->conns, c);
   g_mutex_unlock (&server->lock);
   return TRUE;
+}
+
+gboolean
+vb_nbd_server_serve_fd (VbNbdServer *server, int fd, VbNbdServeFlags flags, GError **error)
+{
+  g_return_val_if_fail (server != NULL, FALSE);
+  g_return_val_if_fail (fd >= 0, FALSE);
+
+  return serve_fd (server, fd, flags, NULL, error);
 }
 
 /* ---- listening ---- */
@@ -172,12 +188,20 @@ accept_main (gpointer data)
             g_usleep (VB_NBD_ACCEPT_BACKOFF_US);
           continue;
         }
-      vb_nbd_server_serve_fd (s, fd, VB_NBD_SERVE_DEFAULT, NULL);
+      serve_fd (s, fd, VB_NBD_SERVE_DEFAULT, l->tls, NULL);
     }
 }
 
+static void
+listener_free (VbNbdListener *l)
+{
+  g_clear_pointer (&l->tls, vb_nbd_tls_unref);
+  g_free (l->unix_path);
+  g_free (l);
+}
+
 static gboolean
-add_listener (VbNbdServer *s, int fd, const char *unix_path, GError **error)
+add_listener (VbNbdServer *s, int fd, const char *unix_path, VbNbdTls *tls, GError **error)
 {
   VbNbdListener *l = g_new0 (VbNbdListener, 1);
   g_autoptr (GError) local = NULL;
@@ -185,6 +209,7 @@ add_listener (VbNbdServer *s, int fd, const char *unix_path, GError **error)
 
   l->server = s;
   l->fd = fd;
+  l->tls = tls ? vb_nbd_tls_ref (tls) : NULL;
   if (unix_path && stat (unix_path, &st) == 0)
     {
       l->unix_path = g_strdup (unix_path);
@@ -202,8 +227,7 @@ add_listener (VbNbdServer *s, int fd, const char *unix_path, GError **error)
   if (l->unix_path)
     unlink (l->unix_path);
   close (fd);
-  g_free (l->unix_path);
-  g_free (l);
+  listener_free (l);
   if (local)
     g_propagate_error (error, g_steal_pointer (&local));
   else
@@ -239,7 +263,7 @@ unix_socket_is_stale (const struct sockaddr_un *sa)
 }
 
 static gboolean
-listen_unix (VbNbdServer *s, const char *path, GError **error)
+listen_unix (VbNbdServer *s, const char *path, VbNbdTls *tls, GError **error)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
   int fd, r;
@@ -269,11 +293,11 @@ listen_unix (VbNbdServer *s, const char *path, GError **error)
       close (fd);
       return set_errno_error (error, errsv, "cannot listen on", path);
     }
-  return add_listener (s, fd, path, error);
+  return add_listener (s, fd, path, tls, error);
 }
 
 static gboolean
-listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
+listen_tcp (VbNbdServer *s, const char *hostport, VbNbdTls *tls, GError **error)
 {
   struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
   struct addrinfo *res = NULL;
@@ -325,7 +349,7 @@ listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
           close (fd);
           continue;
         }
-      if (!add_listener (s, fd, NULL, error))
+      if (!add_listener (s, fd, NULL, tls, error))
         {
           freeaddrinfo (res);
           return FALSE;
@@ -342,16 +366,16 @@ listen_tcp (VbNbdServer *s, const char *hostport, GError **error)
 }
 
 gboolean
-vb_nbd_server_listen (VbNbdServer *server, const char *address, GError **error)
+vb_nbd_server_listen (VbNbdServer *server, const char *address, VbNbdTls *tls, GError **error)
 {
   g_return_val_if_fail (server != NULL, FALSE);
   g_return_val_if_fail (address != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   if (g_str_has_prefix (address, "unix:"))
-    return listen_unix (server, address + strlen ("unix:"), error);
+    return listen_unix (server, address + strlen ("unix:"), tls, error);
   if (g_str_has_prefix (address, "tcp:"))
-    return listen_tcp (server, address + strlen ("tcp:"), error);
+    return listen_tcp (server, address + strlen ("tcp:"), tls, error);
   g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                _ ("NBD address '%s' is neither unix:PATH nor tcp:HOST:PORT"), address);
   return FALSE;
@@ -455,8 +479,7 @@ vb_nbd_server_free (VbNbdServer *server)
       if (l->unix_path && lstat (l->unix_path, &st) == 0 && st.st_dev == l->dev
           && st.st_ino == l->ino)
         unlink (l->unix_path);
-      g_free (l->unix_path);
-      g_free (l);
+      listener_free (l);
     }
 
   /* Under the lock: a finishing thread closes its fd under it too, so the
@@ -473,7 +496,7 @@ vb_nbd_server_free (VbNbdServer *server)
     {
       VbNbdConnThread *c = g_ptr_array_index (server->conns, i);
       g_thread_join (c->thread);
-      g_free (c);
+      conn_thread_free (c);
     }
 
   g_ptr_array_unref (server->listeners);

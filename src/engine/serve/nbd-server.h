@@ -10,6 +10,7 @@
 #include <glib.h>
 
 #include "block-ops.h"
+#include "nbd-tls.h"
 
 G_BEGIN_DECLS
 
@@ -51,8 +52,11 @@ VbNbdServer *vb_nbd_server_new (const char *export_name, const char *description
  * address, "[v6-address]" or empty for every address). May be called more
  * than once. A stale unix socket (nobody listening) at PATH is replaced, a
  * live one is not. A host name is resolved here, blocking: from a main loop,
- * pass a numeric address. The socket gets the process umask's mode. */
-gboolean vb_nbd_server_listen (VbNbdServer *server, const char *address, GError **error);
+ * pass a numeric address. The socket gets the process umask's mode. Clients
+ * of this address may or must start TLS with @tls (NULL: plaintext only),
+ * which the server holds a reference to. */
+gboolean vb_nbd_server_listen (VbNbdServer *server, const char *address, VbNbdTls *tls,
+                               GError **error);
 
 /* Serve one already connected stream socket; the server owns @fd from now
  * on, and closes it even when this fails (stopping, or too many connections). */
