@@ -232,8 +232,10 @@ fail:
 char *
 vb_export_spec_format (const VbExportSpec *spec)
 {
+  /* plaintext on TCP is said out loud: it leaves the host */
   if (spec->tls == VB_EXPORT_TLS_OFF)
-    return g_strconcat ("nbd ", spec->address, NULL);
+    return g_strconcat ("nbd ", spec->address,
+                        g_str_has_prefix (spec->address, "tcp:") ? " tls=off" : "", NULL);
   return g_strdup_printf ("nbd %s tls=%s %s=%s", spec->address, vb_export_tls_name (spec->tls),
                           spec->tls_psk ? "tls-psk" : "tls-certs",
                           spec->tls_psk ? spec->tls_psk : spec->tls_certs);

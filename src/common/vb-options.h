@@ -32,11 +32,12 @@ typedef struct {
 
 /* An export as the desired state keeps it:
  * "nbd ADDRESS[ tls=off|allow|require][ tls-psk=FILE| tls-certs=DIR]",
- * without tls= off unless credentials are given (then require). Parsed
+ * without tls= off unless credentials are given (then require): the
+ * desired state of versions before TLS has no tls=. Parsed
  * into @out when not NULL (vb_export_spec_clear it). */
 gboolean vb_export_spec_parse (const char *spec, VbExportSpec *out, GError **error);
-/* The text vb_export_spec_parse reads back as @spec (tls= always written
- * when not off). */
+/* The text vb_export_spec_parse reads back as @spec: tls= written unless
+ * off on a unix socket. */
 char *vb_export_spec_format (const VbExportSpec *spec);
 void vb_export_spec_clear (VbExportSpec *spec);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VbExportSpec, vb_export_spec_clear)

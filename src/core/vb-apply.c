@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "vb-error.h"
 #include "vb-graph.h"
+#include "vb-options.h"
 #include "vb-reconfig.h"
 #include "vb-util.h"
 
@@ -44,6 +45,7 @@ vb_apply_step_free (VbApplyStep *step)
   g_strfreev (step->remove);
   g_free (step->source);
   g_free (step->listen);
+  g_free (step->export);
   g_free (step);
 }
 
@@ -424,6 +426,30 @@ plan_set (const VbDeviceConfig *now, const VbDeviceConfig *want, const char *pat
   g_ptr_array_add (steps, g_steal_pointer (&step));
 }
 
+/* An export as it is served, whichever way its text says it ("nbd tcp:H:P"
+ * of a state of before TLS is "nbd tcp:H:P tls=off"). */
+static char *
+export_normal (const char *e)
+{
+  g_auto (VbExportSpec) spec = { NULL };
+
+  return vb_export_spec_parse (e, &spec, NULL) ? vb_export_spec_format (&spec) : g_strdup (e);
+}
+
+static gboolean
+exports_have (GPtrArray *exports, const char *e)
+{
+  g_autofree char *want = export_normal (e);
+
+  for (guint i = 0; i < exports->len; i++)
+    {
+      g_autofree char *have = export_normal (exports->pdata[i]);
+      if (strcmp (have, want) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* Spares and replaced components, exports, started. */
 static void
 plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char *path,
@@ -453,21 +479,26 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
       g_ptr_array_add (steps, step);
     }
   for (guint i = 0; old && i < old->exports->len; i++)
-    if (!g_ptr_array_find_with_equal_func (want->exports, old->exports->pdata[i], g_str_equal,
-                                           NULL))
+    if (!exports_have (want->exports, old->exports->pdata[i]))
       {
         VbApplyStep *step = apply_step_new (VB_APPLY_UNEXPORT, want->name, path, "not in the spec");
-        step->listen = g_strdup ((char *) old->exports->pdata[i] + strlen ("nbd "));
+        g_auto (VbExportSpec) e = { NULL };
+        step->listen = vb_export_spec_parse (old->exports->pdata[i], &e, NULL)
+                           ? g_steal_pointer (&e.address)
+                           : g_strdup ((char *) old->exports->pdata[i] + strlen ("nbd "));
         g_ptr_array_add (steps, step);
       }
   for (guint i = 0; i < want->exports->len; i++)
-    if (!old
-        || !g_ptr_array_find_with_equal_func (old->exports, want->exports->pdata[i], g_str_equal,
-                                              NULL))
+    if (!old || !exports_have (old->exports, want->exports->pdata[i]))
       {
         VbApplyStep *step = apply_step_new (VB_APPLY_EXPORT, want->name, path, "in the spec");
-        const char *e = want->exports->pdata[i];
-        step->listen = g_strdup (g_str_has_prefix (e, "nbd ") ? e + strlen ("nbd ") : e);
+        g_auto (VbExportSpec) e = { NULL };
+        /* (checked by check_exports) */
+        if (vb_export_spec_parse (want->exports->pdata[i], &e, NULL))
+          {
+            step->listen = g_strdup (e.address);
+            step->export = vb_export_spec_format (&e);
+          }
         g_ptr_array_add (steps, step);
       }
   if (want->started && !(old && old->started))
@@ -478,16 +509,31 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
                      apply_step_new (VB_APPLY_STOP, want->name, path, "stopped in the spec"));
 }
 
-/* The exports of a spec are what state.json holds ("nbd LISTEN"). */
+/* The exports of a spec are what state.json holds ("nbd LISTEN" and its
+ * TLS settings); on TCP the spec must say tls= (plaintext only when
+ * asked for, as Export has it), and credentials are checked when the
+ * export is made. */
 static gboolean
 check_exports (const VbDeviceConfig *d, const char *path, GError **error)
 {
   for (guint j = 0; j < d->exports->len; j++)
-    if (!g_str_has_prefix (d->exports->pdata[j], "nbd "))
-      return spec_error (error, VB_ERROR_INVALID_ARGUMENT, path,
-                         "exports[%u]: '%s' is not \"nbd LISTEN\" (LISTEN: unix:PATH or "
-                         "tcp:HOST:PORT)",
-                         j, (char *) d->exports->pdata[j]);
+    {
+      const char *text = d->exports->pdata[j];
+      g_auto (VbExportSpec) e = { NULL };
+      g_autoptr (GError) local = NULL;
+
+      if (!vb_export_spec_parse (text, &e, &local))
+        return spec_error (error, VB_ERROR_INVALID_ARGUMENT, path,
+                           "exports[%u]: %s (\"nbd LISTEN\", LISTEN unix:PATH or tcp:HOST:PORT, "
+                           "then tls=MODE and tls-psk=FILE or tls-certs=DIR)",
+                           j, local->message);
+      if (g_str_has_prefix (e.address, "tcp:") && e.tls == VB_EXPORT_TLS_OFF
+          && strstr (text, " tls=off") == NULL)
+        return spec_error (error, VB_ERROR_INVALID_ARGUMENT, path,
+                           "exports[%u]: '%s': TLS is required on TCP: give tls=require with "
+                           "tls-psk=FILE or tls-certs=DIR, or tls=off for plaintext",
+                           j, text);
+    }
   return TRUE;
 }
 

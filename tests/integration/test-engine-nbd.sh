@@ -71,7 +71,7 @@ vb_log "TCP exports need org.vblk.export; an unprivileged caller is refused"
 vb_expect_fail NotAuthorized vb_as_nobody "$VBMGR" export r0 --nbd --listen tcp:127.0.0.1:10899
 # (TLS on TCP: test-nbd-tls.sh; here plaintext, as asked for)
 vbmgr export r0 --nbd --listen tcp:127.0.0.1:10899 --tls off
-vb_assert_eq "nbd tcp:127.0.0.1:10899" "$(vb_json r0 '.exports[1]')" "a plaintext TCP export as saved"
+vb_assert_eq "nbd tcp:127.0.0.1:10899 tls=off" "$(vb_json r0 '.exports[1]')" "a plaintext TCP export as saved"
 nbdinfo nbd://127.0.0.1:10899/r0 > /dev/null || vb_fail "nbdinfo over TCP"
 vb_expect_fail AlreadyExists vbmgr export r1 --nbd --listen tcp:127.0.0.1:10899 --tls off
 vb_expect_fail InvalidArgument vbmgr export r1 --nbd --listen tcp:127.0.0.1:99999 --tls off

@@ -356,7 +356,14 @@ test_bad_specs (void)
       "devices[0]: " },
     { "{\"version\": 1, \"devices\": [{\"name\": \"x\", \"driver\": \"linear\","
       " \"components\": [\"/a\"], \"exports\": [\"ftp x\"]}]}",
-      "devices[0]: exports[0]: 'ftp x' is not \"nbd LISTEN\"" },
+      "devices[0]: exports[0]: export 'ftp x': only 'nbd ADDRESS' is known" },
+    { "{\"version\": 1, \"devices\": [{\"name\": \"x\", \"driver\": \"linear\","
+      " \"components\": [\"/a\"], \"exports\": [\"nbd tcp:h:1\"]}]}",
+      "devices[0]: exports[0]: 'nbd tcp:h:1': TLS is required on TCP: give tls=require with "
+      "tls-psk=FILE or tls-certs=DIR, or tls=off for plaintext" },
+    { "{\"version\": 1, \"devices\": [{\"name\": \"x\", \"driver\": \"linear\","
+      " \"components\": [\"/a\"], \"exports\": [\"nbd tcp:h:1 tls=require\"]}]}",
+      "devices[0]: exports[0]: export 'nbd tcp:h:1 tls=require': tls=require needs credentials" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -370,6 +377,37 @@ test_bad_specs (void)
       g_assert_true (error->domain == VB_ERROR);
       g_assert_nonnull (strstr (error->message, cases[i].message));
     }
+}
+
+/* Exports with TLS: a plaintext TCP export of a state of before TLS is
+ * the spec's tls=off one (no step); a new one carries its settings. */
+static void
+test_exports_tls (void)
+{
+  g_autoptr (VbState) current = current_state ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) spec = NULL;
+  g_autoptr (GPtrArray) plan = NULL;
+  g_autofree char *text = NULL;
+  VbApplyOptions options = { 0 };
+  VbApplyStep *step;
+
+  g_ptr_array_add (((VbDeviceConfig *) current->devices->pdata[1])->exports,
+                   g_strdup ("nbd tcp:h:1"));
+  spec = vb_spec_from_json (
+      "{\"version\": 1, \"devices\": ["
+      " {\"name\": \"r1\", \"driver\": \"raid1\","
+      "  \"components\": [\"/a\", \"/b\", {\"source\": \"/s\", \"role\": \"spare\"}]},"
+      " {\"name\": \"l\", \"driver\": \"linear\", \"components\": [\"vblk:r1\"],"
+      "  \"exports\": [\"nbd tcp:h:1 tls=off\", \"nbd tcp:h:2 tls-psk=/etc/k.psk\"]}]}",
+      -1, "spec", &error);
+  g_assert_no_error (error);
+  plan = vb_apply_plan (current, spec, &options, &error);
+  g_assert_no_error (error);
+  text = plan_text (plan);
+  g_assert_cmpstr (text, ==, "export:l:tcp:h:2");
+  step = plan->pdata[0];
+  g_assert_cmpstr (step->export, ==, "nbd tcp:h:2 tls=require tls-psk=/etc/k.psk");
 }
 
 /* The plan as JSON names each step's action, device and arguments. */
@@ -406,6 +444,7 @@ main (int argc, char **argv)
   g_test_add_func ("/apply/delete-before-stop", test_delete_before_stop);
   g_test_add_func ("/apply/window-losses", test_window_losses);
   g_test_add_func ("/apply/bad-specs", test_bad_specs);
+  g_test_add_func ("/apply/exports-tls", test_exports_tls);
   g_test_add_func ("/apply/json", test_json);
   return g_test_run ();
 }

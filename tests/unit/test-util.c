@@ -261,10 +261,12 @@ test_export_specs (void)
 {
   assert_export ("nbd unix:/run/x.sock", "unix:/run/x.sock", VB_EXPORT_TLS_OFF, NULL, NULL,
                  "nbd unix:/run/x.sock");
+  /* plaintext on TCP, from a state of before TLS, is written out */
   assert_export ("nbd tcp:0:10809", "tcp:0:10809", VB_EXPORT_TLS_OFF, NULL, NULL,
-                 "nbd tcp:0:10809");
+                 "nbd tcp:0:10809 tls=off");
   assert_export ("nbd tcp:0:10809 tls=off", "tcp:0:10809", VB_EXPORT_TLS_OFF, NULL, NULL,
-                 "nbd tcp:0:10809");
+                 "nbd tcp:0:10809 tls=off");
+  assert_export ("nbd unix:/s tls=off", "unix:/s", VB_EXPORT_TLS_OFF, NULL, NULL, "nbd unix:/s");
   assert_export ("nbd tcp:[::1]:1 tls=require tls-psk=/etc/k.psk", "tcp:[::1]:1",
                  VB_EXPORT_TLS_REQUIRE, "/etc/k.psk", NULL,
                  "nbd tcp:[::1]:1 tls=require tls-psk=/etc/k.psk");

@@ -11,6 +11,7 @@
 #include "vb-graph.h"
 #include "vb-manager.h"
 #include "vb-manager-apply.h"
+#include "vb-options.h"
 #include "vb-request.h"
 
 #include <string.h>
@@ -35,6 +36,29 @@ vardict (const char *key, GVariant *value, const char *key2, GVariant *value2)
     g_variant_builder_add (&b, "{sv}", key, value);
   if (key2 && value2)
     g_variant_builder_add (&b, "{sv}", key2, value2);
+  return g_variant_ref_sink (g_variant_builder_end (&b));
+}
+
+/* Export's options for an EXPORT step (its TLS settings as the spec has
+ * them) or an UNEXPORT one (@stop: the address alone). */
+static GVariant *
+export_options (const VbApplyStep *step, gboolean stop)
+{
+  g_auto (VbExportSpec) e = { NULL };
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "listen", g_variant_new_string (step->listen));
+  if (stop)
+    g_variant_builder_add (&b, "{sv}", "stop", g_variant_new_boolean (TRUE));
+  else if (step->export && vb_export_spec_parse (step->export, &e, NULL))
+    {
+      g_variant_builder_add (&b, "{sv}", "tls", g_variant_new_string (vb_export_tls_name (e.tls)));
+      if (e.tls_psk)
+        g_variant_builder_add (&b, "{sv}", "tls-psk", g_variant_new_string (e.tls_psk));
+      if (e.tls_certs)
+        g_variant_builder_add (&b, "{sv}", "tls-certs", g_variant_new_string (e.tls_certs));
+    }
   return g_variant_ref_sink (g_variant_builder_end (&b));
 }
 
@@ -130,8 +154,7 @@ request_new (Apply *a, guint i, gboolean stop)
     {
       g_free (sr->req.source);
       sr->req.source = g_strdup ("nbd");
-      sr->req.options = vardict ("listen", g_variant_new_string (step->listen), "stop",
-                                 stop ? g_variant_new_boolean (TRUE) : NULL);
+      sr->req.options = export_options (step, stop);
     }
   return sr;
 }
