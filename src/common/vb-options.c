@@ -177,12 +177,23 @@ twice:
   return FALSE;
 }
 
+/* Whether @word is a setting (KEY=VALUE, KEY lower-case letters and
+ * dashes) rather than the rest of a unix socket path with a space in it. */
+static gboolean
+is_setting (const char *word)
+{
+  gsize n = strspn (word, "abcdefghijklmnopqrstuvwxyz-");
+
+  return n > 0 && word[n] == '=';
+}
+
 gboolean
 vb_export_spec_parse (const char *spec, VbExportSpec *out, GError **error)
 {
   VbExportSpec parsed = { NULL };
   g_auto (GStrv) words = NULL;
   gboolean seen_tls = FALSE;
+  guint n, first;
 
   if (!g_str_has_prefix (spec, "nbd "))
     {
@@ -190,11 +201,21 @@ vb_export_spec_parse (const char *spec, VbExportSpec *out, GError **error)
                    _ ("export '%s': only 'nbd ADDRESS' is known"), spec);
       return FALSE;
     }
+  /* the settings are the words at the end; the address is what is before
+   * them (a unix path may have a space, as before TLS) */
   words = g_strsplit (spec + 4, " ", -1);
-  if (!export_address_check (words[0], error))
-    return FALSE;
-  parsed.address = g_strdup (words[0]);
-  for (guint i = 1; words[i]; i++)
+  n = g_strv_length (words);
+  for (first = n; first > 1 && is_setting (words[first - 1]); first--)
+    ;
+  {
+    GString *address = g_string_new (n > 0 ? words[0] : "");
+    for (guint i = 1; i < first; i++)
+      g_string_append_printf (address, " %s", words[i]);
+    parsed.address = g_string_free (address, FALSE);
+  }
+  if (!export_address_check (parsed.address, error))
+    goto fail;
+  for (guint i = first; i < n; i++)
     if (!export_setting (spec, words[i], &parsed, &seen_tls, error))
       goto fail;
   if (!seen_tls && (parsed.tls_psk || parsed.tls_certs))

@@ -483,9 +483,14 @@ plan_members (const VbDeviceConfig *old, const VbDeviceConfig *want, const char 
       {
         VbApplyStep *step = apply_step_new (VB_APPLY_UNEXPORT, want->name, path, "not in the spec");
         g_auto (VbExportSpec) e = { NULL };
-        step->listen = vb_export_spec_parse (old->exports->pdata[i], &e, NULL)
-                           ? g_steal_pointer (&e.address)
-                           : g_strdup ((char *) old->exports->pdata[i] + strlen ("nbd "));
+        if (vb_export_spec_parse (old->exports->pdata[i], &e, NULL))
+          {
+            step->listen = g_strdup (e.address);
+            /* what an undo serves again, TLS settings included */
+            step->export = vb_export_spec_format (&e);
+          }
+        else
+          step->listen = g_strdup ((char *) old->exports->pdata[i] + strlen ("nbd "));
         g_ptr_array_add (steps, step);
       }
   for (guint i = 0; i < want->exports->len; i++)

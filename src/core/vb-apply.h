@@ -42,7 +42,7 @@ typedef struct {
   char **remove;          /* RECONFIGURE: slots' sources dropped (NULL: none) */
   char *source;           /* ADD, REMOVE: the component */
   char *listen;           /* EXPORT, UNEXPORT: "unix:PATH" or "tcp:HOST:PORT" */
-  char *export;           /* EXPORT: as the desired state keeps it ("nbd LISTEN tls=...") */
+  char *export;           /* EXPORT, UNEXPORT (for its undo): as the desired state keeps it */
 } VbApplyStep;
 
 /* Steps that would lose data are refused unless allowed: DELETE by

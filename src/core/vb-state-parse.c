@@ -15,6 +15,7 @@
 #include <json-glib/json-glib.h>
 
 #include "vb-error.h"
+#include "vb-options.h"
 #include "vb-util.h"
 
 /* ------------------------------------------------------------------ */
@@ -406,9 +407,24 @@ parse_components (JsonNode *node, const char *origin, const char *path, gboolean
   return TRUE;
 }
 
+/* In the desired state an export is kept as vb_export_spec_format writes
+ * it: one of a version before TLS ("nbd tcp:H:P") reads as the plaintext
+ * it was ("nbd tcp:H:P tls=off"). A spec keeps what it says (Apply asks
+ * it to say tls= on TCP). One that does not parse is kept as it is: its
+ * export fails, with the reason, when it is to be served. */
+static char *
+export_as_kept (const char *text, gboolean spec)
+{
+  g_auto (VbExportSpec) e = { NULL };
+
+  if (spec || !vb_export_spec_parse (text, &e, NULL))
+    return g_strdup (text);
+  return vb_export_spec_format (&e);
+}
+
 static gboolean
-parse_exports (JsonNode *node, const char *origin, const char *path, GPtrArray *exports,
-               GError **error)
+parse_exports (JsonNode *node, const char *origin, const char *path, gboolean spec,
+               GPtrArray *exports, GError **error)
 {
   JsonArray *array;
 
@@ -421,7 +437,7 @@ parse_exports (JsonNode *node, const char *origin, const char *path, GPtrArray *
 
       if (!expect_string (json_array_get_element (array, i), origin, item, TRUE, &value, error))
         return FALSE;
-      g_ptr_array_add (exports, g_strdup (value));
+      g_ptr_array_add (exports, export_as_kept (value, spec));
     }
   return TRUE;
 }
@@ -480,7 +496,7 @@ parse_device (JsonNode *node, const char *origin, const char *path, gboolean spe
   if ((member = json_object_get_member (object, "exports")) != NULL)
     {
       g_autofree char *p = path_member (path, "exports");
-      if (!parse_exports (member, origin, p, d->exports, error))
+      if (!parse_exports (member, origin, p, spec, d->exports, error))
         return NULL;
     }
   if ((member = json_object_get_member (object, "autostart")) != NULL)

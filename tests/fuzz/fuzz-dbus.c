@@ -290,15 +290,37 @@ check_export (const char *t)
   g_auto (VbExportSpec) spec = { NULL };
   gboolean ok = vb_export_spec_parse (t, &spec, &error);
   g_auto (GStrv) words = NULL;
+  g_autofree char *address = NULL;
   const char *psk = NULL, *certs = NULL;
   gboolean expected = FALSE;
   int tls = 0;
 
   if (g_str_has_prefix (t, "nbd "))
     {
+      /* settings: the words at the end that look like key=value (the
+       * address, a unix path, may hold spaces) */
+      guint n, first;
       words = g_strsplit (t + 4, " ", -1);
-      expected = model_export_address (words[0])
-                 && model_export_settings (words + 1, &tls, &psk, &certs);
+      n = g_strv_length (words);
+      for (first = n; first > 1; first--)
+        {
+          const char *w = words[first - 1];
+          const char *eq = strchr (w, '=');
+          gboolean key_ok = eq != NULL && eq > w;
+          for (const char *k = w; key_ok && k < eq; k++)
+            key_ok = g_ascii_islower (*k) || *k == '-';
+          if (!key_ok)
+            break;
+        }
+      address = g_strdup (n > 0 ? words[0] : "");
+      for (guint i = 1; i < first; i++)
+        {
+          char *longer = g_strconcat (address, " ", words[i], NULL);
+          g_free (address);
+          address = longer;
+        }
+      expected = model_export_address (address)
+                 && model_export_settings (words + MIN (first, n), &tls, &psk, &certs);
     }
   FUZZ_CHECK (ok == expected);
   if (ok)
@@ -306,7 +328,7 @@ check_export (const char *t)
       g_autofree char *again = vb_export_spec_format (&spec);
       g_auto (VbExportSpec) reread = { NULL };
 
-      FUZZ_CHECK (strcmp (spec.address, words[0]) == 0 && (int) spec.tls == tls);
+      FUZZ_CHECK (strcmp (spec.address, address) == 0 && (int) spec.tls == tls);
       FUZZ_CHECK (g_strcmp0 (spec.tls_psk, psk) == 0 && g_strcmp0 (spec.tls_certs, certs) == 0);
       /* what is saved reads back as the same export */
       FUZZ_CHECK (vb_export_spec_parse (again, &reread, NULL));

@@ -29,15 +29,15 @@ static const char current_json[]
       "  \"components\": [{\"source\": \"vblk:r1\", \"role\": \"0\", \"uuid\": \"" UD "\"}],"
       "  \"started\": true}]}";
 
+/* @json as vblkd keeps it: every attribute resolved */
 static VbState *
-current_state (void)
+state_as_kept (const char *json)
 {
   g_autoptr (GError) error = NULL;
-  VbState *state = vb_state_from_json (current_json, -1, "state", &error);
+  VbState *state = vb_state_from_json (json, -1, "state", &error);
   GHashTable *resolved;
 
   g_assert_no_error (error);
-  /* as vblkd keeps them: every attribute resolved */
   for (guint i = 0; i < state->devices->len; i++)
     {
       VbDeviceConfig *d = state->devices->pdata[i];
@@ -48,6 +48,12 @@ current_state (void)
       d->attributes = resolved;
     }
   return state;
+}
+
+static VbState *
+current_state (void)
+{
+  return state_as_kept (current_json);
 }
 
 static GPtrArray *
@@ -408,6 +414,46 @@ test_exports_tls (void)
   g_assert_cmpstr (text, ==, "export:l:tcp:h:2");
   step = plan->pdata[0];
   g_assert_cmpstr (step->export, ==, "nbd tcp:h:2 tls=require tls-psk=/etc/k.psk");
+
+  /* an export dropped keeps its settings for the undo of its step */
+  g_ptr_array_add (((VbDeviceConfig *) current->devices->pdata[1])->exports,
+                   g_strdup ("nbd unix:/run/l.sock tls=require tls-certs=/etc/c"));
+  g_clear_pointer (&plan, g_ptr_array_unref);
+  g_ptr_array_remove_index (((VbDeviceConfig *) spec->devices->pdata[1])->exports, 1);
+  plan = vb_apply_plan (current, spec, &options, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&text, g_free);
+  text = plan_text (plan);
+  g_assert_cmpstr (text, ==, "unexport:l:unix:/run/l.sock");
+  step = plan->pdata[0];
+  g_assert_cmpstr (step->export, ==, "nbd unix:/run/l.sock tls=require tls-certs=/etc/c");
+}
+
+/* A state saved before TLS ("nbd tcp:H:P") dumped as a spec applies as
+ * nothing to do: it is kept, and dumped, as "nbd tcp:H:P tls=off". */
+static void
+test_old_export_round_trip (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) old = state_as_kept (
+      "{\"version\": 1, \"devices\": [{\"name\": \"l\", \"uuid\": \"" U2 "\","
+      " \"driver\": \"linear\", \"attributes\": {},"
+      " \"components\": [{\"source\": \"/a\", \"role\": \"0\", \"uuid\": \"" UD "\"}],"
+      " \"exports\": [\"nbd tcp:h:1\"], \"started\": true}]}");
+  g_autofree char *json = NULL;
+  g_autoptr (VbState) spec = NULL;
+  g_autoptr (GPtrArray) plan = NULL;
+  VbApplyOptions options = { 0 };
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (((VbDeviceConfig *) old->devices->pdata[0])->exports->pdata[0], ==,
+                   "nbd tcp:h:1 tls=off");
+  json = vb_spec_to_json (old);
+  spec = vb_spec_from_json (json, -1, "spec", &error);
+  g_assert_no_error (error);
+  plan = vb_apply_plan (old, spec, &options, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (plan->len, ==, 0);
 }
 
 /* The plan as JSON names each step's action, device and arguments. */
@@ -445,6 +491,7 @@ main (int argc, char **argv)
   g_test_add_func ("/apply/window-losses", test_window_losses);
   g_test_add_func ("/apply/bad-specs", test_bad_specs);
   g_test_add_func ("/apply/exports-tls", test_exports_tls);
+  g_test_add_func ("/apply/old-export-round-trip", test_old_export_round_trip);
   g_test_add_func ("/apply/json", test_json);
   return g_test_run ();
 }

@@ -40,7 +40,8 @@ vardict (const char *key, GVariant *value, const char *key2, GVariant *value2)
 }
 
 /* Export's options for an EXPORT step (its TLS settings as the spec has
- * them) or an UNEXPORT one (@stop: the address alone). */
+ * them), or to stop one (@stop: the address alone); an UNEXPORT undone
+ * serves its export again as it was. */
 static GVariant *
 export_options (const VbApplyStep *step, gboolean stop)
 {

@@ -69,16 +69,17 @@ secret_bytes (const guint8 *data, gsize len)
   return g_bytes_new_with_free_func (s->data, len, secret_free, s);
 }
 
-/* Reads a file that must be readable by its owner alone: a regular file,
- * owned by root or by whoever runs the server, with no group or other
- * bits. The contents are wiped by the caller. */
+/* Reads a regular file (opened without blocking, so that a FIFO put in
+ * its place cannot hang the caller); a @secret one must be readable by its
+ * owner alone: owned by root or by whoever runs the server, with no group
+ * or other bits, and its contents are wiped by the caller. */
 static char *
-read_private_file (const char *path, const char *what, gsize *len, GError **error)
+read_checked_file (const char *path, const char *what, gboolean secret, gsize *len, GError **error)
 {
   struct stat st;
   g_autofree char *buf = NULL;
   gsize got = 0;
-  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
   if (fd < 0)
     {
@@ -94,7 +95,7 @@ read_private_file (const char *path, const char *what, gsize *len, GError **erro
                    what, path);
       return NULL;
     }
-  if ((st.st_mode & 077) != 0 || (st.st_uid != 0 && st.st_uid != geteuid ()))
+  if (secret && ((st.st_mode & 077) != 0 || (st.st_uid != 0 && st.st_uid != geteuid ())))
     {
       close (fd);
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
@@ -120,7 +121,7 @@ read_private_file (const char *path, const char *what, gsize *len, GError **erro
         {
           int e = n < 0 ? errno : EIO;
           close (fd);
-          explicit_bzero (buf, st.st_size);
+          explicit_bzero (buf, got);
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("%s %s: %s"), what, path,
                        g_strerror (e));
           return NULL;
@@ -270,7 +271,7 @@ vb_nbd_tls_new_psk (VbNbdTlsMode mode, const char *keys_file, GError **error)
   int r;
 
   g_return_val_if_fail (keys_file != NULL, NULL);
-  text = read_private_file (keys_file, _ ("TLS keys file"), &len, error);
+  text = read_checked_file (keys_file, _ ("TLS keys file"), TRUE, &len, error);
   if (text == NULL)
     return NULL;
   tls->keys = vb_nbd_tls_parse_keys (keys_file, text, len, error);
@@ -294,7 +295,6 @@ vb_nbd_tls_new_x509 (VbNbdTlsMode mode, const char *dir, GError **error)
   g_autofree char *key_path = g_build_filename (dir, "server-key.pem", NULL);
   g_autofree char *ca_path = g_build_filename (dir, "ca-cert.pem", NULL);
   g_autofree char *cert = NULL;
-  g_autoptr (GError) local = NULL;
   gsize cert_len = 0, key_len = 0;
   char *key;
   gnutls_datum_t cert_d, key_d;
@@ -306,13 +306,10 @@ vb_nbd_tls_new_x509 (VbNbdTlsMode mode, const char *dir, GError **error)
                    _ ("TLS certificate directory %s is not a directory"), dir);
       return NULL;
     }
-  if (!g_file_get_contents (cert_path, &cert, &cert_len, &local))
-    {
-      g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT, _ ("TLS certificate %s: %s"),
-                   cert_path, local->message);
-      return NULL;
-    }
-  key = read_private_file (key_path, _ ("TLS private key"), &key_len, error);
+  cert = read_checked_file (cert_path, _ ("TLS certificate"), FALSE, &cert_len, error);
+  if (cert == NULL)
+    return NULL;
+  key = read_checked_file (key_path, _ ("TLS private key"), TRUE, &key_len, error);
   if (key == NULL)
     return NULL;
   if ((r = gnutls_certificate_allocate_credentials (&tls->x509)) < 0)
@@ -330,7 +327,15 @@ vb_nbd_tls_new_x509 (VbNbdTlsMode mode, const char *dir, GError **error)
     return gnutls_failed (error, r, _ ("TLS certificate and key in"), dir), NULL;
   if (g_file_test (ca_path, G_FILE_TEST_EXISTS))
     {
-      r = gnutls_certificate_set_x509_trust_file (tls->x509, ca_path, GNUTLS_X509_FMT_PEM);
+      g_autofree char *ca = NULL;
+      gsize ca_len = 0;
+      gnutls_datum_t ca_d;
+
+      ca = read_checked_file (ca_path, _ ("TLS CA certificate"), FALSE, &ca_len, error);
+      if (ca == NULL)
+        return NULL;
+      ca_d = (gnutls_datum_t){ (unsigned char *) ca, ca_len };
+      r = gnutls_certificate_set_x509_trust_mem (tls->x509, &ca_d, GNUTLS_X509_FMT_PEM);
       if (r <= 0)
         return gnutls_failed (error, r == 0 ? GNUTLS_E_NO_CERTIFICATE_FOUND : r,
                               _ ("TLS CA certificate"), ca_path),
@@ -400,8 +405,37 @@ typedef struct {
   RelayBuffer in;  /* TLS -> protocol */
   RelayBuffer out; /* protocol -> TLS */
   gboolean tls_eof, pair_eof, tls_failed;
+  gboolean pair_hup; /* the protocol side has shut its end */
+  gint64 deadline;   /* from the protocol side's end: the rest must be sent by then */
   short tls_ev, pair_ev;
 } Relay;
+
+static void
+relay_closing (Relay *r)
+{
+  if (r->deadline == 0)
+    r->deadline = g_get_monotonic_time () + VB_NBD_TLS_HANDSHAKE_TIMEOUT_S * G_USEC_PER_SEC;
+}
+
+/* Sends close_notify, waiting for the socket until the deadline. */
+static void
+relay_bye (Relay *r)
+{
+  for (;;)
+    {
+      int n = gnutls_bye (r->link->session, GNUTLS_SHUT_WR);
+      struct pollfd p = { r->link->fd, 0, 0 };
+      gint64 left = r->deadline - g_get_monotonic_time ();
+
+      if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED)
+        return;
+      if (left <= 0)
+        return;
+      p.events = tls_wants (r->link->session);
+      if (poll (&p, 1, (int) MIN (left / 1000 + 1, G_MAXINT)) < 0 && errno != EINTR)
+        return;
+    }
+}
 
 static gboolean
 relay_in_to_pair (Relay *r)
@@ -491,12 +525,14 @@ relay_out_from_pair (Relay *r)
 }
 
 /* Moves plaintext both ways until the protocol side has closed and all it
- * wrote is sent, or either end fails. Both sockets are non-blocking. */
+ * wrote is sent, or either end fails. Both sockets are non-blocking. Once
+ * the protocol side has shut its end (even while a client that stopped
+ * reading holds up what is left to send), the rest has until the
+ * deadline. */
 static gpointer
 relay_main (gpointer data)
 {
   Relay r = { .link = data };
-  gint64 deadline = 0;
 
   r.in.data = g_malloc (VB_NBD_TLS_RELAY_BUFFER);
   r.out.data = g_malloc (VB_NBD_TLS_RELAY_BUFFER);
@@ -512,35 +548,38 @@ relay_main (gpointer data)
       if (r.out.len > 0)
         progress |= relay_out_to_tls (&r);
       if (r.out.len == 0 && !r.pair_eof)
-        {
-          progress |= relay_out_from_pair (&r);
-          if (r.pair_eof)
-            deadline = g_get_monotonic_time () + VB_NBD_TLS_HANDSHAKE_TIMEOUT_S * G_USEC_PER_SEC;
-        }
+        progress |= relay_out_from_pair (&r);
+      if (r.pair_eof)
+        relay_closing (&r);
       if (r.tls_failed)
         break;
       if (r.pair_eof && r.out.len == 0)
         {
-          /* close_notify, as far as the socket takes it now */
-          gnutls_bye (r.link->session, GNUTLS_SHUT_WR);
+          relay_bye (&r);
           break;
         }
       if (!progress)
         {
           /* an fd with nothing to wait for is left out: its hang-up would
-           * wake the poll forever */
+           * wake the poll forever (the pair's is watched until seen) */
+          short pair_ev = r.pair_ev | (r.pair_hup ? 0 : POLLRDHUP);
           struct pollfd p[2] = { { r.tls_ev ? r.link->fd : -1, r.tls_ev, 0 },
-                                 { r.pair_ev ? r.link->pair[0] : -1, r.pair_ev, 0 } };
+                                 { pair_ev ? r.link->pair[0] : -1, pair_ev, 0 } };
           int timeout = -1;
-          if (r.pair_eof)
+          if (r.deadline)
             {
-              gint64 left = deadline - g_get_monotonic_time ();
+              gint64 left = r.deadline - g_get_monotonic_time ();
               if (left <= 0)
                 break;
               timeout = (int) MIN (left / 1000 + 1, G_MAXINT);
             }
           if (poll (p, 2, timeout) < 0 && errno != EINTR)
             break;
+          if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
+            {
+              r.pair_hup = TRUE;
+              relay_closing (&r);
+            }
         }
     }
   /* the protocol side must not wait for what will not come */
