@@ -162,6 +162,18 @@ vb_cmd_check (int argc, char **argv)
   return vb_mgr_start_check (device, repair, FALSE, FALSE) ? VB_EXIT_OK : VB_EXIT_FAILED;
 }
 
+/* vblkd reads the file: a relative @path is of where vbmgr runs, not vblkd. */
+static void
+add_path_option (GVariantBuilder *options, const char *key, const char *path)
+{
+  g_autofree char *absolute = NULL;
+
+  if (path == NULL)
+    return;
+  absolute = g_canonicalize_filename (path, NULL);
+  g_variant_builder_add (options, "{sv}", key, g_variant_new_string (absolute));
+}
+
 int
 vb_cmd_export (int argc, char **argv)
 {
@@ -212,17 +224,8 @@ vb_cmd_export (int argc, char **argv)
     g_variant_builder_add (&options, "{sv}", "stop", g_variant_new_boolean (TRUE));
   if (tls)
     g_variant_builder_add (&options, "{sv}", "tls", g_variant_new_string (tls));
-  /* vblkd reads the files: relative to where vbmgr runs, not to vblkd */
-  if (tls_psk)
-    {
-      g_autofree char *path = g_canonicalize_filename (tls_psk, NULL);
-      g_variant_builder_add (&options, "{sv}", "tls-psk", g_variant_new_string (path));
-    }
-  if (tls_certs)
-    {
-      g_autofree char *path = g_canonicalize_filename (tls_certs, NULL);
-      g_variant_builder_add (&options, "{sv}", "tls-certs", g_variant_new_string (path));
-    }
+  add_path_option (&options, "tls-psk", tls_psk);
+  add_path_option (&options, "tls-certs", tls_certs);
   manager = vb_mgr_connect ();
   if (manager == NULL)
     return VB_EXIT_FAILED;

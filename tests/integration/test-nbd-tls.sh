@@ -179,5 +179,12 @@ vbmgr export d --nbd --listen tcp:127.0.0.1:$PSK_PORT --stop
 vb_assert_eq "nbd tcp:127.0.0.1:$X509_PORT tls=allow tls-certs=$T/srv" "$(vb_json d '.exports | join(",")')" \
   "exports after --stop"
 ! nbdinfo --size "$(psk_uri)" > /dev/null 2>&1 || vb_fail "the PSK export answers after --stop"
+vb_log "a unix socket path with a space: one export, found again by its whole address"
+vbmgr export d --nbd --listen "unix:$T/with space.sock"
+vb_expect_fail AlreadyExists vbmgr export d --nbd --listen "unix:$T/with space.sock"
+vb_wait_until 10 nbdinfo --size "nbd+unix:///d?socket=$T/with%20space.sock" > /dev/null ||
+  vb_fail "the export on a path with a space does not answer"
+vbmgr export d --nbd --listen "unix:$T/with space.sock" --stop
+vb_assert_eq 1 "$(vb_json d '.exports | length')" "exports after stopping the one with a space"
 vbmgr stop d
 vb_stop_daemon

@@ -316,20 +316,31 @@ export_is_on (const char *spec, const char *address)
   return vb_export_spec_parse (spec, &parsed, NULL) && strcmp (parsed.address, address) == 0;
 }
 
+/* Export's option 'listen', or the device's socket in the run directory. */
+static char *
+export_listen (VbDaemon *daemon, const VbDeviceConfig *d, GVariant *options)
+{
+  char *listen = NULL;
+
+  if (!g_variant_lookup (options, "listen", "s", &listen))
+    listen = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+  return listen;
+}
+
 /* The spec of an Export call: its address, and TLS as the options say —
  * required by default on TCP (as qemu-nbd and nbdkit have it for
- * exports meant to leave the host), and whenever credentials are given. */
+ * exports meant to leave the host), and whenever credentials are given;
+ * the address, as the saved text reads back, into *@address. */
 static char *
 export_spec_from_options (VbDaemon *daemon, const VbDeviceConfig *d, GVariant *options,
-                          GError **error)
+                          char **address, GError **error)
 {
   g_auto (VbExportSpec) spec = { NULL };
   g_autoptr (VbNbdTls) tls = NULL;
   const char *tls_name = NULL;
   g_autofree char *text = NULL;
 
-  if (!g_variant_lookup (options, "listen", "s", &spec.address))
-    spec.address = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+  spec.address = export_listen (daemon, d, options);
   g_variant_lookup (options, "tls-psk", "s", &spec.tls_psk);
   g_variant_lookup (options, "tls-certs", "s", &spec.tls_certs);
   if (g_variant_lookup (options, "tls", "&s", &tls_name))
@@ -366,11 +377,12 @@ export_spec_from_options (VbDaemon *daemon, const VbDeviceConfig *d, GVariant *o
       return NULL;
     }
   text = vb_export_spec_format (&spec);
-  /* the text must read back as what was asked (a space in a path would
-   * not), and the credentials must load before anything is saved */
+  /* what is saved is what is read back (and served), and the credentials
+   * must load before anything is saved */
   vb_export_spec_clear (&spec);
   if (!vb_export_spec_parse (text, &spec, error) || !vb_export_tls_load (&spec, &tls, error))
     return NULL;
+  *address = g_steal_pointer (&spec.address);
   return g_steal_pointer (&text);
 }
 
@@ -395,8 +407,7 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
     }
   if (stop)
     {
-      if (!g_variant_lookup (req->options, "listen", "s", &listen))
-        listen = g_strdup_printf ("unix:%s/nbd/%s.sock", daemon->run_dir, d->name);
+      listen = export_listen (daemon, d, req->options);
       for (at = 0; at < d->exports->len; at++)
         if (export_is_on (d->exports->pdata[at], listen))
           break;
@@ -410,11 +421,9 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
       vb_op_intent_touch (intent, d->name);
       return TRUE;
     }
-  spec = export_spec_from_options (daemon, d, req->options, error);
+  spec = export_spec_from_options (daemon, d, req->options, &listen, error);
   if (spec == NULL)
     return FALSE;
-  listen = g_strdup (strchr (spec, ' ') + 1);
-  *strchrnul (listen, ' ') = '\0';
   for (guint i = 0; i < candidate->devices->len; i++)
     {
       VbDeviceConfig *o = candidate->devices->pdata[i];
