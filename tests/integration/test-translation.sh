@@ -4,7 +4,8 @@
 # error, vbmgr's own refusal, vblkd's refusal (vblkd answers in its own
 # locale, as a system service does), a plural form, vblkd's option help.
 # The build's catalogue is put where the binaries look (their LOCALEDIR) in
-# a private mount namespace, so the host's files stay as they are.
+# a private mount namespace, so the host's files stay as they are (a
+# directory made for it is removed).
 if [ -z "${VB_IN_NS:-}" ]; then
   exec unshare --mount --propagation private env VB_IN_NS=1 bash "$0" "$@"
 fi
@@ -14,7 +15,16 @@ if [ -z "${VB_LOCALEDIR:-}" ] || [ -z "${VB_MO:-}" ]; then
   vb_fail "VB_LOCALEDIR and VB_MO are not set (meson test sets them)"
 fi
 locale -a | grep -qix 'de_DE.utf8' || vb_fail "no de_DE.UTF-8 locale (tools/install-deps.sh generates it)"
-[ -d "$VB_LOCALEDIR" ] || { echo "SKIP: $VB_LOCALEDIR does not exist" >&2; exit 77; }
+# where no catalogue was ever installed (/usr/local/share/locale on a fresh
+# machine) the directory is made for the mount and removed afterwards
+made=$VB_LOCALEDIR
+while [ ! -e "$(dirname "$made")" ]; do made=$(dirname "$made"); done
+if [ -e "$made" ]; then
+  made=
+else
+  mkdir -p "$VB_LOCALEDIR"
+fi
+vb_on_cleanup "umount '$VB_LOCALEDIR'; [ -z '$made' ] || find '$made' -depth -type d -empty -delete"
 mkdir -p "$T/locale/de/LC_MESSAGES"
 cp "$VB_MO" "$T/locale/de/LC_MESSAGES/vblk.mo"
 mount --bind "$T/locale" "$VB_LOCALEDIR"
