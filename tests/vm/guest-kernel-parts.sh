@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Inside the VM (tests/vm/run): Debian's own kernel with the parts the
 # development machines lack — md (linear, raid0/1/10/456), device-mapper
-# (linear, flakey), nbd — loaded and used for real with mdadm and dmsetup,
+# (linear, flakey, log-writes), nbd — loaded and used for real with mdadm and dmsetup,
 # and ublk_drv (built by build-cache.sh for 6.1, Debian's own in the newer
 # kernel) loaded, so that the harness is
 # known to give the backends what they need.
@@ -14,7 +14,7 @@ log () { echo "# $*"; }
 kver=$(uname -r)
 [ -d "/lib/modules/$kver/kernel/drivers/md" ] || fail "no modules for $kver"
 log "kernel $kver"
-for m in md-mod raid0 raid1 raid10 raid456 dm-mod dm-flakey nbd loop fuse; do
+for m in md-mod raid0 raid1 raid10 raid456 dm-mod dm-flakey dm-log-writes nbd loop fuse; do
   modprobe "$m" || fail "modprobe $m"
 done
 # md's linear personality: Linux removed it in 6.8 (it came back as
@@ -50,11 +50,12 @@ cleanup () {
   set +e
   mdadm --stop /dev/md/vmtest 2> /dev/null
   dmsetup remove vmflakey 2> /dev/null
+  dmsetup remove vmlog 2> /dev/null
   for l in "${loops[@]}"; do losetup -d "$l"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
-for i in 0 1 2; do
+for i in 0 1 2 3; do
   truncate -s 64M "$work/d$i.img"
   loops+=("$(losetup --find --show "$work/d$i.img")")
 done
@@ -84,4 +85,15 @@ if dd if=/dev/zero of=/dev/mapper/vmflakey bs=4k count=1 oflag=direct status=non
   fail "a write through flakey with error_writes succeeded"
 fi
 dmsetup remove vmflakey || fail "dmsetup remove"
+
+log "device-mapper: log-writes logs a flushed write and a mark (test-power-loss)"
+dmsetup create vmlog --table "0 $size log-writes ${loops[2]} ${loops[3]}" || fail "dmsetup create log-writes"
+dd if=/dev/zero of=/dev/mapper/vmlog bs=4k count=1 oflag=direct conv=fsync status=none ||
+  fail "write through log-writes"
+dmsetup message vmlog 0 mark m1 || fail "dmsetup message mark"
+status=$(dmsetup status vmlog)
+# "0 SECTORS log-writes ENTRIES HIGHEST": the write, its flush and the mark at least
+entries=$(awk '{ print $4 }' <<< "$status")
+[ "${entries:-0}" -ge 3 ] || fail "log-writes: status '$status', not 3 entries or more"
+dmsetup remove vmlog || fail "dmsetup remove vmlog"
 log "all kernel parts present and working"
