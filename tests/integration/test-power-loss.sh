@@ -44,7 +44,11 @@ vb_on_cleanup 'dmsetup remove --retry pl-a; dmsetup remove --retry pl-b'
 # a node left by a failed run: a ublk device whose server is gone would hold
 # the unmount, an md array the loop devices
 PL_NODES=()
-pl_node () { PL_NODES+=("$1"); }
+pl_track () {
+  local bd
+  bd=$("$VBMGR" show pl --json 2> /dev/null | jq -r '.block_device // empty') || true
+  [ -z "$bd" ] || PL_NODES+=("$bd")
+}
 vb_on_cleanup_early 'for n in "${PL_NODES[@]}"; do
   [[ "$n" != /dev/ublkb* ]] || "$VB_UBLK_CTL" delete "${n#/dev/ublkb}"; done'
 vb_on_cleanup 'for n in "${PL_NODES[@]}"; do
@@ -75,21 +79,21 @@ pl_mark () { dmsetup message pl-a 0 mark "$1"; dmsetup message pl-b 0 mark "$1";
 # fsync'ed so far with its SHA-256 ("-" once unlinked) and touched.K the
 # files step K changed; mark sK follows on both logs
 pl_workload () {
-  local dir=$1 k op f n victim
+  local dir=$1 k op f n victim seek
   local -A sum=()
-  local -a names=()
+  local -a names=() ops=(create append overwrite replace unlink)
   rm -rf "$T/w"
   mkdir -p "$T/w"
   : > "$T/w/state.0"
   : > "$T/w/touched.0"
   pl_mark s0
+  # (every draw in this shell: a subshell's RANDOM is seeded afresh)
   RANDOM=$seed
   for ((k = 1; k <= steps; k++)); do
     n=$(( (RANDOM % 64 + 1) * 4096 + RANDOM % 4096 ))
+    seek=$((RANDOM % 16))
     op=create
-    if [ "${#names[@]}" -gt 2 ]; then
-      op=$(printf '%s\n' create append overwrite replace unlink | sed -n "$((RANDOM % 5 + 1))p")
-    fi
+    [ "${#names[@]}" -le 2 ] || op=${ops[$((RANDOM % 5))]}
     victim=${names[$((RANDOM % (${#names[@]} > 0 ? ${#names[@]} : 1)))]:-}
     case $op in
       create)
@@ -102,7 +106,7 @@ pl_workload () {
       overwrite)
         f=$victim
         head -c "$n" /dev/urandom |
-          dd of="$dir/$f" bs=4096 seek=$((RANDOM % 16)) conv=notrunc status=none ;;
+          dd of="$dir/$f" bs=4096 seek="$seek" conv=notrunc status=none ;;
       replace)
         f=$victim
         head -c "$n" /dev/urandom > "$dir/.$f.tmp"
@@ -114,7 +118,8 @@ pl_workload () {
         mapfile -t names < <(printf '%s\n' "${names[@]}" | grep -vx "$f") ;;
     esac
     # a file nobody fsyncs: whatever of it survives is fine
-    head -c $((RANDOM % 65536)) /dev/urandom > "$dir/junk$((k % 3))"
+    n=$((RANDOM % 65536))
+    head -c "$n" /dev/urandom > "$dir/junk$((k % 3))"
     if [ -e "$dir/$f" ]; then
       sync "$dir/$f"
       sum[$f]=$(sha256sum < "$dir/$f" | cut -d' ' -f1)
@@ -179,8 +184,9 @@ pl_cuts () {
         for (j = 1; j <= m; j++) {
           ja = j <= na ? fl[1, k, j] : (na ? fl[1, k, na] : a)
           jb = j <= nb ? fl[2, k, j] : (nb ? fl[2, k, nb] : b)
-          if (k % 2 == 0 && ja != a) print k, ja, b, "a-ahead"
-          if (k % 2 == 1 && jb != b) print k, a, jb, "b-ahead"
+          # (only where both legs move: else it is the next pair itself)
+          if (k % 2 == 0 && ja != a && jb != b) print k, ja, b, "a-ahead"
+          if (k % 2 == 1 && ja != a && jb != b) print k, a, jb, "b-ahead"
           print k, ja, jb, "flush"
           a = ja; b = jb
         }
@@ -203,7 +209,7 @@ pl_fail () { pl_keep; vb_fail "$@"; }
 
 # pl_cut K IA IB KIND: the power cut there; replays the working copies on
 pl_cut () {
-  local k=$1 ia=$2 ib=$3 kind=$4 leg idx state la lb bd synced start=$SECONDS log_lines
+  local k=$1 ia=$2 ib=$3 kind=$4 leg idx state la lb bd synced start=$SECONDS log_lines rc
   PL_CUT="$k/$ia/$ib ($kind)"
   for leg in a b; do
     idx=$ia
@@ -220,7 +226,10 @@ pl_cut () {
   log_lines=$(wc -l < "$VB_LOG")
   vbmgr scan --adopt "$la" "$lb" > /dev/null || pl_fail "cut $PL_CUT: adopting the legs"
   [ "$(vb_json pl .backend)" = "$PL_BACKEND" ] || vbmgr reconfigure pl --backend "$PL_BACKEND"
-  vbmgr start pl || pl_fail "cut $PL_CUT: the array does not start"
+  rc=0
+  vbmgr start pl || rc=$?
+  pl_track
+  [ "$rc" = 0 ] || pl_fail "cut $PL_CUT: the array does not start"
   vbmgr wait pl > /dev/null 2>&1 || pl_fail "cut $PL_CUT: the resync"
   state=$(vb_state_of pl)
   [ "$state" = active ] || pl_fail "cut $PL_CUT: the array is $state after its resync"
@@ -230,7 +239,6 @@ pl_cut () {
     awk '{ s += $1 } END { print s + 0 }')
   PL_SYNCED=$((PL_SYNCED + synced))
   bd=$(vb_blockdev_of pl)
-  pl_node "$bd"
   mount "$bd" "$T/mnt" || pl_fail "cut $PL_CUT: ext4 does not mount"
   if [ "$kind" = control ]; then
     # the check itself: at mark s0, step 1's file is not there yet, and
@@ -267,10 +275,10 @@ pl_run () {
     pl_table "$leg" linear
   done
   vbmgr create pl --driver raid1 --backend "$PL_BACKEND" --attr bitmap_chunk=1M --start \
-    /dev/mapper/pl-a /dev/mapper/pl-b
+    /dev/mapper/pl-a /dev/mapper/pl-b || { pl_track; vb_fail "$PL_BACKEND: creating the array"; }
+  pl_track
   vbmgr wait pl > /dev/null
   bd=$(vb_blockdev_of pl)
-  pl_node "$bd"
   mkfs.ext4 -q -F -b 4096 -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$bd"
   vbmgr stop pl
   # the legs as they are before anything is logged are where the replays
@@ -282,9 +290,9 @@ pl_run () {
       "write back" ] || vb_fail "pl-$leg: no volatile cache, no flush would be logged"
     pl_table "$leg" log-writes
   done
-  vbmgr start pl
+  vbmgr start pl || { pl_track; vb_fail "$PL_BACKEND: starting the array over the logs"; }
+  pl_track
   bd=$(vb_blockdev_of pl)
-  pl_node "$bd"
   mkdir -p "$T/mnt"
   mount "$bd" "$T/mnt"
   pl_workload "$T/mnt"
@@ -293,7 +301,7 @@ pl_run () {
   for leg in a b; do
     dmsetup status "pl-$leg" | grep -qv logging_disabled || vb_fail "pl-$leg: its log overflowed"
     # the entry count is final only once the target is gone
-    dmsetup remove "pl-$leg"
+    dmsetup remove --retry "pl-$leg"
     losetup -d "${PL_LOG[$leg]}"
     "$VB_LOG_REPLAY" list "$T/l$leg.log" > "$T/l$leg.list"
     vb_log "$PL_BACKEND: leg $leg: $(head -n1 "$T/l$leg.list")"

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # vb-log-replay on logs written here byte by byte in dm-log-writes' format
 # (no root, no kernel): the listing, a replay in two parts equal to the
-# expected image, and every malformed log or request refused with what
-# is wrong.
+# expected image, a replay that stops before a malformed entry, and every
+# malformed log or request refused with what is wrong.
 set -euo pipefail
 tool=${1:?usage: test-log-replay.sh VB_LOG_REPLAY}
 T=$(mktemp -d)
@@ -58,6 +58,12 @@ fill z 2048 > "$T/img"
 "$tool" replay "$T/log" "$T/img" 3 5
 { fill B 512; pad 512; fill A 512; fill C 512; } | cmp - "$T/img" || fail "the image after entries 3-5"
 
+# a replay reads nothing after its last entry: a malformed one there is no matter
+{ super "$magic" 1 2 512; entry 0 1 0; fill D 512; entry 0 0 64; } > "$T/tail"
+fill z 2048 > "$T/img2"
+"$tool" replay "$T/tail" "$T/img2" 0 0 || fail "a replay that stops before a malformed entry"
+{ fill D 512; fill z 1536; } | cmp - "$T/img2" || fail "the image after the replay before a malformed entry"
+
 # expect_refused WHAT WORDS -- ARGS: exit status 1 and WORDS in the message
 expect_refused () {
   local what=$1 words=$2 rc=0
@@ -85,8 +91,9 @@ expect_refused "a short write's data" "the log ends inside an entry's data" -- r
 { super "$magic" 1 1 512; entry 4 1 0; fill A 512; } > "$T/bad"
 expect_refused "a write past the end" "entry 0: bytes 2048+512 are past the end" -- replay "$T/bad" "$T/img" 0 0
 expect_refused "FROM after TO" "FROM 3 is after TO 1" -- replay "$T/log" "$T/img" 3 1
+expect_refused "the malformed entry, once asked for" "entry 1: unknown flags 0x40" -- replay "$T/tail" "$T/img2" 0 1
 expect_refused "TO past the log" "entry 6 asked for, the log has 6" -- replay "$T/log" "$T/img" 0 6
 expect_refused "a TO that is no number" "TO 'x'" -- replay "$T/log" "$T/img" 0 x
 # nothing of a refused replay was written
 { fill B 512; pad 512; fill A 512; fill C 512; } | cmp - "$T/img" || fail "a refused replay wrote"
-echo "vb-log-replay: listing, replay and 12 malformed inputs checked"
+echo "vb-log-replay: listing, replay and 13 malformed inputs checked"

@@ -57,7 +57,7 @@ typedef struct {
 
 typedef struct {
   guint64 sector, sectors, flags, data_len, data_offset;
-  char mark[256];
+  char mark[4096]; /* up to the sector size less the header */
 } LogEntry;
 
 static G_NORETURN void die (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
@@ -151,8 +151,7 @@ log_next (LogReader *log, LogEntry *e)
          log->index, e->flags);
   if (e->flags & LOG_MARK)
     {
-      if (e->sectors != 0 || e->data_len == 0
-          || e->data_len > MIN (log->sectorsize - ENTRY_SIZE, sizeof e->mark - 1))
+      if (e->sectors != 0 || e->data_len > log->sectorsize - ENTRY_SIZE)
         die ("%s: entry %" G_GUINT64_FORMAT ": a mark with %" G_GUINT64_FORMAT
              " sectors and a text of %" G_GUINT64_FORMAT " bytes",
              log->path, log->index, e->sectors, e->data_len);
@@ -244,8 +243,16 @@ zero_range (int fd, const char *target, gboolean blockdev, guint64 offset, guint
     }
   else if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) offset, (off_t) len)
            < 0)
-    die ("%s: punching %" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT ": %s", target, offset, len,
-         g_strerror (errno));
+    {
+      /* a file system that cannot punch holes gets the zeroes written */
+      static const guint8 zeroes[65536];
+
+      if (errno != EOPNOTSUPP)
+        die ("%s: punching %" G_GUINT64_FORMAT "+%" G_GUINT64_FORMAT ": %s", target, offset, len,
+             g_strerror (errno));
+      for (guint64 done = 0; done < len; done += MIN (len - done, sizeof zeroes))
+        write_all (fd, target, zeroes, (size_t) MIN (len - done, sizeof zeroes), offset + done);
+    }
 }
 
 static guint64
@@ -291,7 +298,8 @@ cmd_replay (const char *path, const char *target, const char *from_s, const char
   else
     die ("%s: neither a file nor a block device", target);
   buf = g_malloc (buf_size);
-  while (log_next (&log, &e) && log.index - 1 <= to)
+  /* (entries after TO are not read: a replay needs nothing of them) */
+  while (log.index <= to && log_next (&log, &e))
     {
       guint64 offset = e.sector * log.sectorsize, len = e.sectors * log.sectorsize;
 

@@ -10,8 +10,8 @@
 # The groups are tests/vm/meson.build's. A boot costs about 7 s under TCG;
 # scenarios share a guest as the integration tests share the host, each
 # undoing what it made. Each has VB_VM_SCENARIO_TIMEOUT (600 s) inside the
-# guest, the guest that and a minute per scenario: a hang costs its own
-# time, not the run's. The others run after a failure; the test fails if
+# guest (and 120 s more for its cleanup after the TERM), the guest that and
+# three minutes per scenario: a hang costs its own time, not the run's. The others run after a failure; the test fails if
 # any did. Inside the guest every kernel part is there, so a test that
 # skips (77) fails here. VB_VM_KERNEL=newer: the guest runs the newer
 # kernel (build-cache.sh's, Debian 13's backports) instead. For a long run
@@ -50,13 +50,13 @@ for v in VB_PL_CUTS VB_PL_STEPS VB_PL_SEED VB_PL_BACKENDS; do
   [ -z "${!v:-}" ] || env+=("$v=${!v}")
 done
 modules="loop fuse dm-mod raid0 raid1 raid10 dm-flakey dm-log-writes nbd"
-"$here/run" --timeout $(( (each + 60) * $# )) "
+"$here/run" --timeout $(( (each + 180) * $# )) "
 for m in $modules; do modprobe \$m || { echo \"FAIL: modprobe \$m\" >&2; exit 1; }; done
 failed=
 while read -r name script; do
   start=\$(date +%s)
   rc=0
-  env $(printf '%q ' "${env[@]}") timeout -k 10 $each bash \"\$script\" < /dev/null || rc=\$?
+  env $(printf '%q ' "${env[@]}") timeout -k 120 $each bash \"\$script\" < /dev/null || rc=\$?
   echo \"# \$name: exit status \$rc in \$((\$(date +%s) - start)) s on \$(uname -r)\"
   case \$rc in
     0) ;;
