@@ -239,6 +239,21 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   g_dbus_interface_skeleton_flush (G_DBUS_INTERFACE_SKELETON (iface));
 }
 
+/* Device @name's object and its components' taken off the bus. */
+static void
+unexport_device (VbDaemon *daemon, const char *name)
+{
+  g_autofree char *path = vb_device_object_path (name);
+
+  for (guint i = 0;; i++)
+    {
+      g_autofree char *cpath = vb_component_object_path (name, i);
+      if (!g_dbus_object_manager_server_unexport (daemon->bus->object_manager, cpath))
+        break;
+    }
+  g_dbus_object_manager_server_unexport (daemon->bus->object_manager, path);
+}
+
 void
 vb_objects_sync (VbDaemon *daemon)
 {
@@ -260,16 +275,43 @@ vb_objects_sync (VbDaemon *daemon)
     {
       if (g_hash_table_contains (desired, name))
         continue;
-      g_autofree char *path = vb_device_object_path (name);
-      for (guint i = 0;; i++)
-        {
-          g_autofree char *cpath = vb_component_object_path (name, i);
-          if (!g_dbus_object_manager_server_unexport (daemon->bus->object_manager, cpath))
-            break;
-        }
-      g_dbus_object_manager_server_unexport (daemon->bus->object_manager, path);
+      unexport_device (daemon, name);
       g_hash_table_iter_remove (&iter);
     }
+  vb_device_waits_check (daemon);
+}
+
+void
+vb_objects_sync_devices (VbDaemon *daemon, GHashTable *names)
+{
+  /* the devices' dependents are among them (vb_daemon_publish_sync_devices):
+   * a graph of them alone, not of the thousands beside */
+  VbState some = { .devices = g_ptr_array_new () };
+  g_autoptr (GHashTable) present = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (VbGraph) graph = NULL;
+  GHashTableIter iter;
+  gpointer name;
+
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (!g_hash_table_contains (names, d->name))
+        continue;
+      g_ptr_array_add (some.devices, d);
+      g_hash_table_add (present, d->name);
+    }
+  graph = vb_graph_new (&some);
+  for (guint i = 0; i < some.devices->len; i++)
+    sync_device (daemon, some.devices->pdata[i], graph);
+  g_hash_table_iter_init (&iter, names);
+  while (g_hash_table_iter_next (&iter, &name, NULL))
+    if (!g_hash_table_contains (present, name)
+        && g_hash_table_contains (daemon->bus->device_objects, name))
+      {
+        unexport_device (daemon, name);
+        g_hash_table_remove (daemon->bus->device_objects, name);
+      }
+  g_ptr_array_unref (some.devices);
   vb_device_waits_check (daemon);
 }
 
@@ -345,5 +387,6 @@ vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device, G
 
 const VbPublish vb_bus_publish = {
   .sync = vb_objects_sync,
+  .sync_devices = vb_objects_sync_devices,
   .event = vb_objects_emit_event,
 };

@@ -10,6 +10,9 @@ G_BEGIN_DECLS
 extern const VbPublish vb_bus_publish;
 
 void vb_objects_sync (VbDaemon *daemon);
+/* Only the devices named in @names (a set; one no longer desired leaves
+ * the bus), which must hold every dependent of each. */
+void vb_objects_sync_devices (VbDaemon *daemon, GHashTable *names);
 void vb_objects_emit_event (VbDaemon *daemon, const char *kind, const char *device,
                             GVariant *details);
 /* A component of an engine device failed (any thread). */

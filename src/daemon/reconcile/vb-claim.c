@@ -112,20 +112,22 @@ may_share (const VbDeviceConfig *a, const VbDeviceConfig *b)
   return window_range (a, &a0, &a1) && window_range (b, &b0, &b1) && (a1 <= b0 || b1 <= a0);
 }
 
-/* One name for a source whatever path leads to it ("vblk:NAME" for a
+/* One name for a source whatever path leads to it ("d:NAME" for a
  * device; "p:PATH" for a path not there to look at). */
 static char *
 identity_of (VbProbe *probe, const char *source)
 {
-  g_autoptr (GError) local = NULL;
-  const VbPathFacts *f;
-
   if (g_str_has_prefix (source, "vblk:"))
     return g_strdup_printf ("d:%s", source + 5);
-  f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, &local);
-  return f ? vb_path_facts_identity (f) : g_strdup_printf ("p:%s", source);
+  return vb_probe_kept_identity (probe, source);
 }
 
+/* @source (looked at by this probe: claim_one did) against every other
+ * device's components as last looked at (probe->kept): at its own op,
+ * or the last whole-daemon op. A path of another device that leads
+ * elsewhere since is looked at again when that device changes or
+ * starts, and that claim then refuses whichever comes second: two
+ * running devices never share a file or disk. */
 static gboolean
 check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source, GError **error)
 {
@@ -187,7 +189,8 @@ claim_one (VbProbe *probe, const VbDeviceConfig *config, const VbComponentConfig
   if (kind == VB_SOURCE_DEVICE)
     {
       /* a started device's node: mounted or held, it is someone else's */
-      path = probe->block_devices ? g_hash_table_lookup (probe->block_devices, c->source + 5) : NULL;
+      path
+          = probe->block_devices ? g_hash_table_lookup (probe->block_devices, c->source + 5) : NULL;
       if (path == NULL || held_by (holder, c->source))
         return TRUE;
       f = vb_probe_facts (probe, path, VB_INSPECT_CLAIMS, &local);

@@ -18,7 +18,7 @@ typedef struct {
   dev_t devnum;
   /* filled by the worker */
   gboolean gone;
-  gboolean skip; /* could not be probed: no decision */
+  gboolean skip;   /* could not be probed: no decision */
   char *vblk_node; /* a node vblk made, or built on one: never a disk to take */
   guint64 size;
   const char *metadata; /* vblk, none, unknown */

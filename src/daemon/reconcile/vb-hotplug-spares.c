@@ -114,8 +114,7 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent
    * the rule asks for meanwhile */
   if (!a->replace && vb_hotplug_n_spares (d) > 0)
     {
-      g_message ("vblk: policy: %s: %s: the device has a spare now; not taken", d->name,
-                 a->source);
+      g_message ("vblk: policy: %s: %s: the device has a spare now; not taken", d->name, a->source);
       return TRUE;
     }
   /* a path one of its components still names (a failed slot whose disk
@@ -125,8 +124,8 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent
     for (guint j = 0; j < d->components->len; j++)
       if (strcmp (((VbComponentConfig *) d->components->pdata[j])->source, a->source) == 0)
         {
-          g_message ("vblk: policy: %s: %s is the path of a failed component; not a spare",
-                     d->name, a->source);
+          g_message ("vblk: policy: %s: %s is the path of a failed component; not a spare", d->name,
+                     a->source);
           return TRUE;
         }
   if (!a->replace)
@@ -267,8 +266,8 @@ vb_hotplug_component_failed (const char *device)
               a->domain_from = g_strdup (other->name);
               g_message ("vblk: policy: %s lost a component: spare %s moves from %s (domain %s)",
                          device, c->source, other->name, rule->domain);
-              vb_daemon_submit (daemon, a->device, mutate_move_spare, VB_OP_CHANGE, NULL, spare_moved, a,
-                                addition_free);
+              vb_daemon_submit (daemon, a->device, mutate_move_spare, VB_OP_CHANGE, NULL,
+                                spare_moved, a, addition_free);
               return;
             }
         }

@@ -33,8 +33,8 @@
 typedef struct {
   VbDaemon *daemon;
   GHashTable *degraded_waits; /* device name -> rounds a degraded start waited */
-  GHashTable *present; /* component UUID -> devnode, as last seen */
-  GHashTable *timers;  /* device name -> source id (start degraded) */
+  GHashTable *present;        /* component UUID -> devnode, as last seen */
+  GHashTable *timers;         /* device name -> source id (start degraded) */
   /* component UUIDs of slots that failed because their disk went away:
    * only such a disk is put back when it returns (one that failed on its
    * own, or was failed by the administrator, waits for an explicit re-add) */
@@ -279,10 +279,10 @@ start_degraded (gpointer data)
   if (d && vb_hotplug_events_undecided () && rounds < DEGRADED_WAIT_ROUNDS)
     {
       g_hash_table_insert (hp.degraded_waits, g_strdup (name), GUINT_TO_POINTER (rounds + 1));
-      g_hash_table_insert (hp.timers, g_strdup (name),
-                           GUINT_TO_POINTER (g_timeout_add_full (G_PRIORITY_DEFAULT,
-                                                                 DEGRADED_WAIT_MS, start_degraded,
-                                                                 g_strdup (name), g_free)));
+      g_hash_table_insert (
+          hp.timers, g_strdup (name),
+          GUINT_TO_POINTER (g_timeout_add_full (G_PRIORITY_DEFAULT, DEGRADED_WAIT_MS,
+                                                start_degraded, g_strdup (name), g_free)));
       return G_SOURCE_REMOVE;
     }
   g_hash_table_remove (hp.degraded_waits, name);
@@ -357,8 +357,7 @@ decide_assemble (VbHotplugItem *item, const VbPolicyRule *rule, const VbDeviceCo
       return;
     }
   for (guint j = 0; j < d->components->len; j++)
-    if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid,
-                   item->sb.component_uuid)
+    if (g_strcmp0 (((VbComponentConfig *) d->components->pdata[j])->uuid, item->sb.component_uuid)
         == 0)
       slot = vb_component_config_is_slot (d->components->pdata[j]) ? (gint) j : -2;
   if (slot == -1)
@@ -442,8 +441,7 @@ decide_blank (VbHotplugItem *item, const VbPolicyRule *rule, const char *why)
         for (guint j = 0; j < t->components->len && target == NULL; j++)
           {
             const VbComponentConfig *c = t->components->pdata[j];
-            if (vb_component_config_is_slot (c)
-                && g_hash_table_contains (daemon->running, t->uuid)
+            if (vb_component_config_is_slot (c) && g_hash_table_contains (daemon->running, t->uuid)
                 && (vb_hotplug_slot_failed (daemon, t, j)
                     || !g_hash_table_contains (hp.present, c->uuid)))
               target = t;
@@ -458,10 +456,9 @@ decide_blank (VbHotplugItem *item, const VbPolicyRule *rule, const char *why)
                       why);
       return;
     }
-  decision_event (target->name, item, rule,
-                  rule->action == VB_POLICY_SPARE ? "spare" : "replace", why);
-  vb_hotplug_take_blank (daemon, target->name, item->devnode,
-                         rule->action == VB_POLICY_REPLACE);
+  decision_event (target->name, item, rule, rule->action == VB_POLICY_SPARE ? "spare" : "replace",
+                  why);
+  vb_hotplug_take_blank (daemon, target->name, item->devnode, rule->action == VB_POLICY_REPLACE);
   return;
 }
 
@@ -575,7 +572,8 @@ gone (VbHotplugItem *item)
           g->device = g_strdup (d->name);
           g->index = j;
           g->node = g_strdup (item->devnode);
-          vb_daemon_submit (daemon, g->device, mutate_gone, VB_OP_CHANGE, NULL, gone_logged, g, gone_free);
+          vb_daemon_submit (daemon, g->device, mutate_gone, VB_OP_CHANGE, NULL, gone_logged, g,
+                            gone_free);
         }
     }
 }

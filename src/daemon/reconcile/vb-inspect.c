@@ -80,7 +80,8 @@ sysfs_size (dev_t devnum)
   g_autofree char *path = sysfs_of (devnum, "size");
   g_autofree char *text = NULL;
 
-  return g_file_get_contents (path, &text, NULL, NULL) ? g_ascii_strtoull (text, NULL, 10) * 512 : 0;
+  return g_file_get_contents (path, &text, NULL, NULL) ? g_ascii_strtoull (text, NULL, 10) * 512
+                                                       : 0;
 }
 
 /* "dm-0, md127": the holders of @devnum and of its partitions. */

@@ -34,9 +34,9 @@ add_devices (GHashTable *want, const VbState *state, GHashTable *running)
 
       if (r == NULL || stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
         continue;
-      g_hash_table_insert (want, record_name (st.st_rdev),
-                           g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n",
-                                            d->name, d->uuid));
+      g_hash_table_insert (
+          want, record_name (st.st_rdev),
+          g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n", d->name, d->uuid));
     }
 }
 
@@ -123,7 +123,10 @@ vb_node_records_sync (const char *run_dir, const char *instance, const VbState *
       return;
     }
   add_devices (want, state, running);
-  add_internal (want, instance);
+  /* internal nodes live only under running devices: none run, none to
+   * look for among the host's block nodes */
+  if (g_hash_table_size (running) > 0)
+    add_internal (want, instance);
   g_hash_table_iter_init (&iter, want);
   while (g_hash_table_iter_next (&iter, &name, &text))
     write_record (dir, name, text);

@@ -57,7 +57,10 @@ slot_states_of_stopped (VbOp *op, VbProbe *probe, const VbDeviceConfig *d, VbDev
     }
 }
 
-/* Size and completeness of every device, for D-Bus. */
+/* Size and completeness of every device of the op's part, for D-Bus
+ * (op_finished shows no other; a whole-daemon op — start-up, udev's
+ * events, the policy, a scan — looks at every device: one device's
+ * change costs no look at the thousands beside it). */
 void
 vb_op_compute_status (VbOp *op)
 {
@@ -65,12 +68,15 @@ vb_op_compute_status (VbOp *op)
   VbProbe probe;
 
   vb_probe_init (&probe, op->candidate, block_devices);
+  probe.kept = op->daemon->kept_looks;
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
       const VbDeviceConfig *d = op->candidate->devices->pdata[i];
       VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
       g_autoptr (GError) local = NULL;
 
+      if (!vb_op_in_part (op, d->name))
+        continue;
       if (st == NULL)
         {
           st = g_new0 (VbDeviceStatus, 1);

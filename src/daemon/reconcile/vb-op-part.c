@@ -14,35 +14,66 @@
 #define PART_DEVICE "device:"
 #define PART_SOURCE "source:"
 
-/* Adds the connected part of @name in @state. */
-static void
-add_connected (GHashTable *part, const VbState *state, const char *name)
+/* device name -> GPtrArray of the names of the devices built on it (a
+ * "vblk:NAME" component), from one pass over @state: no graph of the
+ * thousands of devices that stand alone. */
+static GHashTable *
+dependents_index (const VbState *state)
 {
-  g_autoptr (VbGraph) graph = vb_graph_new (state);
-  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTable *above
+      = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
+          GPtrArray *list;
+
+          if (!g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+            continue;
+          source += strlen (VB_DEVICE_SOURCE_PREFIX);
+          list = g_hash_table_lookup (above, source);
+          if (list == NULL)
+            g_hash_table_insert (above, (gpointer) source, list = g_ptr_array_new ());
+          g_ptr_array_add (list, d->name);
+        }
+    }
+  return above;
+}
+
+/* Adds the connected part of @name in @state (@above: its
+ * dependents_index). */
+static void
+add_connected (GHashTable *part, const VbState *state, GHashTable *above, const char *name)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr (GPtrArray) todo = g_ptr_array_new_with_free_func (g_free);
 
   g_ptr_array_add (todo, g_strdup (name));
   for (guint i = 0; i < todo->len; i++)
     {
       const char *n = todo->pdata[i];
-      const VbDeviceConfig *d = vb_state_lookup (state, n);
+      const VbDeviceConfig *d;
+      GPtrArray *dependents;
 
-      if (!g_hash_table_add (seen, (gpointer) n))
+      if (!g_hash_table_add (seen, g_strdup (n)))
         continue;
       g_hash_table_add (part, g_strconcat (PART_DEVICE, n, NULL));
+      dependents = g_hash_table_lookup (above, n);
+      for (guint j = 0; dependents && j < dependents->len; j++)
+        g_ptr_array_add (todo, g_strdup (dependents->pdata[j]));
+      d = vb_state_lookup (state, n);
       if (d == NULL)
         continue;
       for (guint j = 0; j < d->components->len; j++)
-        g_hash_table_add (
-            part, g_strconcat (PART_SOURCE, ((VbComponentConfig *) d->components->pdata[j])->source,
-                               NULL));
-      g_auto (GStrv) below = vb_graph_components_of (graph, n);
-      g_auto (GStrv) above = vb_graph_dependents_of (graph, n);
-      for (guint j = 0; below && below[j]; j++)
-        g_ptr_array_add (todo, g_strdup (below[j]));
-      for (guint j = 0; above && above[j]; j++)
-        g_ptr_array_add (todo, g_strdup (above[j]));
+        {
+          const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
+          g_hash_table_add (part, g_strconcat (PART_SOURCE, source, NULL));
+          if (g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+            g_ptr_array_add (todo, g_strdup (source + strlen (VB_DEVICE_SOURCE_PREFIX)));
+        }
     }
 }
 
@@ -50,12 +81,14 @@ GHashTable *
 vb_op_part_new (const VbState *before, const VbState *after, const char *const *names)
 {
   GHashTable *part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) above_before = dependents_index (before);
+  g_autoptr (GHashTable) above_after = after ? dependents_index (after) : NULL;
 
   for (guint i = 0; names[i]; i++)
     {
-      add_connected (part, before, names[i]);
+      add_connected (part, before, above_before, names[i]);
       if (after)
-        add_connected (part, after, names[i]);
+        add_connected (part, after, above_after, names[i]);
     }
   return part;
 }
@@ -209,6 +242,20 @@ vb_op_in_part (const VbOp *op, const char *name)
     return TRUE;
   key = g_strconcat (PART_DEVICE, name, NULL);
   return g_hash_table_contains (op->part, key);
+}
+
+GHashTable *
+vb_op_part_devices (const VbOp *op)
+{
+  GHashTable *names = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, op->part);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_str_has_prefix (key, PART_DEVICE))
+      g_hash_table_add (names, (char *) key + strlen (PART_DEVICE));
+  return names;
 }
 
 /* The devices of @op's part as @from has them go into @into (those @from

@@ -325,6 +325,15 @@ vb_daemon_publish_sync (VbDaemon *daemon)
 }
 
 void
+vb_daemon_publish_sync_devices (VbDaemon *daemon, GHashTable *names)
+{
+  if (daemon->publish && daemon->publish->sync_devices)
+    daemon->publish->sync_devices (daemon, names);
+  else
+    vb_daemon_publish_sync (daemon);
+}
+
+void
 vb_daemon_publish_event (VbDaemon *daemon, const char *kind, const char *device, GVariant *details)
 {
   if (daemon->publish)

@@ -87,6 +87,9 @@ gboolean vb_op_parts_meet (GHashTable *a, GHashTable *b);
 GHashTable *vb_op_parts_busy (const VbState *state, GPtrArray *ops);
 /* Whether device @name is in @op's part (always, for a whole-daemon op). */
 gboolean vb_op_in_part (const VbOp *op, const char *name);
+/* The names of the devices of @op's part (op->part not NULL), a set
+ * borrowing from it. */
+GHashTable *vb_op_part_devices (const VbOp *op);
 /* @op's part of @from into @into (op->part not NULL). */
 void vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from);
 void vb_op_part_merge_running (const VbOp *op, GHashTable *into, GHashTable *from);

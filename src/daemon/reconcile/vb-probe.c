@@ -20,6 +20,52 @@
 
 #define PROBE_MAX_DEPTH 32
 
+struct _VbKeptLooks {
+  GMutex lock;
+  GHashTable *identity; /* path -> "b:MAJ:MIN" or "f:DEV:INO" */
+};
+
+VbKeptLooks *
+vb_kept_looks_new (void)
+{
+  VbKeptLooks *kept = g_new0 (VbKeptLooks, 1);
+
+  g_mutex_init (&kept->lock);
+  kept->identity = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  return kept;
+}
+
+void
+vb_kept_looks_free (VbKeptLooks *kept)
+{
+  if (kept == NULL)
+    return;
+  g_hash_table_unref (kept->identity);
+  g_mutex_clear (&kept->lock);
+  g_free (kept);
+}
+
+void
+vb_kept_looks_clear (VbKeptLooks *kept)
+{
+  g_mutex_lock (&kept->lock);
+  g_hash_table_remove_all (kept->identity);
+  g_mutex_unlock (&kept->lock);
+}
+
+/* What a look of @path found: its identity kept, or forgotten (@f NULL). */
+static void
+kept_record (VbKeptLooks *kept, const char *path, const VbPathFacts *f)
+{
+  if (kept == NULL)
+    return;
+  g_mutex_lock (&kept->lock);
+  if (f)
+    g_hash_table_replace (kept->identity, g_strdup (path), vb_path_facts_identity (f));
+  else
+    g_hash_table_remove (kept->identity, path);
+  g_mutex_unlock (&kept->lock);
+}
 
 void
 vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
@@ -28,8 +74,8 @@ vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
   probe->state = state;
   probe->block_devices = block_devices;
   probe->sizes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  probe->facts
-      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_path_facts_free);
+  probe->facts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify) vb_path_facts_free);
   probe->depth = 0;
 }
 
@@ -48,10 +94,32 @@ vb_probe_facts (VbProbe *probe, const char *path, VbInspectFlags flags, GError *
   if (f && (f->flags & flags) == flags)
     return f;
   f = vb_inspect (path, flags | (f ? f->flags : 0), VB_INSPECT_TIMEOUT_MS, error);
+  kept_record (probe->kept, path, f);
   if (f == NULL)
     return NULL;
   g_hash_table_replace (probe->facts, g_strdup (path), f);
   return f;
+}
+
+char *
+vb_probe_kept_identity (VbProbe *probe, const char *path)
+{
+  const VbPathFacts *f = g_hash_table_lookup (probe->facts, path);
+  g_autoptr (GError) local = NULL;
+  char *id = NULL;
+
+  if (f)
+    return vb_path_facts_identity (f);
+  if (probe->kept)
+    {
+      g_mutex_lock (&probe->kept->lock);
+      id = g_strdup (g_hash_table_lookup (probe->kept->identity, path));
+      g_mutex_unlock (&probe->kept->lock);
+    }
+  if (id)
+    return id;
+  f = vb_probe_facts (probe, path, VB_INSPECT_TYPE, &local);
+  return f ? vb_path_facts_identity (f) : g_strdup_printf ("p:%s", path);
 }
 
 gboolean
@@ -90,15 +158,15 @@ probe_one (VbProbe *probe, const char *source, char **path, VbComponentInfo *inf
                                              : NULL);
       return device_size (probe, dep, &info->size, error);
 
-    case VB_SOURCE_PATH: {
-      const VbPathFacts *f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, error);
-      if (f == NULL)
-        return FALSE;
-      *path = g_strdup (source);
-      info->kind = f->is_block ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
-      info->size = f->size;
-      return TRUE;
-    }
+      case VB_SOURCE_PATH: {
+        const VbPathFacts *f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, error);
+        if (f == NULL)
+          return FALSE;
+        *path = g_strdup (source);
+        info->kind = f->is_block ? VB_COMPONENT_KIND_BLOCK : VB_COMPONENT_KIND_FILE;
+        info->size = f->size;
+        return TRUE;
+      }
     }
   g_assert_not_reached ();
 }
@@ -339,4 +407,3 @@ device_size (VbProbe *probe, const char *name, guint64 *size, GError **error)
   g_hash_table_insert (probe->sizes, g_strdup (name), g_memdup2 (size, sizeof *size));
   return TRUE;
 }
-

@@ -34,14 +34,18 @@ typedef struct {
 void vb_device_status_free (VbDeviceStatus *status);
 
 typedef struct _VbDaemon VbDaemon;
-typedef struct _VbBus VbBus;       /* ../bus/vb-bus.h: what talks D-Bus */
-typedef struct _VbPolicy VbPolicy; /* vb-policy.h */
+typedef struct _VbBus VbBus;             /* ../bus/vb-bus.h: what talks D-Bus */
+typedef struct _VbPolicy VbPolicy;       /* vb-policy.h */
+typedef struct _VbKeptLooks VbKeptLooks; /* vb-probe.h */
 
 /* How the reconciler reports to what shows the state (the bus side
  * registers one; main thread). */
 typedef struct {
   /* desired or observed state changed: what shows it is rebuilt */
   void (*sync) (VbDaemon *daemon);
+  /* only the devices in set @names (name -> anything), which holds every
+   * dependent of each */
+  void (*sync_devices) (VbDaemon *daemon, GHashTable *names);
   /* something happened to @device (NULL: to vblkd); @details a{sv} or
    * NULL, floating is taken */
   void (*event) (VbDaemon *daemon, const char *kind, const char *device, GVariant *details);
@@ -85,6 +89,7 @@ struct _VbDaemon {
   VbState *world_desired;
   GHashTable *world_running; /* uuid -> VbRunning* */
   GHashTable *exports;       /* uuid -> NBD export runtime (vb-exports.c) */
+  VbKeptLooks *kept_looks;   /* component identities between ops (own lock) */
   int exit_status;
   gboolean shutting_down;
   gboolean handover; /* leaving for another vblkd (a takeover): no staying */
@@ -98,6 +103,7 @@ struct _VbDaemon {
 
 /* Reports through daemon->publish (nothing when none is registered). */
 void vb_daemon_publish_sync (VbDaemon *daemon);
+void vb_daemon_publish_sync_devices (VbDaemon *daemon, GHashTable *names);
 void vb_daemon_publish_event (VbDaemon *daemon, const char *kind, const char *device,
                               GVariant *details);
 

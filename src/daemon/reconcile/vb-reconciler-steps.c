@@ -107,13 +107,14 @@ vb_op_run_readds (VbOp *op)
             g_set_error (&local, VB_ERROR, VB_ERROR_FAILED, _ ("device '%s': slot %u has no path"),
                          d->name, slot);
           else if (ok
-                   && backend->engine->readd (r->block_device, slot, paths->pdata[slot],
-                                      ((VbComponentConfig *) d->components->pdata[slot])->uuid,
-                                      &local))
+                   && backend->engine->readd (
+                       r->block_device, slot, paths->pdata[slot],
+                       ((VbComponentConfig *) d->components->pdata[slot])->uuid, &local))
             /* without metadata the desired state says the slot is no
              * longer failed, only behind, at once (a restart meanwhile
              * rebuilds it instead of keeping it out) */
-            recorded |= vb_device_sync_behind ((VbDeviceConfig *) d, backend, r->block_device, NULL);
+            recorded
+                |= vb_device_sync_behind ((VbDeviceConfig *) d, backend, r->block_device, NULL);
         }
       if (local && op->error == NULL)
         op->error = g_error_copy (local);
@@ -125,8 +126,7 @@ vb_op_run_readds (VbOp *op)
 /* Whether slot @index of running node @block_device holds a component
  * other than @path now (the backend knows; unknown counts as no). */
 static gboolean
-slot_holds_other (const VbBackend *backend, const char *block_device, guint index,
-                  const char *path)
+slot_holds_other (const VbBackend *backend, const char *block_device, guint index, const char *path)
 {
   g_autofree char *now
       = backend && backend->engine ? backend->engine->slot_source (block_device, index) : NULL;
@@ -305,7 +305,7 @@ vb_op_sync_spares (VbOp *op)
           continue;
         }
       backend->engine->set_spares (r->block_device, paths->len, (const char *const *) paths->pdata,
-                           (const char *const *) uuids->pdata);
+                                   (const char *const *) uuids->pdata);
     }
   record_spare_moves (op);
 }

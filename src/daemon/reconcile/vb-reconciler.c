@@ -66,6 +66,7 @@ check_touched (VbOp *op, GHashTable *before_scan)
 
   vb_probe_init (&probe, op->candidate, block_devices);
   probe.instance = op->daemon->instance;
+  probe.kept = op->daemon->kept_looks;
   probe.by_superblock = op->mode == VB_OP_POLICY;
   probe.found = op->intent.found;
   for (guint i = 0; i < touched->len && op->error == NULL; i++)
@@ -225,6 +226,10 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   VbOp *op = data;
   g_autoptr (GHashTable) before_scan = vb_op_running_copy (op->running);
 
+  /* a whole-daemon op (it runs alone) looks at every component again:
+   * its checks and the status of every device see them as they are now */
+  if (op->part == NULL)
+    vb_kept_looks_clear (op->daemon->kept_looks);
   op_runs[op->mode](op, before_scan);
   g_task_return_boolean (task, TRUE);
 }
@@ -311,7 +316,15 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
         merge_status (daemon, op, d);
     }
 
-  vb_daemon_publish_sync (daemon);
+  /* an op on a part shows only its part: its status is all it computed
+   * (vb_op_compute_status), and it holds every dependent of its devices */
+  if (op->part)
+    {
+      g_autoptr (GHashTable) names = vb_op_part_devices (op);
+      vb_daemon_publish_sync_devices (daemon, names);
+    }
+  else
+    vb_daemon_publish_sync (daemon);
   for (guint i = 0; i < op->events->len; i++)
     {
       const VbOpEvent *event = op->events->pdata[i];
@@ -399,6 +412,7 @@ start (VbDaemon *daemon, VbOp *op)
       g_rec_mutex_init (&daemon->world_lock);
       daemon->world_desired = vb_state_copy (daemon->desired);
       daemon->world_running = vb_op_running_copy (daemon->running);
+      daemon->kept_looks = vb_kept_looks_new ();
     }
   g_ptr_array_add (daemon->running_ops, op);
   g_task_set_task_data (task, op, NULL);

@@ -620,11 +620,10 @@ components_variant (const VbScanGroup *g)
       g_variant_builder_add (&b, "{sv}", "role", g_variant_new_int32 (c->sb.role));
       g_variant_builder_add (&b, "{sv}", "events", g_variant_new_uint64 (c->sb.events));
       g_variant_builder_add (&b, "{sv}", "stale", g_variant_new_boolean (c->stale));
-      g_variant_builder_add (
-          &b, "{sv}", "start",
-          g_variant_new_string (single_copy (g) && c->stale
-                                    ? "refuse"
-                                    : vb_slot_decision_to_string (c->decision)));
+      g_variant_builder_add (&b, "{sv}", "start",
+                             g_variant_new_string (single_copy (g) && c->stale
+                                                       ? "refuse"
+                                                       : vb_slot_decision_to_string (c->decision)));
       g_variant_builder_close (&b);
     }
   return g_variant_builder_end (&b);
