@@ -180,6 +180,34 @@ cycle_to_string (GPtrArray *cycle)
   return g_string_free (s, FALSE);
 }
 
+VbGraph *
+vb_graph_new_below (const VbState *state, const char *name)
+{
+  VbState below = { .devices = g_ptr_array_new () };
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) todo = g_ptr_array_new ();
+  VbGraph *graph;
+
+  g_ptr_array_add (todo, (gpointer) name);
+  for (guint i = 0; i < todo->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (state, todo->pdata[i]);
+
+      if (d == NULL || !g_hash_table_add (seen, d->name))
+        continue;
+      g_ptr_array_add (below.devices, (gpointer) d);
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const char *source = ((const VbComponentConfig *) d->components->pdata[j])->source;
+          if (g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+            g_ptr_array_add (todo, (gpointer) (source + strlen (VB_DEVICE_SOURCE_PREFIX)));
+        }
+    }
+  graph = vb_graph_new (&below);
+  g_ptr_array_unref (below.devices);
+  return graph;
+}
+
 gboolean
 vb_graph_check (const VbGraph *graph, GError **error)
 {

@@ -18,6 +18,11 @@ typedef struct _VbGraph VbGraph;
  * An edge to a name not in @state is kept (it is a missing dependency;
  * vb_graph_check reports it). */
 VbGraph *vb_graph_new (const VbState *state);
+/* The graph of device @name and of the devices it is built on, down to
+ * its disks: what a check of @name alone needs (a cycle through it is
+ * among them; a vblk:NAME it names that does not exist too), not a graph
+ * of the thousands beside. */
+VbGraph *vb_graph_new_below (const VbState *state, const char *name);
 void vb_graph_free (VbGraph *graph);
 
 /* Fails with VB_ERROR_DEPENDENCY_CYCLE naming one cycle as

@@ -103,45 +103,55 @@ attributes_equal (GHashTable *a, GHashTable *b)
   return TRUE;
 }
 
-static const VbDeviceConfig *
-lookup_uuid (const VbState *state, const char *uuid)
+/* uuid -> config of every device of @state (NULL: an empty table) */
+static GHashTable *
+by_uuid (const VbState *state)
 {
-  if (state == NULL)
-    return NULL;
-  for (guint i = 0; i < state->devices->len; i++)
+  GHashTable *table = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; state && i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
-      if (strcmp (d->uuid, uuid) == 0)
-        return d;
+      if (!g_hash_table_contains (table, d->uuid)) /* the first, as a search would */
+        g_hash_table_insert (table, d->uuid, (gpointer) d);
     }
-  return NULL;
+  return table;
 }
 
 static gboolean
-wants_running (const VbState *desired, const char *uuid)
+wants_running (GHashTable *desired, const char *uuid)
 {
-  const VbDeviceConfig *d = lookup_uuid (desired, uuid);
+  const VbDeviceConfig *d = g_hash_table_lookup (desired, uuid);
 
   return d != NULL && d->started;
 }
 
 /* Stops: nodes no desired device owns first (their graph is gone), then
- * devices in the stop order of the state they were started from. */
+ * devices in the stop order of the state they were started from. The
+ * tables and the graph are made only when something runs: a change of a
+ * host with thousands of devices and none started looks at none. */
 static void
 plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GHashTable *running)
 {
-  g_autoptr (GHashTable) planned = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) planned = NULL;
   const VbState *order_from = previous ? previous : desired;
-  g_autoptr (VbGraph) graph = vb_graph_new (order_from);
+  g_autoptr (VbGraph) graph = NULL;
+  g_autoptr (GHashTable) from_uuid = NULL;
+  g_autoptr (GHashTable) desired_uuid = NULL;
   g_autofree gpointer *uuids = NULL;
   guint n = 0;
 
+  if (g_hash_table_size (running) == 0)
+    return;
+  planned = g_hash_table_new (g_str_hash, g_str_equal);
+  from_uuid = by_uuid (order_from);
+  desired_uuid = by_uuid (desired);
   uuids = g_hash_table_get_keys_as_array (running, &n);
   qsort (uuids, n, sizeof (gpointer), vb_compare_string_pointers);
   for (guint i = 0; i < n; i++)
     {
       const VbRunning *r = g_hash_table_lookup (running, uuids[i]);
-      if (lookup_uuid (order_from, uuids[i]) == NULL && !wants_running (desired, uuids[i]))
+      if (!g_hash_table_contains (from_uuid, uuids[i]) && !wants_running (desired_uuid, uuids[i]))
         {
           g_ptr_array_add (plan,
                            step_new (VB_STEP_STOP, NULL, uuids[i], r->block_device, r->backend));
@@ -153,14 +163,16 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GH
       const VbDeviceConfig *d = order_from->devices->pdata[i];
       g_auto (GStrv) order = NULL;
 
-      if (!g_hash_table_contains (running, d->uuid) || wants_running (desired, d->uuid))
+      if (!g_hash_table_contains (running, d->uuid) || wants_running (desired_uuid, d->uuid))
         continue;
+      if (graph == NULL)
+        graph = vb_graph_new (order_from);
       order = vb_graph_stop_order (graph, d->name);
       for (guint j = 0; order[j]; j++)
         {
           const VbDeviceConfig *o = vb_state_lookup (order_from, order[j]);
           const VbRunning *r = o ? g_hash_table_lookup (running, o->uuid) : NULL;
-          if (r == NULL || wants_running (desired, o->uuid)
+          if (r == NULL || wants_running (desired_uuid, o->uuid)
               || g_hash_table_contains (planned, o->uuid))
             continue;
           g_ptr_array_add (plan,
@@ -174,7 +186,7 @@ GPtrArray *
 vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *running)
 {
   GPtrArray *plan = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_step_free);
-  g_autoptr (VbGraph) graph = vb_graph_new (desired);
+  g_autoptr (VbGraph) graph = NULL; /* made for the first start */
   g_autoptr (GHashTable) planned = g_hash_table_new (g_str_hash, g_str_equal);
 
   plan_stops (plan, previous, desired, running);
@@ -195,6 +207,8 @@ vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *ru
 
       if (!d->started || g_hash_table_contains (running, d->uuid))
         continue;
+      if (graph == NULL)
+        graph = vb_graph_new (desired);
       order = vb_graph_start_order (graph, d->name);
       for (guint j = 0; order[j]; j++)
         {

@@ -336,7 +336,7 @@ vb_state_store_load (VbStateStore *store, GError **error)
     g_message ("vblk: %s: its last record was cut (a change never acknowledged): left out",
                store->journal_path);
   g_clear_pointer (&store->durable, vb_state_free);
-  store->durable = vb_state_copy (state);
+  store->durable = vb_state_share (state);
   g_free (store->base);
   store->base = g_steal_pointer (&info.base);
   g_free (store->journal_base);
@@ -395,9 +395,10 @@ vb_state_stamp (const char *state_path)
 /* ------------------------------------------------------------------ */
 /* Writing                                                              */
 
-/* The devices of @next that are new or differ from @prev (copies, in
- * @next's order), and the names of those it no longer has. FALSE when
- * replaying them would not give @next's order. */
+/* The devices of @next that are new or differ from @prev (shared, in
+ * @next's order; a config the caller kept is never changed in place,
+ * vb_state_share, so what is durable is compared by pointer first), and the names of those it no
+ * longer has. FALSE when replaying them would not give @next's order. */
 static gboolean
 diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
 {
@@ -435,7 +436,7 @@ diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *delete
       VbDeviceConfig *p = g_hash_table_lookup (in_prev, d->name);
 
       if (p == NULL || !vb_device_config_equal (p, d))
-        g_ptr_array_add (puts->devices, vb_device_config_copy (d));
+        g_ptr_array_add (puts->devices, vb_device_config_ref (d));
     }
   return TRUE;
 }
@@ -614,7 +615,7 @@ take_change (VbStateStore *store, VbState *puts, GPtrArray *deletes)
     }
   for (guint i = 0; i < puts->devices->len; i++)
     {
-      VbDeviceConfig *d = vb_device_config_copy (puts->devices->pdata[i]);
+      VbDeviceConfig *d = vb_device_config_ref (puts->devices->pdata[i]);
       gint at = vb_state_index_of (durable, d->name);
 
       if (at >= 0)
@@ -657,6 +658,6 @@ vb_state_store_commit (VbStateStore *store, const VbState *next, GError **error)
   if (!write_whole (store, next, error))
     return FALSE;
   g_clear_pointer (&store->durable, vb_state_free);
-  store->durable = vb_state_copy (next);
+  store->durable = vb_state_share (next);
   return TRUE;
 }

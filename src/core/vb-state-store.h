@@ -38,7 +38,10 @@ VbState *vb_state_store_load (VbStateStore *store, GError **error);
  * again is written. On an error the change is not acknowledged; it is
  * taken back where it can be (a failed append is truncated), but a write
  * the disk reported as failed may still have reached it, and after any
- * error the next commit writes state.json whole. Call after a load. */
+ * error the next commit writes state.json whole. Call after a load. The
+ * store keeps @next's device configs (vb_state_share): the caller changes
+ * them afterwards only through vb_state_lookup_mut or vb_state_device_mut,
+ * as it does the state a load returns. */
 gboolean vb_state_store_commit (VbStateStore *store, const VbState *next, GError **error);
 
 /* Bytes this store has written since it was made (state.json and

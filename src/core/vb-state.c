@@ -73,6 +73,7 @@ vb_device_config_new (const char *name, const char *uuid, const char *driver, co
   d->exports = g_ptr_array_new_with_free_func (g_free);
   d->autostart = TRUE;
   d->started = FALSE;
+  d->refs = 1;
   return d;
 }
 
@@ -98,10 +99,80 @@ vb_device_config_copy (const VbDeviceConfig *d)
   return copy;
 }
 
+/* VBLK_TEST_FROZEN=1 (the integration tests): every config held by two
+ * states is checked, whenever a reference comes or goes, against its
+ * digest when it was first shared — a change in place, which would
+ * change another state (an op's snapshot, vblkd's desired state) behind
+ * its back, stops vblkd (g_critical, fatal in the tests). */
+static gboolean
+frozen_checked (void)
+{
+  static gint checked = -1;
+
+  if (g_atomic_int_get (&checked) < 0)
+    g_atomic_int_set (&checked, g_strcmp0 (g_getenv ("VBLK_TEST_FROZEN"), "1") == 0);
+  return g_atomic_int_get (&checked) == 1;
+}
+
+static guint
+mix (guint h, const char *text)
+{
+  return h * 31 + (text ? g_str_hash (text) : 7);
+}
+
+static guint
+config_digest (const VbDeviceConfig *d)
+{
+  guint h = mix (mix (mix (mix (17, d->name), d->uuid), d->driver), d->backend);
+  guint attrs = 0;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  h = h * 31 + (d->autostart ? 2 : 0) + (d->started ? 1 : 0);
+  g_hash_table_iter_init (&iter, d->attributes);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    attrs += mix (g_str_hash (key), value); /* in no order */
+  h = h * 31 + attrs;
+  for (guint i = 0; i < d->components->len; i++)
+    {
+      const VbComponentConfig *c = d->components->pdata[i];
+      h = mix (mix (mix (h, c->source), c->role), c->uuid) * 4 + (c->behind ? 2 : 0)
+          + (c->faulty ? 1 : 0);
+    }
+  for (guint i = 0; i < d->exports->len; i++)
+    h = mix (h, d->exports->pdata[i]);
+  return h;
+}
+
+static void
+frozen_check (const VbDeviceConfig *d)
+{
+  if (d->frozen != config_digest (d))
+    g_critical ("device '%s': its config, held by two states, was changed in place", d->name);
+}
+
+VbDeviceConfig *
+vb_device_config_ref (VbDeviceConfig *d)
+{
+  if (frozen_checked ())
+    {
+      if (g_atomic_int_get (&d->refs) == 1)
+        d->frozen = config_digest (d);
+      else
+        frozen_check (d);
+    }
+  g_atomic_int_inc (&d->refs);
+  return d;
+}
+
 void
 vb_device_config_free (VbDeviceConfig *d)
 {
   if (d == NULL)
+    return;
+  if (frozen_checked () && g_atomic_int_get (&d->refs) > 1)
+    frozen_check (d);
+  if (!g_atomic_int_dec_and_test (&d->refs))
     return;
   g_free (d->name);
   g_free (d->uuid);
@@ -139,6 +210,8 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
 {
   g_return_val_if_fail (a != NULL && b != NULL, FALSE);
 
+  if (a == b)
+    return TRUE; /* shared (vb_state_share) */
   if (g_strcmp0 (a->name, b->name) != 0 || g_strcmp0 (a->uuid, b->uuid) != 0
       || g_strcmp0 (a->driver, b->driver) != 0 || g_strcmp0 (a->backend, b->backend) != 0
       || !a->autostart != !b->autostart || !a->started != !b->started)
@@ -185,6 +258,24 @@ vb_state_copy (const VbState *state)
   return copy;
 }
 
+VbState *
+vb_state_share (const VbState *state)
+{
+  VbState *copy;
+
+  g_return_val_if_fail (state != NULL, NULL);
+
+  copy = vb_state_new ();
+  g_ptr_array_set_size (copy->devices, (gint) state->devices->len);
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      VbDeviceConfig *d = state->devices->pdata[i];
+      vb_device_config_ref (d);
+      copy->devices->pdata[i] = d;
+    }
+  return copy;
+}
+
 void
 vb_state_free (VbState *state)
 {
@@ -210,10 +301,33 @@ vb_state_index_of (const VbState *state, const char *name)
   return -1;
 }
 
-VbDeviceConfig *
+const VbDeviceConfig *
 vb_state_lookup (const VbState *state, const char *name)
 {
   gint i = vb_state_index_of (state, name);
 
   return i < 0 ? NULL : state->devices->pdata[i];
+}
+
+VbDeviceConfig *
+vb_state_device_mut (VbState *state, guint index)
+{
+  VbDeviceConfig *d;
+
+  g_return_val_if_fail (index < state->devices->len, NULL);
+  d = state->devices->pdata[index];
+  if (g_atomic_int_get (&d->refs) > 1)
+    {
+      state->devices->pdata[index] = vb_device_config_copy (d);
+      vb_device_config_free (d);
+    }
+  return state->devices->pdata[index];
+}
+
+VbDeviceConfig *
+vb_state_lookup_mut (VbState *state, const char *name)
+{
+  gint i = vb_state_index_of (state, name);
+
+  return i < 0 ? NULL : vb_state_device_mut (state, (guint) i);
 }

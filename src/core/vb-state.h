@@ -36,6 +36,8 @@ typedef struct {
   GPtrArray *exports;     /* char*, e.g. "nbd unix:/run/x.sock" */
   gboolean autostart;     /* start at boot (when the run dir is new) */
   gboolean started;       /* the administrator wants it running now */
+  gint refs;              /* vb_state_share: states holding it (atomic) */
+  guint frozen;           /* VBLK_TEST_FROZEN: its digest when first shared */
 } VbDeviceConfig;
 
 typedef struct {
@@ -54,14 +56,29 @@ void vb_component_config_free (VbComponentConfig *c);
 VbDeviceConfig *vb_device_config_new (const char *name, const char *uuid, const char *driver,
                                       const char *backend);
 VbDeviceConfig *vb_device_config_copy (const VbDeviceConfig *d);
+/* One reference more: for a state that only reads it (vb_state_share). */
+VbDeviceConfig *vb_device_config_ref (VbDeviceConfig *d);
+/* Drops a reference (vb_state_share); the last frees. */
 void vb_device_config_free (VbDeviceConfig *d);
 /* Field-by-field equality (attributes compared as maps). */
 gboolean vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b);
 
 VbState *vb_state_new (void);
 VbState *vb_state_copy (const VbState *state);
+/* A state holding the very device configs of @state (a reference each):
+ * O(N) pointers, not N deep copies. A config held by two states is
+ * never changed in place: what changes a state's device gets it through
+ * vb_state_lookup_mut or vb_state_device_mut, which copy a shared one
+ * first (VBLK_TEST_FROZEN=1 checks this at every release). */
+VbState *vb_state_share (const VbState *state);
 void vb_state_free (VbState *state);
-VbDeviceConfig *vb_state_lookup (const VbState *state, const char *name);
+const VbDeviceConfig *vb_state_lookup (const VbState *state, const char *name);
+/* The config of device @name to change: one no other state holds (a
+ * config @state shares, vb_state_share, is first copied in its place:
+ * copy on write). NULL when there is none. */
+VbDeviceConfig *vb_state_lookup_mut (VbState *state, const char *name);
+/* Likewise, the config at @index. */
+VbDeviceConfig *vb_state_device_mut (VbState *state, guint index);
 /* Index of the device named @name, or -1. */
 gint vb_state_index_of (const VbState *state, const char *name);
 

@@ -225,11 +225,9 @@ mutate_boot (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpInten
 {
   for (guint i = 0; daemon->fresh_run_dir && i < candidate->devices->len; i++)
     {
-      VbDeviceConfig *d = candidate->devices->pdata[i];
-      if (d->started && !d->autostart)
-        d->started = FALSE;
-      else if (d->autostart && !d->started)
-        d->started = TRUE;
+      const VbDeviceConfig *d = candidate->devices->pdata[i];
+      if (!d->started != !d->autostart)
+        vb_state_device_mut (candidate, i)->started = d->autostart ? TRUE : FALSE;
     }
   return TRUE;
 }

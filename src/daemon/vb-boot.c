@@ -135,15 +135,16 @@ vb_boot_keep_only (VbState *state, const char *names, GError **error)
       order = vb_graph_start_order (graph, name);
       for (guint j = 0; order[j]; j++)
         {
-          VbDeviceConfig *d = vb_state_lookup (state, order[j]);
+          const VbDeviceConfig *d = vb_state_lookup (state, order[j]);
           if (d)
             g_hash_table_add (keep, d->name);
         }
     }
   for (guint i = 0; i < state->devices->len; i++)
     {
-      VbDeviceConfig *d = state->devices->pdata[i];
-      gboolean wanted_now = g_hash_table_contains (keep, d->name);
+      gboolean wanted_now
+          = g_hash_table_contains (keep, ((const VbDeviceConfig *) state->devices->pdata[i])->name);
+      VbDeviceConfig *d = vb_state_device_mut (state, i);
       d->autostart = wanted_now;
       d->started = wanted_now;
     }

@@ -149,7 +149,7 @@ test_merge (void)
       = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   const char *names[] = { "b", NULL };
   VbOp op = { 0 };
-  VbDeviceConfig *cb = vb_state_lookup (candidate, "b");
+  VbDeviceConfig *cb = vb_state_lookup_mut (candidate, "b");
   const char *a_uuid = vb_state_lookup (into, "a")->uuid;
   const char *b_uuid = vb_state_lookup (previous, "b")->uuid;
 
@@ -213,7 +213,7 @@ test_world_save (void)
       ops[i].running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                               (GDestroyNotify) vb_running_free);
       ops[i].part = vb_op_part_new (ops[i].previous, NULL, names);
-      vb_state_lookup (ops[i].candidate, parts[i])->started = TRUE;
+      vb_state_lookup_mut (ops[i].candidate, parts[i])->started = TRUE;
     }
   /* each op's copy is stale about the other's device */
   g_assert_true (vb_op_save (&ops[0], &error));

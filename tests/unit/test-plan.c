@@ -96,8 +96,8 @@ test_stop_order_and_orphans (void)
   g_hash_table_insert (running, g_strdup (U9), vb_running_new ("/dev/loop7", "loop", NULL));
 
   after = vb_state_copy (before);
-  vb_state_lookup (after, "base")->started = FALSE;
-  vb_state_lookup (after, "top")->started = FALSE;
+  vb_state_lookup_mut (after, "base")->started = FALSE;
+  vb_state_lookup_mut (after, "top")->started = FALSE;
   plan = vb_plan_compute (before, after, running);
   text = describe (plan);
   /* the node nobody owns first, then dependents before what they use */

@@ -121,8 +121,9 @@ test_round_trip (Fixture *f, gconstpointer data)
         }
       else if (what < 8)
         {
-          VbDeviceConfig *d
-              = state->devices->pdata[g_rand_int_range (rand, 0, state->devices->len)];
+          /* the store shares what it was given: changed through _mut */
+          VbDeviceConfig *d = vb_state_device_mut (
+              state, (guint) g_rand_int_range (rand, 0, state->devices->len));
           g_hash_table_insert (d->attributes, g_strdup ("size"), g_strdup_printf ("%u", step));
           d->started = !d->started;
         }
@@ -361,7 +362,7 @@ test_fold_to_base (Fixture *f, gconstpointer data)
   commit (store, state);
   for (guint i = 0; i < 400; i++)
     {
-      VbDeviceConfig *d = state->devices->pdata[0];
+      VbDeviceConfig *d = vb_state_device_mut (state, 0);
       gboolean had = g_file_test (f->journal_path, G_FILE_TEST_EXISTS);
 
       d->started = !d->started;

@@ -127,8 +127,8 @@ test_parse_full (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VbState) state = NULL;
-  VbDeviceConfig *d;
-  VbComponentConfig *c;
+  const VbDeviceConfig *d;
+  const VbComponentConfig *c;
 
   state = parse ("{'devices': [{'name': 'r', 'uuid': '" U1 "', 'driver': "
                  "'raid1', 'backend': 'loop', 'attributes': {'bitmap_chunk': "
@@ -225,6 +225,62 @@ test_to_json_exact (void)
   g_assert_cmpstr (empty, ==, "{\n  \"version\" : 1,\n  \"devices\" : []\n}\n");
 }
 
+/* vb_state_share: the same configs; the first change of one through
+ * vb_state_lookup_mut copies it in the changing state alone */
+static void
+test_share_copy_on_write (void)
+{
+  g_autoptr (VbState) state = sample_state ();
+  g_autoptr (VbState) shared = vb_state_share (state);
+  VbDeviceConfig *mine, *again;
+  const VbDeviceConfig *theirs = state->devices->pdata[0];
+
+  g_assert_true (shared->devices->pdata[0] == theirs);
+  g_assert_true (vb_device_config_equal (shared->devices->pdata[1], state->devices->pdata[1]));
+  mine = vb_state_lookup_mut (shared, "disk0");
+  g_assert_true (mine != theirs);
+  g_assert_true (state->devices->pdata[0] == theirs);
+  g_assert_true (vb_device_config_equal (mine, theirs));
+  mine->started = !theirs->started;
+  g_hash_table_insert (mine->attributes, g_strdup ("read_only"), g_strdup ("true"));
+  g_assert_false (vb_device_config_equal (mine, theirs));
+  g_assert_cmpstr (g_hash_table_lookup (theirs->attributes, "read_only"), ==, "false");
+  /* once its own, the same config again */
+  again = vb_state_lookup_mut (shared, "disk0");
+  g_assert_true (again == mine);
+  again = vb_state_device_mut (shared, 0);
+  g_assert_true (again == mine);
+  /* the other state's own config: no copy once nothing else holds it */
+  g_clear_pointer (&shared, vb_state_free);
+  g_assert_true (vb_state_device_mut (state, 1) == state->devices->pdata[1]);
+  g_assert_null (vb_state_lookup_mut (state, "nope"));
+}
+
+/* VBLK_TEST_FROZEN=1: a shared config changed in place is a critical
+ * when a reference to it goes */
+static void
+test_share_frozen (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr (VbState) state = NULL;
+      VbState *shared;
+      VbDeviceConfig *d;
+
+      g_setenv ("VBLK_TEST_FROZEN", "1", TRUE);
+      state = sample_state ();
+      shared = vb_state_share (state);
+      d = shared->devices->pdata[0]; /* not through vb_state_lookup_mut */
+      d->started = !d->started;
+      vb_state_free (shared);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*device 'disk0': its config, held by two states, was changed in "
+                             "place*");
+}
+
 static void
 test_copy_equal_lookup (void)
 {
@@ -242,7 +298,7 @@ test_copy_equal_lookup (void)
   g_assert_true (vb_state_lookup (state, "data") == state->devices->pdata[1]);
   g_assert_null (vb_state_lookup (state, "nope"));
 
-  d = vb_state_lookup (copy, "disk0");
+  d = vb_state_lookup_mut (copy, "disk0");
   g_hash_table_insert (d->attributes, g_strdup ("read_only"), g_strdup ("true"));
   g_assert_false (vb_device_config_equal (d, state->devices->pdata[0]));
   g_hash_table_insert (d->attributes, g_strdup ("read_only"), g_strdup ("false"));
@@ -711,6 +767,8 @@ main (int argc, char **argv)
   g_test_add_func ("/state/round-trip", test_round_trip);
   g_test_add_func ("/state/to-json-exact", test_to_json_exact);
   g_test_add_func ("/state/copy-equal-lookup", test_copy_equal_lookup);
+  g_test_add_func ("/state/share-copy-on-write", test_share_copy_on_write);
+  g_test_add_func ("/state/share-frozen", test_share_frozen);
   for (guint i = 0; i < G_N_ELEMENTS (corrupt_cases); i++)
     {
       g_autofree char *name = g_strconcat ("/state/corrupt/", corrupt_cases[i].name, NULL);

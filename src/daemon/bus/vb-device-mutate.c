@@ -18,7 +18,7 @@
 static VbDeviceConfig *
 lookup_or_fail (VbState *candidate, const char *name, GError **error)
 {
-  VbDeviceConfig *d = vb_state_lookup (candidate, name);
+  VbDeviceConfig *d = vb_state_lookup_mut (candidate, name);
 
   if (d == NULL)
     g_set_error (error, VB_ERROR, VB_ERROR_NOT_FOUND, _ ("no device named '%s'"), name);
@@ -58,7 +58,7 @@ vb_mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIn
   order = vb_graph_stop_order (graph, req->name);
   for (guint i = 0; order[i]; i++)
     {
-      VbDeviceConfig *o = vb_state_lookup (candidate, order[i]);
+      VbDeviceConfig *o = vb_state_lookup_mut (candidate, order[i]);
       if (o != d && o && (o->started || g_hash_table_contains (daemon->running, o->uuid)))
         g_string_append_printf (users, "%s%s", users->len ? ", " : "", o->name);
     }
@@ -71,7 +71,7 @@ vb_mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIn
     }
   for (guint i = 0; order[i]; i++)
     {
-      VbDeviceConfig *o = vb_state_lookup (candidate, order[i]);
+      VbDeviceConfig *o = vb_state_lookup_mut (candidate, order[i]);
       o->started = FALSE;
       vb_op_intent_touch (intent, o->name);
     }
@@ -426,7 +426,7 @@ vb_mutate_export (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
     return FALSE;
   for (guint i = 0; i < candidate->devices->len; i++)
     {
-      VbDeviceConfig *o = candidate->devices->pdata[i];
+      const VbDeviceConfig *o = candidate->devices->pdata[i];
       for (guint k = 0; k < o->exports->len; k++)
         if (export_is_on (o->exports->pdata[k], listen))
           {

@@ -281,7 +281,7 @@ vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device)
   g_signal_connect (device, "handle-wait-state", G_CALLBACK (vb_device_handle_wait_state), daemon);
 }
 
-VbDeviceConfig *
+const VbDeviceConfig *
 vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GError **error)
 {
   const char *path = g_dbus_method_invocation_get_object_path (inv);
@@ -290,7 +290,7 @@ vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index, GEr
 
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
-      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
       g_free (device_path);
       device_path = vb_device_object_path (d->name);
       if (g_str_has_prefix (path, device_path)
@@ -346,7 +346,7 @@ handle_remove (VbDBusComponent *iface, GDBusMethodInvocation *inv, GVariant *opt
 {
   g_autoptr (GError) error = NULL;
   guint index;
-  VbDeviceConfig *d = vb_component_of (daemon, inv, &index, &error);
+  const VbDeviceConfig *d = vb_component_of (daemon, inv, &index, &error);
 
   if (d == NULL)
     {

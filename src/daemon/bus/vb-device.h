@@ -10,8 +10,8 @@ void vb_device_connect_handlers (VbDaemon *daemon, VbDBusDevice *device);
 void vb_component_connect_handlers (VbDaemon *daemon, VbDBusComponent *component);
 /* The device and index (*@index) a component object (@inv's path) stands
  * for, or NULL with NOT_FOUND. */
-VbDeviceConfig *vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index,
-                                 GError **error);
+const VbDeviceConfig *vb_component_of (VbDaemon *daemon, GDBusMethodInvocation *inv, guint *index,
+                                       GError **error);
 /* Device.WaitState (vb-device-wait.c); vb_device_waits_check answers the
  * waits whose device reached its state (after the objects are published) */
 gboolean vb_device_handle_wait_state (VbDBusDevice *iface, GDBusMethodInvocation *inv,

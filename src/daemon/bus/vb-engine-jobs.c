@@ -89,7 +89,7 @@ mutate_spare_move (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbO
                    GError **error)
 {
   SpareMove *move = user_data;
-  VbDeviceConfig *d = vb_state_lookup (candidate, move->device);
+  VbDeviceConfig *d = vb_state_lookup_mut (candidate, move->device);
   VbComponentConfig *spare = NULL, *failed = NULL;
   guint spare_at = 0;
   g_autofree char *slot = g_strdup_printf ("%u", move->slot);
@@ -162,7 +162,7 @@ static gboolean
 mutate_behind (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent *intent,
                GError **error)
 {
-  VbDeviceConfig *d = vb_state_lookup (candidate, user_data);
+  VbDeviceConfig *d = vb_state_lookup_mut (candidate, user_data);
   const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
 
   if (r && vb_device_sync_behind (d, vb_backend_lookup (r->backend), r->block_device, NULL))

@@ -100,7 +100,7 @@ mutate_set (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent
 {
   StepRequest *sr = user_data;
   const VbApplyStep *step = vb_apply_step_at (sr->apply, sr->index);
-  VbDeviceConfig *d = vb_state_lookup (candidate, step->device);
+  VbDeviceConfig *d = vb_state_lookup_mut (candidate, step->device);
   const VbRunning *r = d ? g_hash_table_lookup (daemon->running, d->uuid) : NULL;
 
   if (g_hash_table_size (step->attributes) > 0
@@ -215,7 +215,7 @@ undo_started (Apply *a, guint i, VbState *candidate, VbOpIntent *intent)
     {
       const VbDeviceConfig *after = device_in (a->after[i], scope[k]);
       const VbDeviceConfig *before = device_in (a->before[i], scope[k]);
-      VbDeviceConfig *now = vb_state_lookup (candidate, scope[k]);
+      VbDeviceConfig *now = vb_state_lookup_mut (candidate, scope[k]);
       if (before && after && now && before->started != after->started
           && now->started == after->started)
         {
@@ -342,7 +342,7 @@ vb_apply_mutate_undo (VbDaemon *daemon, VbState *candidate, gpointer user_data, 
   guint i = sr->index;
   const VbApplyStep *step = vb_apply_step_at (a, i);
   const VbDeviceConfig *before = device_in (a->before[i], step->device);
-  VbDeviceConfig *now = vb_state_lookup (candidate, step->device);
+  VbDeviceConfig *now = vb_state_lookup_mut (candidate, step->device);
 
   switch (step->kind)
     {

@@ -93,7 +93,8 @@ vb_mutate_create_device (VbState *candidate, VbDeviceConfig *config, gboolean st
   if (d->uuid == NULL)
     d->uuid = vb_uuid_new ();
   g_ptr_array_add (candidate->devices, g_steal_pointer (&d));
-  graph = vb_graph_new (candidate);
+  /* a new device: a cycle or a missing vblk:NAME can only be below it */
+  graph = vb_graph_new_below (candidate, name);
   if (!vb_graph_check (graph, error))
     return FALSE;
   vb_op_intent_touch (intent, name);

@@ -229,9 +229,12 @@ sync_device (VbDaemon *daemon, const VbDeviceConfig *d, VbGraph *graph)
   vb_dbus_device_set_autostart (iface, d->autostart);
   const char *was = g_hash_table_lookup (daemon->reconfigured, d->name);
   vb_dbus_device_set_previous_configuration (iface, was ? was : "");
-  g_ptr_array_add (d->exports, NULL);
-  vb_dbus_device_set_exports (iface, (const char *const *) d->exports->pdata);
-  g_ptr_array_remove_index (d->exports, d->exports->len - 1);
+  /* the config is shared with the ops' snapshots (vb_state_share): read,
+   * never touched, not even for a moment */
+  g_autoptr (GPtrArray) exports = g_ptr_array_new_full (d->exports->len + 1, NULL);
+  g_ptr_array_extend (exports, d->exports, NULL, NULL);
+  g_ptr_array_add (exports, NULL);
+  vb_dbus_device_set_exports (iface, (const char *const *) exports->pdata);
   g_object_thaw_notify (G_OBJECT (iface));
   /* the changes go out now, in order with what follows on the bus (a job
    * that ends after its device's state changed says so after it: a client
@@ -265,7 +268,7 @@ vb_objects_sync (VbDaemon *daemon)
 
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
-      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
       g_hash_table_add (desired, d->name);
       sync_device (daemon, d, graph);
     }
@@ -294,10 +297,10 @@ vb_objects_sync_devices (VbDaemon *daemon, GHashTable *names)
 
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
-      VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
       if (!g_hash_table_contains (names, d->name))
         continue;
-      g_ptr_array_add (some.devices, d);
+      g_ptr_array_add (some.devices, (gpointer) d);
       g_hash_table_add (present, d->name);
     }
   graph = vb_graph_new (&some);

@@ -61,10 +61,15 @@ static gboolean
 refuse_cycle (VbProbe *probe, const VbDeviceConfig *config, const char *source,
               const VbPathFacts *f, GError **error)
 {
-  g_autoptr (VbGraph) graph = vb_graph_new (probe->state);
-  g_auto (GStrv) above = vb_graph_stop_order (graph, config->name);
+  g_autoptr (VbGraph) graph = NULL;
+  g_auto (GStrv) above = NULL;
 
-  for (guint i = 0; f->below && i < f->below->len; i++)
+  /* on no vblk node (most components): no graph of every device */
+  if (f->below == NULL || f->below->len == 0)
+    return FALSE;
+  graph = vb_graph_new (probe->state);
+  above = vb_graph_stop_order (graph, config->name);
+  for (guint i = 0; i < f->below->len; i++)
     {
       const VbDeviceConfig *d = device_of_owner (probe, f->below->pdata[i]);
       if (d && g_strv_contains ((const char *const *) above, d->name))

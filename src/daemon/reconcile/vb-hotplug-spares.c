@@ -105,7 +105,7 @@ mutate_add (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIntent
             GError **error)
 {
   Addition *a = user_data;
-  VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+  VbDeviceConfig *d = vb_state_lookup_mut (candidate, a->device);
 
   if (d == NULL || vb_hotplug_blank_taken (daemon, candidate, a->source))
     return TRUE;
@@ -194,8 +194,8 @@ mutate_move_spare (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbO
                    GError **error)
 {
   Addition *a = user_data;
-  VbDeviceConfig *to = vb_state_lookup (candidate, a->device);
-  VbDeviceConfig *from = vb_state_lookup (candidate, a->domain_from);
+  VbDeviceConfig *to = vb_state_lookup_mut (candidate, a->device);
+  VbDeviceConfig *from = vb_state_lookup_mut (candidate, a->domain_from);
 
   if (to == NULL || from == NULL)
     return TRUE;

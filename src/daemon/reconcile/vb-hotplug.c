@@ -188,7 +188,7 @@ mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpI
   for (guint i = 0; i < assemblies->len; i++)
     {
       Assembly *a = assemblies->pdata[i];
-      VbDeviceConfig *d = vb_state_lookup (candidate, a->device);
+      VbDeviceConfig *d = vb_state_lookup_mut (candidate, a->device);
       g_hash_table_add (intent->found, g_strdup (a->source));
       for (guint j = 0; d && j < d->components->len; j++)
         {
@@ -204,15 +204,19 @@ mutate_assemble (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpI
                * this one's old path, until its own disk says where it is */
               for (guint k = 0; k < candidate->devices->len; k++)
                 {
-                  VbDeviceConfig *o = candidate->devices->pdata[k];
+                  const VbDeviceConfig *o = candidate->devices->pdata[k];
                   for (guint m = 0; m < o->components->len; m++)
                     {
-                      VbComponentConfig *oc = o->components->pdata[m];
+                      const VbComponentConfig *oc = o->components->pdata[m];
                       if (oc != c && strcmp (oc->source, a->source) == 0)
                         {
-                          g_free (oc->source);
-                          oc->source = g_strdup (c->source);
-                          vb_op_intent_touch (intent, o->name);
+                          /* its own copy first: the config may be shared */
+                          VbDeviceConfig *w = vb_state_device_mut (candidate, k);
+                          VbComponentConfig *wc = w->components->pdata[m];
+                          g_free (wc->source);
+                          wc->source = g_strdup (c->source);
+                          vb_op_intent_touch (intent, w->name);
+                          o = w;
                         }
                     }
                 }

@@ -65,6 +65,7 @@ void
 vb_op_compute_status (VbOp *op)
 {
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
+  g_autoptr (GHashTable) part = op->part ? vb_op_part_devices (op) : NULL;
   VbProbe probe;
 
   vb_probe_init (&probe, op->candidate, block_devices);
@@ -75,7 +76,7 @@ vb_op_compute_status (VbOp *op)
       VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
       g_autoptr (GError) local = NULL;
 
-      if (!vb_op_in_part (op, d->name))
+      if (part && !g_hash_table_contains (part, d->name))
         continue;
       if (st == NULL)
         {

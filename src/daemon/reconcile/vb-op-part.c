@@ -305,12 +305,18 @@ void
 vb_op_part_merge_running (const VbOp *op, GHashTable *into, GHashTable *from)
 {
   const VbState *states[] = { op->previous, op->candidate };
+  g_autoptr (GHashTable) names = vb_op_part_devices (op);
+  GHashTableIter iter;
+  gpointer name;
 
-  for (guint s = 0; s < G_N_ELEMENTS (states); s++)
-    for (guint i = 0; i < states[s]->devices->len; i++)
+  /* by the part's names: a search for each of a few, not a test of each
+   * of thousands */
+  g_hash_table_iter_init (&iter, names);
+  while (g_hash_table_iter_next (&iter, &name, NULL))
+    for (guint s = 0; s < G_N_ELEMENTS (states); s++)
       {
-        const VbDeviceConfig *d = states[s]->devices->pdata[i];
-        if (vb_op_in_part (op, d->name))
+        const VbDeviceConfig *d = vb_state_lookup (states[s], name);
+        if (d)
           merge_uuid (into, from, d->uuid);
       }
 }

@@ -183,7 +183,9 @@ world_desired_with (VbOp *op)
 
   if (op->part == NULL)
     return vb_state_copy (op->candidate);
-  state = vb_state_copy (op->daemon->world_desired);
+  /* the world's configs are replaced, never edited: shared; the part's
+   * come in as copies (the op may still change its candidate) */
+  state = vb_state_share (op->daemon->world_desired);
   vb_op_part_merge_state (op, state, op->candidate);
   return state;
 }
@@ -303,12 +305,12 @@ vb_op_new (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode m
 void
 vb_op_intent_start (VbOpIntent *intent, VbState *candidate, const char *name)
 {
-  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_autoptr (VbGraph) graph = vb_graph_new_below (candidate, name);
   g_auto (GStrv) order = vb_graph_start_order (graph, name);
 
   for (guint i = 0; order[i]; i++)
     {
-      VbDeviceConfig *d = vb_state_lookup (candidate, order[i]);
+      VbDeviceConfig *d = vb_state_lookup_mut (candidate, order[i]);
       if (d && !d->started)
         {
           d->started = TRUE;

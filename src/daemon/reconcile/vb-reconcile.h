@@ -63,6 +63,8 @@ struct _VbDaemon {
   char *state_stamp;      /* --takeover: vb_state_stamp as loaded */
   gboolean memory_locked; /* --takeover: mlockall until the devices are up */
 
+  /* its device configs are replaced, never edited in place: each op's
+   * snapshot of it shares them (vb_state_share) */
   VbState *desired;
   GHashTable *running; /* uuid -> VbRunning* (observed) */
   GHashTable *status;  /* name -> VbDeviceStatus* */
@@ -86,7 +88,7 @@ struct _VbDaemon {
    * that ops running side by side never write back one another's stale
    * copies. */
   GRecMutex world_lock;
-  VbState *world_desired;
+  VbState *world_desired;    /* configs replaced, never edited (as desired's) */
   GHashTable *world_running; /* uuid -> VbRunning* */
   GHashTable *exports;       /* uuid -> NBD export runtime (vb-exports.c) */
   VbKeptLooks *kept_looks;   /* component identities between ops (own lock) */

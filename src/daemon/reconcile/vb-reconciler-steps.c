@@ -82,7 +82,7 @@ vb_op_run_readds (VbOp *op)
   for (guint i = 0; i < readds->len; i++)
     {
       const VbOpReadd *readd = &g_array_index (readds, VbOpReadd, i);
-      const VbDeviceConfig *d = vb_state_lookup (op->candidate, readd->device);
+      VbDeviceConfig *d = vb_state_lookup_mut (op->candidate, readd->device);
       const VbRunning *r = d ? g_hash_table_lookup (op->running, d->uuid) : NULL;
       const VbBackend *backend = r ? vb_backend_lookup (r->backend) : NULL;
       guint slot = readd->slot;
@@ -113,8 +113,7 @@ vb_op_run_readds (VbOp *op)
             /* without metadata the desired state says the slot is no
              * longer failed, only behind, at once (a restart meanwhile
              * rebuilds it instead of keeping it out) */
-            recorded
-                |= vb_device_sync_behind ((VbDeviceConfig *) d, backend, r->block_device, NULL);
+            recorded |= vb_device_sync_behind (d, backend, r->block_device, NULL);
         }
       if (local && op->error == NULL)
         op->error = g_error_copy (local);
@@ -224,17 +223,26 @@ static void
 record_spare_moves (VbOp *op)
 {
   gboolean changed = FALSE;
+  g_autoptr (GHashTable) part = op->part ? vb_op_part_devices (op) : NULL;
 
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
-      VbDeviceConfig *d = op->candidate->devices->pdata[i];
-      for (guint j = 0; vb_op_in_part (op, d->name) && j < d->components->len; j++)
+      const VbDeviceConfig *seen = op->candidate->devices->pdata[i];
+      VbDeviceConfig *d;
+
+      if (part && !g_hash_table_contains (part, seen->name))
+        continue;
+      for (guint j = 0; j < seen->components->len; j++)
         {
-          VbComponentConfig *spare = d->components->pdata[j];
+          const VbComponentConfig *c = seen->components->pdata[j];
+          VbComponentConfig *spare;
           gint slot;
-          if (g_strcmp0 (spare->role, "spare") != 0
-              || (slot = slot_taken_by (op, d, spare->source)) < 0)
+          if (g_strcmp0 (c->role, "spare") != 0 || (slot = slot_taken_by (op, seen, c->source)) < 0)
             continue;
+          /* its own copy, once it changes (it may be shared) */
+          d = vb_state_device_mut (op->candidate, i);
+          seen = d;
+          spare = d->components->pdata[j];
           VbComponentConfig *old = d->components->pdata[slot];
           g_free (spare->role);
           spare->role = g_strdup_printf ("%d", slot);

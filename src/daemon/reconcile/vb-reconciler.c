@@ -107,7 +107,7 @@ checked (VbOp *op, GHashTable *before_scan)
   if (op->error == NULL)
     return TRUE;
   vb_state_free (op->candidate);
-  op->candidate = vb_state_copy (op->previous);
+  op->candidate = vb_state_share (op->previous);
   vb_op_compute_status (op);
   return FALSE;
 }
@@ -292,39 +292,70 @@ saw_current (GHashTable *seen, GHashTable *busy, const VbDeviceConfig *d)
          && !g_hash_table_contains (busy, d->name);
 }
 
+/* What an op on a part shows: the status of its part's devices (all that
+ * vb_op_compute_status computed), and that of a device outside it (a step
+ * failed there) if saw_current; then their objects — everything, when
+ * one from outside came in, whose dependents the part may not hold. */
+static void
+show_part (VbDaemon *daemon, VbOp *op)
+{
+  g_autoptr (GHashTable) names = vb_op_part_devices (op);
+  g_autoptr (GHashTable) busy = NULL;
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) outside = g_ptr_array_new_with_free_func (g_free);
+  gboolean all = FALSE;
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, names);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      const VbDeviceConfig *d = vb_state_lookup (daemon->desired, key);
+      if (d)
+        merge_status (daemon, op, d);
+    }
+  g_hash_table_iter_init (&iter, op->status);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_ptr_array_add (outside, g_strdup (key));
+  for (guint i = 0; i < outside->len; i++)
+    {
+      const VbDeviceConfig *d = vb_state_lookup (daemon->desired, outside->pdata[i]);
+      const VbDeviceConfig *as_seen = vb_state_lookup (op->candidate, outside->pdata[i]);
+
+      if (d == NULL || as_seen == NULL)
+        continue;
+      if (busy == NULL)
+        busy = vb_op_parts_busy (daemon->desired, daemon->running_ops);
+      g_hash_table_insert (seen, as_seen->name, (gpointer) as_seen);
+      if (saw_current (seen, busy, d))
+        {
+          merge_status (daemon, op, d);
+          all = TRUE;
+        }
+    }
+  if (all)
+    vb_daemon_publish_sync (daemon);
+  else
+    vb_daemon_publish_sync_devices (daemon, names);
+}
+
 static void
 op_finished (GObject *source, GAsyncResult *result, gpointer data)
 {
   VbOp *op = data;
   VbDaemon *daemon = op->daemon;
 
-  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr (GHashTable) busy = NULL;
-
-  for (guint i = 0; op->candidate && i < op->candidate->devices->len; i++)
-    {
-      VbDeviceConfig *d = op->candidate->devices->pdata[i];
-      g_hash_table_insert (seen, d->name, d);
-    }
   if (op->applied)
     take_outcome (daemon, op);
-  busy = vb_op_parts_busy (daemon->desired, daemon->running_ops);
-  for (guint i = 0; i < daemon->desired->devices->len; i++)
-    {
-      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
-      if (vb_op_in_part (op, d->name) || saw_current (seen, busy, d))
-        merge_status (daemon, op, d);
-    }
-
-  /* an op on a part shows only its part: its status is all it computed
-   * (vb_op_compute_status), and it holds every dependent of its devices */
   if (op->part)
-    {
-      g_autoptr (GHashTable) names = vb_op_part_devices (op);
-      vb_daemon_publish_sync_devices (daemon, names);
-    }
+    show_part (daemon, op);
   else
-    vb_daemon_publish_sync (daemon);
+    {
+      /* a whole-daemon op computed every device's status */
+      for (guint i = 0; i < daemon->desired->devices->len; i++)
+        merge_status (daemon, op, daemon->desired->devices->pdata[i]);
+      vb_daemon_publish_sync (daemon);
+    }
   for (guint i = 0; i < op->events->len; i++)
     {
       const VbOpEvent *event = op->events->pdata[i];
@@ -389,8 +420,11 @@ meets_running (VbDaemon *daemon, GHashTable *part)
 static gboolean
 prepare (VbDaemon *daemon, VbOp *op)
 {
-  op->previous = vb_state_copy (daemon->desired);
-  op->candidate = vb_state_copy (daemon->desired);
+  /* the desired state's configs are replaced, never edited in place: both
+   * share them, and the few a mutate or the worker changes are copied in
+   * the candidate (vb_state_lookup_mut): no copy of the thousands beside */
+  op->previous = vb_state_share (daemon->desired);
+  op->candidate = vb_state_share (daemon->desired);
   op->running = vb_op_running_copy (daemon->running);
   if (op->mutate == NULL
       || op->mutate (daemon, op->candidate, op->user_data, &op->intent, &op->error))
@@ -410,7 +444,7 @@ start (VbDaemon *daemon, VbOp *op)
     {
       /* before the first worker: the world is the state as loaded */
       g_rec_mutex_init (&daemon->world_lock);
-      daemon->world_desired = vb_state_copy (daemon->desired);
+      daemon->world_desired = vb_state_share (daemon->desired);
       daemon->world_running = vb_op_running_copy (daemon->running);
       daemon->kept_looks = vb_kept_looks_new ();
     }

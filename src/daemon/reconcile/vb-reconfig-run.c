@@ -344,7 +344,7 @@ fail (VbOp *op, GError *error)
 {
   /* nothing was saved: the old configuration stays */
   vb_state_free (op->candidate);
-  op->candidate = vb_state_copy (op->previous);
+  op->candidate = vb_state_share (op->previous);
   g_propagate_error (&op->error, error);
 }
 
@@ -413,7 +413,7 @@ vb_reconfig_keeps_a_copy (VbOp *op, GError **error)
   const VbBackend *backend;
 
   if (name == NULL || (old = vb_state_lookup (op->previous, name)) == NULL
-      || (d = vb_state_lookup (op->candidate, name)) == NULL
+      || (d = vb_state_lookup_mut (op->candidate, name)) == NULL
       || (r = g_hash_table_lookup (op->running, d->uuid)) == NULL
       || (backend
           = vb_backend_choose (r->backend, vb_driver_lookup (d->driver), d->attributes, NULL, NULL))
@@ -513,7 +513,7 @@ report (VbOp *op, const Swap *swap, const VbDeviceConfig *nd, gboolean rebuildin
 static void
 commit (VbOp *op, const Swap *swap)
 {
-  VbDeviceConfig *nd = vb_state_lookup (op->candidate, swap->d->name);
+  VbDeviceConfig *nd = vb_state_lookup_mut (op->candidate, swap->d->name);
   gboolean rebuilding = FALSE;
   g_autoptr (GError) local = NULL;
 
@@ -550,7 +550,7 @@ vb_op_reconfigure (VbOp *op)
       return;
     }
   swap.old = vb_state_lookup (op->previous, name);
-  swap.d = vb_state_lookup (op->candidate, name);
+  swap.d = vb_state_lookup_mut (op->candidate, name);
   if (swap.old == NULL || swap.d == NULL)
     return;
   swap.r = g_hash_table_lookup (op->running, swap.d->uuid);
