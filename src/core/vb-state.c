@@ -184,8 +184,8 @@ vb_device_config_free (VbDeviceConfig *d)
   g_free (d);
 }
 
-static gboolean
-attributes_equal (GHashTable *a, GHashTable *b)
+gboolean
+vb_attributes_equal (GHashTable *a, GHashTable *b)
 {
   GHashTableIter iter;
   gpointer key, value;
@@ -216,7 +216,7 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
       || g_strcmp0 (a->driver, b->driver) != 0 || g_strcmp0 (a->backend, b->backend) != 0
       || !a->autostart != !b->autostart || !a->started != !b->started)
     return FALSE;
-  if (!attributes_equal (a->attributes, b->attributes))
+  if (!vb_attributes_equal (a->attributes, b->attributes))
     return FALSE;
   if (a->components->len != b->components->len || a->exports->len != b->exports->len)
     return FALSE;

@@ -60,6 +60,8 @@ VbDeviceConfig *vb_device_config_copy (const VbDeviceConfig *d);
 VbDeviceConfig *vb_device_config_ref (VbDeviceConfig *d);
 /* Drops a reference (vb_state_share); the last frees. */
 void vb_device_config_free (VbDeviceConfig *d);
+/* Two attribute tables (char* -> char*) hold the same pairs. */
+gboolean vb_attributes_equal (GHashTable *a, GHashTable *b);
 /* Field-by-field equality (attributes compared as maps). */
 gboolean vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b);
 

@@ -22,21 +22,6 @@
  * attribute the file does not name takes the value the device had before
  * the attribute existed (a raid0 or linear saved without superblocks
  * stays metadata=none: its data starts at byte 0). */
-static gboolean
-same_attributes (GHashTable *a, GHashTable *b)
-{
-  GHashTableIter iter;
-  gpointer key, value;
-
-  if (g_hash_table_size (a) != g_hash_table_size (b))
-    return FALSE;
-  g_hash_table_iter_init (&iter, a);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    if (g_strcmp0 (value, g_hash_table_lookup (b, key)) != 0 || !g_hash_table_contains (b, key))
-      return FALSE;
-  return TRUE;
-}
-
 gboolean
 vb_state_dir_check (VbState *state, GError **error)
 {
@@ -63,7 +48,7 @@ vb_state_dir_check (VbState *state, GError **error)
         }
       /* only a config that changes is copied (it is shared with what the
        * store keeps as durable: pointers equal, nothing to compare) */
-      if (same_attributes (resolved, d->attributes))
+      if (vb_attributes_equal (resolved, d->attributes))
         g_hash_table_unref (resolved);
       else
         {

@@ -65,6 +65,9 @@ vb_expect_fail NotFound vbmgr show nosuch
 vbmgr stop disk --recursive
 vb_assert_eq stopped "$(vb_state_of part)" "part after recursive stop"
 vb_assert_eq stopped "$(vb_state_of disk)" "disk after recursive stop"
+# the loop device goes when its last opener lets go (a udev probe of the
+# stop's change event may still hold it a moment on a busy machine)
+vb_wait_until 5 eval '[ -z "$(vb_loops_of "$img")" ]' || true
 vb_assert_eq "" "$(vb_loops_of "$img")" "loop devices over the image"
 [ "$(losetup --list --noheadings --output BACK-FILE "$part_bd" 2> /dev/null)" != "$disk_bd" ] ||
   vb_fail "part's loop device $part_bd still sits on $disk_bd"

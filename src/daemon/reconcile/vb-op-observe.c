@@ -69,7 +69,6 @@ vb_op_compute_status (VbOp *op)
   VbProbe probe;
 
   vb_probe_init (&probe, op->candidate, block_devices);
-  probe.kept = op->daemon->kept_looks;
   for (guint i = 0; i < op->candidate->devices->len; i++)
     {
       const VbDeviceConfig *d = op->candidate->devices->pdata[i];

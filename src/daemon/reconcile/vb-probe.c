@@ -20,53 +20,6 @@
 
 #define PROBE_MAX_DEPTH 32
 
-struct _VbKeptLooks {
-  GMutex lock;
-  GHashTable *identity; /* path -> "b:MAJ:MIN" or "f:DEV:INO" */
-};
-
-VbKeptLooks *
-vb_kept_looks_new (void)
-{
-  VbKeptLooks *kept = g_new0 (VbKeptLooks, 1);
-
-  g_mutex_init (&kept->lock);
-  kept->identity = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  return kept;
-}
-
-void
-vb_kept_looks_free (VbKeptLooks *kept)
-{
-  if (kept == NULL)
-    return;
-  g_hash_table_unref (kept->identity);
-  g_mutex_clear (&kept->lock);
-  g_free (kept);
-}
-
-void
-vb_kept_looks_clear (VbKeptLooks *kept)
-{
-  g_mutex_lock (&kept->lock);
-  g_hash_table_remove_all (kept->identity);
-  g_mutex_unlock (&kept->lock);
-}
-
-/* What a look of @path found: its identity kept, or forgotten (@f NULL). */
-static void
-kept_record (VbKeptLooks *kept, const char *path, const VbPathFacts *f)
-{
-  if (kept == NULL)
-    return;
-  g_mutex_lock (&kept->lock);
-  if (f)
-    g_hash_table_replace (kept->identity, g_strdup (path), vb_path_facts_identity (f));
-  else
-    g_hash_table_remove (kept->identity, path);
-  g_mutex_unlock (&kept->lock);
-}
-
 void
 vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices)
 {
@@ -94,32 +47,10 @@ vb_probe_facts (VbProbe *probe, const char *path, VbInspectFlags flags, GError *
   if (f && (f->flags & flags) == flags)
     return f;
   f = vb_inspect (path, flags | (f ? f->flags : 0), VB_INSPECT_TIMEOUT_MS, error);
-  kept_record (probe->kept, path, f);
   if (f == NULL)
     return NULL;
   g_hash_table_replace (probe->facts, g_strdup (path), f);
   return f;
-}
-
-char *
-vb_probe_kept_identity (VbProbe *probe, const char *path)
-{
-  const VbPathFacts *f = g_hash_table_lookup (probe->facts, path);
-  g_autoptr (GError) local = NULL;
-  char *id = NULL;
-
-  if (f)
-    return vb_path_facts_identity (f);
-  if (probe->kept)
-    {
-      g_mutex_lock (&probe->kept->lock);
-      id = g_strdup (g_hash_table_lookup (probe->kept->identity, path));
-      g_mutex_unlock (&probe->kept->lock);
-    }
-  if (id)
-    return id;
-  f = vb_probe_facts (probe, path, VB_INSPECT_TYPE, &local);
-  return f ? vb_path_facts_identity (f) : g_strdup_printf ("p:%s", path);
 }
 
 gboolean

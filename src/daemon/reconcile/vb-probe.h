@@ -12,24 +12,8 @@
 
 G_BEGIN_DECLS
 
-/* The identities of component paths ("b:MAJ:MIN", "f:DEV:INO") as last
- * looked at, kept between ops (one per daemon, any worker thread): the
- * claim's check that a new component is not another device's under
- * another name reads the other devices' components here, rather than
- * looking at each of thousands again at every change. Every successful
- * look of a probe that has them records its path; a failed one forgets
- * it; a whole-daemon op (start-up, udev's events, the policy, a scan)
- * looks at every component again. */
-typedef struct _VbKeptLooks VbKeptLooks;
-
-VbKeptLooks *vb_kept_looks_new (void);
-void vb_kept_looks_free (VbKeptLooks *kept);
-/* Forget every path (before a whole-daemon op looks at them all). */
-void vb_kept_looks_clear (VbKeptLooks *kept);
-
 typedef struct {
   const VbState *state;
-  VbKeptLooks *kept;         /* or NULL: nothing kept, nothing read from there */
   GHashTable *block_devices; /* device name -> block node of a started device */
   GHashTable *sizes;         /* memo: device name -> guint64* */
   GHashTable *facts;         /* memo: path -> VbPathFacts* */
@@ -51,10 +35,6 @@ void vb_probe_clear (VbProbe *probe);
 /* The facts of @path with at least @flags looked at (memoized). */
 const VbPathFacts *vb_probe_facts (VbProbe *probe, const char *path, VbInspectFlags flags,
                                    GError **error);
-/* The identity of @path: as looked at by this probe, else as kept
- * (probe->kept), else looked at now; "p:PATH" when it is not there to
- * look at. */
-char *vb_probe_kept_identity (VbProbe *probe, const char *path);
 /* A path source that is not there: gone, or a block device without medium
  * (a detached loop device). */
 gboolean vb_probe_source_missing (VbProbe *probe, const char *source);

@@ -34,9 +34,8 @@ typedef struct {
 void vb_device_status_free (VbDeviceStatus *status);
 
 typedef struct _VbDaemon VbDaemon;
-typedef struct _VbBus VbBus;             /* ../bus/vb-bus.h: what talks D-Bus */
-typedef struct _VbPolicy VbPolicy;       /* vb-policy.h */
-typedef struct _VbKeptLooks VbKeptLooks; /* vb-probe.h */
+typedef struct _VbBus VbBus;       /* ../bus/vb-bus.h: what talks D-Bus */
+typedef struct _VbPolicy VbPolicy; /* vb-policy.h */
 
 /* How the reconciler reports to what shows the state (the bus side
  * registers one; main thread). */
@@ -91,7 +90,6 @@ struct _VbDaemon {
   VbState *world_desired;    /* configs replaced, never edited (as desired's) */
   GHashTable *world_running; /* uuid -> VbRunning* */
   GHashTable *exports;       /* uuid -> NBD export runtime (vb-exports.c) */
-  VbKeptLooks *kept_looks;   /* component identities between ops (own lock) */
   int exit_status;
   gboolean shutting_down;
   gboolean handover; /* leaving for another vblkd (a takeover): no staying */

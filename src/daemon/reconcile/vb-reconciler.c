@@ -66,7 +66,6 @@ check_touched (VbOp *op, GHashTable *before_scan)
 
   vb_probe_init (&probe, op->candidate, block_devices);
   probe.instance = op->daemon->instance;
-  probe.kept = op->daemon->kept_looks;
   probe.by_superblock = op->mode == VB_OP_POLICY;
   probe.found = op->intent.found;
   for (guint i = 0; i < touched->len && op->error == NULL; i++)
@@ -226,10 +225,6 @@ op_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellabl
   VbOp *op = data;
   g_autoptr (GHashTable) before_scan = vb_op_running_copy (op->running);
 
-  /* a whole-daemon op (it runs alone) looks at every component again:
-   * its checks and the status of every device see them as they are now */
-  if (op->part == NULL)
-    vb_kept_looks_clear (op->daemon->kept_looks);
   op_runs[op->mode](op, before_scan);
   g_task_return_boolean (task, TRUE);
 }
@@ -446,7 +441,6 @@ start (VbDaemon *daemon, VbOp *op)
       g_rec_mutex_init (&daemon->world_lock);
       daemon->world_desired = vb_state_share (daemon->desired);
       daemon->world_running = vb_op_running_copy (daemon->running);
-      daemon->kept_looks = vb_kept_looks_new ();
     }
   g_ptr_array_add (daemon->running_ops, op);
   g_task_set_task_data (task, op, NULL);
