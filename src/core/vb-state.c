@@ -131,7 +131,13 @@ config_digest (const VbDeviceConfig *d)
   h = h * 31 + (d->autostart ? 2 : 0) + (d->started ? 1 : 0);
   g_hash_table_iter_init (&iter, d->attributes);
   while (g_hash_table_iter_next (&iter, &key, &value))
-    attrs += mix (g_str_hash (key), value); /* in no order */
+    {
+      /* summed, in no order; mixed first, so that two values swapped
+       * between their keys change the sum */
+      guint e = mix (g_str_hash (key), value);
+      e = (e ^ (e >> 16)) * 0x45d9f3bu;
+      attrs += e ^ (e >> 16);
+    }
   h = h * 31 + attrs;
   for (guint i = 0; i < d->components->len; i++)
     {
