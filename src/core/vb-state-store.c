@@ -397,10 +397,13 @@ vb_state_stamp (const char *state_path)
 
 /* The devices of @next that are new or differ from @prev (shared, in
  * @next's order; a config the caller kept is never changed in place,
- * vb_state_share, so what is durable is compared by pointer first), and the names of those it no
- * longer has. FALSE when replaying them would not give @next's order. */
+ * vb_state_share, so what is durable is compared by pointer first), and
+ * the names of those it no longer has. A config of @prev equal to
+ * @next's but not the same is replaced by @next's: the next diff finds
+ * it by pointer (a whole-daemon op's world is its own copy). FALSE when
+ * replaying them would not give @next's order. */
 static gboolean
-diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
+diff (VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
 {
   g_autoptr (GHashTable) in_next = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) in_prev = g_hash_table_new (g_str_hash, g_str_equal);
@@ -415,7 +418,7 @@ diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *delete
     {
       VbDeviceConfig *p = prev->devices->pdata[i];
 
-      g_hash_table_insert (in_prev, p->name, p);
+      g_hash_table_insert (in_prev, p->name, GUINT_TO_POINTER (i + 1));
       if (!g_hash_table_contains (in_next, p->name))
         {
           g_ptr_array_add (deletes, g_strdup (p->name));
@@ -433,10 +436,18 @@ diff (const VbState *prev, const VbState *next, VbState *puts, GPtrArray *delete
   for (guint i = 0; i < next->devices->len; i++)
     {
       VbDeviceConfig *d = next->devices->pdata[i];
-      VbDeviceConfig *p = g_hash_table_lookup (in_prev, d->name);
+      guint at = GPOINTER_TO_UINT (g_hash_table_lookup (in_prev, d->name));
+      VbDeviceConfig *p = at ? prev->devices->pdata[at - 1] : NULL;
 
+      if (p == d)
+        continue;
       if (p == NULL || !vb_device_config_equal (p, d))
         g_ptr_array_add (puts->devices, vb_device_config_ref (d));
+      else
+        {
+          prev->devices->pdata[at - 1] = vb_device_config_ref (d);
+          vb_device_config_free (p);
+        }
     }
   return TRUE;
 }

@@ -123,6 +123,34 @@ vb_wait_until 10 eval '"$VBMGR" add keep "$T/stall/disk" --spare 2> /dev/null' |
 vb_assert_eq spare "$(vb_json keep '.components[2].state')" "the spare's state"
 vbmgr remove keep "$T/stall/disk"
 
+vb_log "another device's file stops answering: a create elsewhere gives up on it once, in bounded time"
+vbmgr create far --driver file "$T/stall/disk"
+kill -STOP "$stall"
+vb_mkimg "$T/near1.img" 40M
+vb_mkimg "$T/near2.img" 40M
+start=$(date +%s%N)
+timeout 10 "$VBMGR" create near1 --driver file "$T/near1.img" ||
+  vb_fail "a create beside a stalled component of another device failed"
+elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+{ [ "$elapsed" -ge 1500 ] && [ "$elapsed" -lt 8000 ]; } ||
+  vb_fail "the create beside a stalled path took ${elapsed} ms (the look gives up after 2000 ms)"
+vb_assert_contains "$(cat "$VB_LOG")" \
+  "component '$T/stall/disk': looking at it did not finish within 2000 ms; not compared" \
+  "vblkd's word on the stalled path it could not compare"
+start=$(date +%s%N)
+timeout 10 "$VBMGR" create near2 --driver file "$T/near2.img" ||
+  vb_fail "a second create beside a stalled component failed"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1500 ] || vb_fail "the second create waited again"
+vb_log "once it answers again: the path and a link to it are refused"
+ln -s "$T/stall/disk" "$T/stall-link"
+kill -CONT "$stall"
+vb_wait_until 10 test -e "$T/stall-link" || vb_fail "the stalled file system does not answer again"
+refused Busy "already used by device 'far'" vbmgr create twin --driver file "$T/stall/disk"
+refused Busy "already used by device 'far'" vbmgr create twin --driver file "$T/stall-link"
+vbmgr delete near1
+vbmgr delete near2
+vbmgr delete far
+
 vb_log "another device's file under another name: refused by its identity, looked at now"
 vb_mkimg "$T/f1.img" 40M
 vb_mkimg "$T/f2.img" 40M

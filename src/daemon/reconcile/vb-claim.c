@@ -117,47 +117,70 @@ may_share (const VbDeviceConfig *a, const VbDeviceConfig *b)
   return window_range (a, &a0, &a1) && window_range (b, &b0, &b1) && (a1 <= b0 || b1 <= a0);
 }
 
-/* One name for a source whatever path leads to it ("d:NAME" for a
- * device; "p:PATH" for a path not there to look at). */
-static char *
-identity_of (VbProbe *probe, const char *source)
+/* Every path component of the state's devices but @besides' and its
+ * identity now, looked at in one go once per probe (@besides' own, new
+ * ones among them, are looked at by the claim itself): a path may lead elsewhere since
+ * that device's last op (a file replaced, a link moved), and a device
+ * that autostarts is started without a claim of its own. (Identities
+ * kept between ops let a device be created on another's file, review of
+ * 6e53fa9.) */
+static const GArray *
+identities_of_all (VbProbe *probe, const char *besides)
 {
-  g_autoptr (GError) local = NULL;
-  const VbPathFacts *f;
+  g_autoptr (GPtrArray) paths = NULL;
+  g_autofree VbIdentity *ids = NULL;
 
-  if (g_str_has_prefix (source, "vblk:"))
-    return g_strdup_printf ("d:%s", source + 5);
-  f = vb_probe_facts (probe, source, VB_INSPECT_TYPE, &local);
-  return f ? vb_path_facts_identity (f) : g_strdup_printf ("p:%s", source);
+  if (probe->identities && g_strcmp0 (probe->identities_besides, besides) == 0)
+    return probe->identities;
+  g_clear_pointer (&probe->identities, g_array_unref);
+  g_free (probe->identities_besides);
+  probe->identities_besides = g_strdup (besides);
+  probe->identities = g_array_new (FALSE, FALSE, sizeof (VbProbeIdentity));
+  paths = g_ptr_array_new ();
+  for (guint d = 0; d < probe->state->devices->len; d++)
+    {
+      const VbDeviceConfig *device = probe->state->devices->pdata[d];
+      for (guint j = 0; strcmp (device->name, besides) != 0 && j < device->components->len; j++)
+        {
+          const VbComponentConfig *c = device->components->pdata[j];
+          VbProbeIdentity entry = { device, c->source, { 0 } };
+          if (c->source[0] != '/')
+            continue; /* vblk:NAME and nbd://: never the same file as a path */
+          g_array_append_val (probe->identities, entry);
+          g_ptr_array_add (paths, (gpointer) c->source);
+        }
+    }
+  ids = g_new0 (VbIdentity, paths->len + 1);
+  vb_inspect_identities ((const char *const *) paths->pdata, paths->len, VB_INSPECT_TIMEOUT_MS,
+                         ids);
+  for (guint i = 0; i < paths->len; i++)
+    g_array_index (probe->identities, VbProbeIdentity, i).id = ids[i];
+  return probe->identities;
 }
 
-/* @source against every other device's components, each looked at now:
- * a path may lead elsewhere since that device's last op (a file replaced,
- * a link moved), and a device that autostarts is started without a claim
- * of its own. (An identity kept between ops let a device be created on
- * another's file, review of 6e53fa9; this look is what a change at
- * 10,000 devices spends most on.) */
+/* @source (whose facts are @f) against every other device's components:
+ * the same path, or another path to the same file or disk. */
 static gboolean
-check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source, GError **error)
+check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source,
+              const VbPathFacts *f, GError **error)
 {
-  g_autofree char *id = identity_of (probe, source);
+  VbIdentity id = vb_path_facts_identity (f);
+  const GArray *all;
 
-  for (guint d = 0; d < probe->state->devices->len && !probe->by_superblock; d++)
+  if (probe->by_superblock)
+    return TRUE;
+  all = identities_of_all (probe, config->name);
+  for (guint i = 0; i < all->len; i++)
     {
-      const VbDeviceConfig *other = probe->state->devices->pdata[d];
-      if (strcmp (other->name, config->name) == 0 || may_share (config, other))
+      const VbProbeIdentity *other = &g_array_index (all, VbProbeIdentity, i);
+      if (may_share (config, other->device))
         continue;
-      for (guint j = 0; j < other->components->len; j++)
+      if (strcmp (other->source, source) == 0 || vb_identity_equal (&id, &other->id))
         {
-          const VbComponentConfig *oc = other->components->pdata[j];
-          g_autofree char *oid = identity_of (probe, oc->source);
-          if (strcmp (id, oid) == 0)
-            {
-              g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
-                           _ ("component '%s' is already used by device '%s'"), source,
-                           other->name);
-              return FALSE;
-            }
+          g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+                       _ ("component '%s' is already used by device '%s'"), source,
+                       other->device->name);
+          return FALSE;
         }
     }
   return TRUE;
@@ -232,7 +255,7 @@ claim_one (VbProbe *probe, const VbDeviceConfig *config, const VbComponentConfig
     return FALSE;
   if (!held_by (holder, c->source) && !check_unused (c->source, f, error))
     return FALSE;
-  return check_shared (probe, config, c->source, error);
+  return check_shared (probe, config, c->source, f, error);
 }
 
 gboolean

@@ -556,7 +556,10 @@ gone (VbHotplugItem *item)
   while (g_hash_table_iter_next (&iter, &key, &value))
     if (strcmp (value, item->devnode) == 0)
       g_hash_table_iter_remove (&iter);
-  for (guint i = 0; i < daemon->desired->devices->len; i++)
+  /* nothing started, nothing held the node (no walk of every device at
+   * each node that goes while thousands are configured) */
+  for (guint i = 0; g_hash_table_size (daemon->running) > 0 && i < daemon->desired->devices->len;
+       i++)
     {
       const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (daemon->running, d->uuid);

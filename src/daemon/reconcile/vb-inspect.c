@@ -39,12 +39,34 @@ vb_path_facts_free (VbPathFacts *facts)
   g_free (facts);
 }
 
-char *
+VbIdentity
 vb_path_facts_identity (const VbPathFacts *facts)
 {
-  if (facts->is_block)
-    return g_strdup_printf ("b:%u:%u", major (facts->dev), minor (facts->dev));
-  return g_strdup_printf ("f:%lu:%lu", (gulong) facts->dev, (gulong) facts->ino);
+  return (VbIdentity){ .kind = facts->is_block ? 'b' : 'f',
+                       .dev = facts->dev,
+                       .ino = facts->is_block ? 0 : facts->ino };
+}
+
+gboolean
+vb_identity_equal (const VbIdentity *a, const VbIdentity *b)
+{
+  return a->kind != 0 && a->kind == b->kind && a->dev == b->dev && a->ino == b->ino;
+}
+
+/* The identity of @path now: what vb_stat_component sees, without
+ * opening anything. */
+static VbIdentity
+identity_now (const char *path)
+{
+  struct stat st;
+
+  if (stat (path, &st) < 0)
+    return (VbIdentity){ 0 };
+  if (S_ISBLK (st.st_mode))
+    return (VbIdentity){ .kind = 'b', .dev = st.st_rdev };
+  if (S_ISREG (st.st_mode))
+    return (VbIdentity){ .kind = 'f', .dev = st.st_dev, .ino = st.st_ino };
+  return (VbIdentity){ 0 };
 }
 
 static char *
@@ -374,6 +396,7 @@ stalled_set (const char *path, gboolean on)
  * of a change's cost with 1,000 devices. A look that hangs keeps its
  * thread; the pool (no limit) makes another for the next. */
 static GThreadPool *look_pool;
+static GOnce pool_once = G_ONCE_INIT;
 
 static void
 look_run (gpointer data, gpointer user_data)
@@ -400,10 +423,135 @@ make_look_pool (gpointer data)
   return g_thread_pool_new (look_run, NULL, -1, FALSE, NULL);
 }
 
+/* The runs of identities: a pool of their own, as the looks'. */
+static GThreadPool *id_pool;
+static GOnce id_pool_once = G_ONCE_INIT;
+
+/* The identities of a run of paths, shared like a Look: the thread
+ * writes each identity, then moves @at past it. */
+typedef struct {
+  gint ref;
+  GMutex lock;
+  GCond cond;
+  gboolean done;
+  gboolean abandoned;
+  GStrv paths;
+  guint n;
+  guint at; /* the path being looked at */
+  VbIdentity *ids;
+} IdLook;
+
+static void
+id_look_unref (IdLook *look)
+{
+  if (!g_atomic_int_dec_and_test (&look->ref))
+    return;
+  g_strfreev (look->paths);
+  g_free (look->ids);
+  g_mutex_clear (&look->lock);
+  g_cond_clear (&look->cond);
+  g_free (look);
+}
+
+static void
+id_look_run (gpointer data, gpointer user_data)
+{
+  IdLook *look = data;
+  gint64 since;
+
+  for (guint i = 0; i < look->n; i++)
+    {
+      VbIdentity id = stalled_since (look->paths[i], &since) ? (VbIdentity){ 0 }
+                                                             : identity_now (look->paths[i]);
+      g_mutex_lock (&look->lock);
+      look->ids[i] = id;
+      look->at = i + 1;
+      if (look->abandoned)
+        {
+          /* the caller gave up on path i, which answered after all */
+          stalled_set (look->paths[i], FALSE);
+          g_mutex_unlock (&look->lock);
+          break;
+        }
+      g_mutex_unlock (&look->lock);
+    }
+  g_mutex_lock (&look->lock);
+  look->done = TRUE;
+  g_cond_signal (&look->cond);
+  g_mutex_unlock (&look->lock);
+  id_look_unref (look);
+}
+
+static gpointer
+make_id_pool (gpointer data)
+{
+  return g_thread_pool_new (id_look_run, NULL, -1, FALSE, NULL);
+}
+
+/* The identities of @paths from the first on, into @out, until a path
+ * makes no progress for @timeout_ms: returns how many were looked at
+ * (the one after them stalled) or @n (all). */
+static guint
+identities_run (const char *const *paths, guint n, guint timeout_ms, VbIdentity *out)
+{
+  g_autoptr (GError) push_error = NULL;
+  IdLook *look = g_new0 (IdLook, 1);
+  guint seen = 0, got;
+
+  look->ref = 2;
+  g_mutex_init (&look->lock);
+  g_cond_init (&look->cond);
+  look->paths = g_new0 (char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    look->paths[i] = g_strdup (paths[i]);
+  look->n = n;
+  look->ids = g_new0 (VbIdentity, n);
+  id_pool = g_once (&id_pool_once, make_id_pool, NULL);
+  if (!g_thread_pool_push (id_pool, look, &push_error))
+    g_warning ("vblk: looking at %u paths: %s", n, push_error->message);
+  g_mutex_lock (&look->lock);
+  while (!look->done)
+    {
+      gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+      seen = look->at;
+      while (!look->done && g_cond_wait_until (&look->cond, &look->lock, deadline))
+        ;
+      if (!look->done && look->at == seen)
+        {
+          look->abandoned = TRUE;
+          stalled_set (look->paths[seen], TRUE);
+          g_warning ("vblk: component '%s': looking at it did not finish within %u ms; not "
+                     "compared with the others",
+                     look->paths[seen], timeout_ms);
+          break;
+        }
+    }
+  got = look->done ? look->n : look->at;
+  memcpy (out, look->ids, got * sizeof *out);
+  g_mutex_unlock (&look->lock);
+  id_look_unref (look);
+  return got;
+}
+
+void
+vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms, VbIdentity *out)
+{
+  const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
+  guint from = 0;
+
+  if (test_timeout)
+    timeout_ms = (guint) g_ascii_strtoull (test_timeout, NULL, 10);
+  while (from < n_paths)
+    {
+      from += identities_run (paths + from, n_paths - from, timeout_ms, out + from);
+      if (from < n_paths)
+        out[from++] = (VbIdentity){ 0 };
+    }
+}
+
 VbPathFacts *
 vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **error)
 {
-  static GOnce pool_once = G_ONCE_INIT;
   const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
   g_autoptr (GError) push_error = NULL;
   VbPathFacts *facts = NULL;

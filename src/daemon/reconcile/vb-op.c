@@ -181,10 +181,11 @@ world_desired_with (VbOp *op)
 {
   VbState *state;
 
+  /* the world's configs are replaced, never edited: shared (the op
+   * changes its candidate's through vb_state_lookup_mut, copy on write);
+   * the part's come in as copies */
   if (op->part == NULL)
-    return vb_state_copy (op->candidate);
-  /* the world's configs are replaced, never edited: shared; the part's
-   * come in as copies (the op may still change its candidate) */
+    return vb_state_share (op->candidate);
   state = vb_state_share (op->daemon->world_desired);
   vb_op_part_merge_state (op, state, op->candidate);
   return state;

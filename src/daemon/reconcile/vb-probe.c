@@ -37,6 +37,8 @@ vb_probe_clear (VbProbe *probe)
 {
   g_clear_pointer (&probe->sizes, g_hash_table_unref);
   g_clear_pointer (&probe->facts, g_hash_table_unref);
+  g_clear_pointer (&probe->identities, g_array_unref);
+  g_clear_pointer (&probe->identities_besides, g_free);
 }
 
 const VbPathFacts *

@@ -28,7 +28,17 @@ typedef struct {
   gboolean by_superblock;
   /* with by_superblock: the paths found so (the others are not claimed) */
   GHashTable *found;
+  /* memo of the claim (vb-claim.c): every path component of the state's
+   * devices but one with its identity, looked at once per probe */
+  GArray *identities;       /* VbProbeIdentity */
+  char *identities_besides; /* the device whose components are not in it */
 } VbProbe;
+
+typedef struct {
+  const VbDeviceConfig *device;
+  const char *source;
+  VbIdentity id;
+} VbProbeIdentity;
 
 void vb_probe_init (VbProbe *probe, const VbState *state, GHashTable *block_devices);
 void vb_probe_clear (VbProbe *probe);
