@@ -200,6 +200,37 @@ check_uuids (const VbState *state, const char *origin, GError **error)
   return TRUE;
 }
 
+/* No UUID of @puts (the devices a change writes) twice in @next: the
+ * rest of @next is what was saved, checked when it was (O(puts × N), no
+ * table of every UUID at each change). */
+static gboolean
+check_put_uuids (const VbState *next, const VbState *puts, const char *origin, GError **error)
+{
+  for (guint p = 0; p < puts->devices->len; p++)
+    {
+      const VbDeviceConfig *put = puts->devices->pdata[p];
+      gint at = -1;
+
+      if (put->uuid == NULL)
+        continue;
+      for (guint i = 0; at < 0 && i < next->devices->len; i++)
+        if (strcmp (((const VbDeviceConfig *) next->devices->pdata[i])->name, put->name) == 0)
+          at = (gint) i;
+      for (guint i = 0; i < next->devices->len; i++)
+        {
+          const VbDeviceConfig *d = next->devices->pdata[i];
+          if ((gint) i == at || d->uuid == NULL || g_ascii_strcasecmp (d->uuid, put->uuid) != 0)
+            continue;
+          g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
+                       _ ("%s: devices '%s' and '%s' have the same UUID %s"), origin,
+                       (gint) i < at ? d->name : put->name, (gint) i < at ? put->name : d->name,
+                       (gint) i < at ? put->uuid : d->uuid);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 /* Replays the journal @data onto @state (read from the state.json whose
  * SHA-256 is info->base). */
 static gboolean
@@ -482,7 +513,7 @@ record_line (VbStateStore *store, const VbState *puts, GPtrArray *deletes, const
   if (back != NULL && !record_reads_back (back, back_deletes, puts, deletes))
     g_set_error_literal (&local, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                          "the change reads back otherwise");
-  if (back == NULL || local != NULL || !check_uuids (next, "the state to save", &local))
+  if (back == NULL || local != NULL || !check_put_uuids (next, puts, "the state to save", &local))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                    _ ("%s: not saved, it would not load again: %s"), store->journal_path,

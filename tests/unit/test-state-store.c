@@ -405,9 +405,23 @@ test_refused_change (Fixture *f, gconstpointer data)
   g_assert_false (vb_state_store_commit (store, state, &error));
   g_assert_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT);
   g_assert_nonnull (strstr (error->message, "would not load again"));
+  g_assert_nonnull (strstr (error->message, "devices 'a' and 'c' have the same UUID"));
   assert_loads (f, before);
-  /* the store goes on from what is on disk */
+  g_clear_error (&error);
+  /* a device kept whose UUID changes to another's: refused too, named in
+   * the state's order (only the changed devices are checked at a change) */
   g_ptr_array_remove_index (state->devices, 2);
+  {
+    VbDeviceConfig *b = vb_state_lookup_mut (state, "b");
+    g_free (b->uuid);
+    b->uuid = g_ascii_strup (((VbDeviceConfig *) state->devices->pdata[0])->uuid, -1);
+  }
+  g_assert_false (vb_state_store_commit (store, state, &error));
+  g_assert_nonnull (strstr (error->message, "devices 'a' and 'b' have the same UUID"));
+  assert_loads (f, before);
+  vb_state_free (state);
+  state = vb_state_copy (before);
+  /* the store goes on from what is on disk */
   g_ptr_array_add (state->devices, device ("d", 4));
   commit (store, state);
   assert_loads (f, state);

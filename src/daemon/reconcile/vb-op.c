@@ -152,7 +152,8 @@ vb_op_block_devices_of (const VbState *state, GHashTable *running)
 {
   GHashTable *map = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
-  for (guint i = 0; i < state->devices->len; i++)
+  /* nothing runs (thousands configured, none started): no walk */
+  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (running, d->uuid);
