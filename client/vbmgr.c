@@ -232,6 +232,28 @@ vb_mgr_connect (void)
   return g_steal_pointer (&manager);
 }
 
+GVariant *
+vb_mgr_managed_objects (const char *command)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
+  g_autoptr (GVariant) reply = NULL;
+
+  /* Without NO_AUTO_START, the bus activates vblkd when it can. */
+  if (bus != NULL)
+    reply = g_dbus_connection_call_sync (
+        bus, VB_BUS_NAME, VB_OBJECT_ROOT, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
+        NULL, G_VARIANT_TYPE ("(a{oa{sa{sv}}})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+  /* nobody owns the name and the bus cannot start it: said as the
+   * object manager's client says it (vb_mgr_connect) */
+  if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
+      || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+    no_owner ();
+  else if (reply == NULL)
+    vb_mgr_fail (command, NULL, error);
+  return reply ? g_variant_get_child_value (reply, 0) : NULL;
+}
+
 VbDBusDevice *
 vb_mgr_lookup_device (GDBusObjectManager *manager, const char *command, const char *name)
 {

@@ -98,6 +98,10 @@ VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager, const char *comm
 /* The Component interface at @path, or NULL. */
 /* @manager NULL: the component's object fetched alone (vbmgr show) */
 VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path);
+/* Every object with its interfaces' properties, as GetManagedObjects
+ * gives them (a{oa{sa{sv}}}): one call, no proxy for each object; NULL
+ * after saying why (as vb_mgr_fail). */
+GVariant *vb_mgr_managed_objects (const char *command);
 /* Every device, sorted by name (VbDBusDevice*, owned). */
 GPtrArray *vb_mgr_list_devices (GDBusObjectManager *manager);
 /* Name of the device at @path (its Name property, or the unescaped last
