@@ -488,15 +488,12 @@ make_id_pool (gpointer data)
   return g_thread_pool_new (id_look_run, NULL, -1, FALSE, NULL);
 }
 
-/* The identities of @paths from the first on, into @out, until a path
- * makes no progress for @timeout_ms: returns how many were looked at
- * (the one after them stalled) or @n (all). */
-static guint
-identities_run (const char *const *paths, guint n, guint timeout_ms, VbIdentity *out)
+/* The identities of @paths looked at on a pool thread from the first on. */
+static IdLook *
+id_look_start (const char *const *paths, guint n)
 {
   g_autoptr (GError) push_error = NULL;
   IdLook *look = g_new0 (IdLook, 1);
-  guint seen = 0, got;
 
   look->ref = 2;
   g_mutex_init (&look->lock);
@@ -509,6 +506,17 @@ identities_run (const char *const *paths, guint n, guint timeout_ms, VbIdentity 
   id_pool = g_once (&id_pool_once, make_id_pool, NULL);
   if (!g_thread_pool_push (id_pool, look, &push_error))
     g_warning ("vblk: looking at %u paths: %s", n, push_error->message);
+  return look;
+}
+
+/* Waits for @look until a path makes no progress for @timeout_ms; the
+ * identities into @out: returns how many were looked at (the one after
+ * them stalled) or all. */
+static guint
+id_look_finish (IdLook *look, guint timeout_ms, VbIdentity *out)
+{
+  guint seen, got;
+
   g_mutex_lock (&look->lock);
   while (!look->done)
     {
@@ -533,19 +541,39 @@ identities_run (const char *const *paths, guint n, guint timeout_ms, VbIdentity 
   return got;
 }
 
+/* Paths a thread looks at, at least: fewer share one (10,000 stat()s take
+ * about 8 ms on one thread). */
+#define IDENTITIES_PER_THREAD 2048
+
 void
 vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms, VbIdentity *out)
 {
   const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
-  guint from = 0;
+  guint n_runs = CLAMP (n_paths / IDENTITIES_PER_THREAD, 1, (guint) g_get_num_processors ());
+  guint per = n_runs ? (n_paths + n_runs - 1) / n_runs : 0;
+  g_autofree IdLook **runs = g_new0 (IdLook *, n_runs);
 
   if (test_timeout)
     timeout_ms = (guint) g_ascii_strtoull (test_timeout, NULL, 10);
-  while (from < n_paths)
+  if (n_paths == 0)
+    return;
+  for (guint r = 0; r < n_runs; r++)
+    if (r * per < n_paths)
+      runs[r] = id_look_start (paths + r * per, MIN (per, n_paths - r * per));
+  for (guint r = 0; r < n_runs; r++)
     {
-      from += identities_run (paths + from, n_paths - from, timeout_ms, out + from);
-      if (from < n_paths)
-        out[from++] = (VbIdentity){ 0 };
+      guint from = r * per, end = MIN (from + per, n_paths);
+      if (runs[r] == NULL)
+        continue;
+      from += id_look_finish (runs[r], timeout_ms, out + from);
+      /* past a stalled path: the rest of this run, on another thread */
+      while (from < end)
+        {
+          out[from++] = (VbIdentity){ 0 };
+          if (from < end)
+            from += id_look_finish (id_look_start (paths + from, end - from), timeout_ms,
+                                    out + from);
+        }
     }
 }
 
