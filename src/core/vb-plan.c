@@ -194,8 +194,9 @@ vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *ru
   for (guint i = 0; i < desired->devices->len; i++)
     {
       const VbDeviceConfig *d = desired->devices->pdata[i];
-      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
-      if (d->started && r && r->attributes && !attributes_equal (r->attributes, d->attributes))
+      /* (a device not started is not looked up: thousands may be configured) */
+      const VbRunning *r = d->started ? g_hash_table_lookup (running, d->uuid) : NULL;
+      if (r && r->attributes && !attributes_equal (r->attributes, d->attributes))
         g_ptr_array_add (plan,
                          step_new (VB_STEP_UPDATE, d->name, d->uuid, r->block_device, r->backend));
     }

@@ -42,7 +42,8 @@ vb_devlinks_sync (const char *dev_dir, const VbState *state, GHashTable *running
       g_warning ("vblk: cannot create %s: %s", dev_dir, g_strerror (errno));
       return;
     }
-  for (guint i = 0; i < state->devices->len; i++)
+  /* (nothing runs: no device looked up, thousands may be configured) */
+  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (running, d->uuid);

@@ -180,11 +180,12 @@ vb_exports_sync (GHashTable *exports, const VbState *state, GHashTable *running,
   for (guint i = 0; i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
-      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
+      /* (a device without exports is not looked up: thousands may be configured) */
+      const VbRunning *r = d->exports->len ? g_hash_table_lookup (running, d->uuid) : NULL;
       g_autoptr (GError) error = NULL;
       Export *x;
 
-      if (r == NULL || d->exports->len == 0 || g_hash_table_contains (exports, d->uuid))
+      if (r == NULL || g_hash_table_contains (exports, d->uuid))
         continue;
       x = export_start (d, r, &error);
       if (x == NULL)

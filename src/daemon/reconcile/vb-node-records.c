@@ -26,7 +26,8 @@ record_name (dev_t devnum)
 static void
 add_devices (GHashTable *want, const VbState *state, GHashTable *running)
 {
-  for (guint i = 0; i < state->devices->len; i++)
+  /* (nothing runs: no device looked up, thousands may be configured) */
+  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
     {
       const VbDeviceConfig *d = state->devices->pdata[i];
       const VbRunning *r = g_hash_table_lookup (running, d->uuid);
