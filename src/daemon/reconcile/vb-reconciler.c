@@ -11,6 +11,7 @@
 #include "vb-probe.h"
 #include "vb-testhook.h"
 
+#include <malloc.h>
 #include <string.h>
 
 /* Device by device, in order (as the JSON of the two would compare; that
@@ -334,6 +335,23 @@ show_part (VbDaemon *daemon, VbOp *op)
     vb_daemon_publish_sync_devices (daemon, names);
 }
 
+/* Nothing runs or waits: the memory ops freed goes back to the system,
+ * at most once a second. Each op runs on a pool thread with its own
+ * malloc arena; their free pages stayed (10,000 creates left 22 MiB more
+ * than a restart on the same state). */
+static void
+give_back_memory (VbDaemon *daemon)
+{
+  static gint64 last;
+  gint64 now = g_get_monotonic_time ();
+
+  if (daemon->running_ops->len > 0 || !g_queue_is_empty (&daemon->ops)
+      || now - last < G_USEC_PER_SEC)
+    return;
+  last = now;
+  malloc_trim (0);
+}
+
 static void
 op_finished (GObject *source, GAsyncResult *result, gpointer data)
 {
@@ -369,7 +387,10 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
   if (daemon->quit_pending)
     vb_daemon_quit (daemon);
   else
-    op_run_next (daemon);
+    {
+      op_run_next (daemon);
+      give_back_memory (daemon);
+    }
 }
 
 /* A node runs that belongs to no device: the next op's plan stops it, so
