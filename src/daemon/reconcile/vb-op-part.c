@@ -78,6 +78,21 @@ add_connected (GHashTable *part, const VbState *state, GHashTable *above, const 
 }
 
 GHashTable *
+vb_op_part_index (const VbState *state)
+{
+  return dependents_index (state);
+}
+
+GHashTable *
+vb_op_part_in (const VbState *state, GHashTable *above, const char *name)
+{
+  GHashTable *part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  add_connected (part, state, above, name);
+  return part;
+}
+
+GHashTable *
 vb_op_part_new (const VbState *before, const VbState *after, const char *const *names)
 {
   GHashTable *part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);

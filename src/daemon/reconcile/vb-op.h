@@ -76,6 +76,11 @@ void vb_op_sync_links (VbOp *op);
 /* vb-op-part.c */
 /* The connected parts of @names in @before and @after (may be NULL). */
 GHashTable *vb_op_part_new (const VbState *before, const VbState *after, const char *const *names);
+/* Which devices are built on which in @state (for vb_op_part_in): one
+ * pass over it, for every part the dispatcher computes in one go. */
+GHashTable *vb_op_part_index (const VbState *state);
+/* The connected part of @name in @state, whose index @above is. */
+GHashTable *vb_op_part_in (const VbState *state, GHashTable *above, const char *name);
 /* After its mutate: the part of what the op names, touched and intends. */
 GHashTable *vb_op_part_of (VbOp *op);
 /* NULL meets everything. */

@@ -493,12 +493,17 @@ dispatch_whole (VbDaemon *daemon, GList *link, GPtrArray *waiting)
  * reached a part in use goes back to wait in its place. FALSE: stop
  * looking. */
 static gboolean
-dispatch_one (VbDaemon *daemon, GList *link, GPtrArray *waiting)
+dispatch_one (VbDaemon *daemon, GList *link, GPtrArray *waiting, GHashTable **above)
 {
   VbOp *op = link->data;
   GList *next = link->next;
-  const char *names[] = { op->device, NULL };
-  GHashTable *before = vb_op_part_new (daemon->desired, NULL, names);
+  GHashTable *before;
+
+  /* the desired state stays while the dispatcher runs (only an op's end
+   * changes it): one index of it for every waiting op's part */
+  if (*above == NULL)
+    *above = vb_op_part_index (daemon->desired);
+  before = vb_op_part_in (daemon->desired, *above, op->device);
 
   if (meets_running (daemon, before) || meets_any (waiting, before))
     {
@@ -526,6 +531,7 @@ dispatch (VbDaemon *daemon)
 {
   g_autoptr (GPtrArray) waiting
       = g_ptr_array_new_with_free_func ((GDestroyNotify) g_hash_table_unref);
+  g_autoptr (GHashTable) above = NULL;
   GList *next;
 
   for (GList *l = daemon->ops.head; l && !daemon->quit_pending; l = next)
@@ -537,7 +543,7 @@ dispatch (VbDaemon *daemon)
       if (op->device == NULL || orphans_run (daemon))
         go_on = dispatch_whole (daemon, l, waiting);
       else
-        go_on = dispatch_one (daemon, l, waiting);
+        go_on = dispatch_one (daemon, l, waiting, &above);
       if (!go_on)
         return;
     }
