@@ -10,7 +10,6 @@
 #include "vb-exports.h"
 #include "vb-jobs.h"
 #include "vb-manager.h"
-#include "vb-object-props.h"
 #include "vb-objects.h"
 #include "vb-policy-dbus.h"
 #include "vb-state-dir.h"
@@ -365,8 +364,6 @@ boot (VbDaemon *daemon)
       vb_daemon_quit (daemon);
       return FALSE;
     }
-  /* GetManagedObjects: properties from the typed getters */
-  vb_object_props_install ();
   daemon->bus->object_manager = g_dbus_object_manager_server_new (VB_OBJECT_ROOT);
   vb_manager_export (daemon);
   vb_policy_dbus_export (daemon);
