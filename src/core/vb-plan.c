@@ -86,23 +86,6 @@ step_new (VbStepKind kind, const char *name, const char *uuid, const char *block
   return step;
 }
 
-static gboolean
-attributes_equal (GHashTable *a, GHashTable *b)
-{
-  GHashTableIter iter;
-  gpointer k, v;
-
-  if (a == NULL || b == NULL)
-    return a == b;
-  if (g_hash_table_size (a) != g_hash_table_size (b))
-    return FALSE;
-  g_hash_table_iter_init (&iter, a);
-  while (g_hash_table_iter_next (&iter, &k, &v))
-    if (g_strcmp0 (v, g_hash_table_lookup (b, k)) != 0)
-      return FALSE;
-  return TRUE;
-}
-
 /* uuid -> config of every device of @state (NULL: an empty table) */
 static GHashTable *
 by_uuid (const VbState *state)
@@ -196,7 +179,7 @@ vb_plan_compute (const VbState *previous, const VbState *desired, GHashTable *ru
       const VbDeviceConfig *d = desired->devices->pdata[i];
       /* (a device not started is not looked up: thousands may be configured) */
       const VbRunning *r = d->started ? g_hash_table_lookup (running, d->uuid) : NULL;
-      if (r && r->attributes && !attributes_equal (r->attributes, d->attributes))
+      if (r && r->attributes && !vb_attributes_equal (r->attributes, d->attributes))
         g_ptr_array_add (plan,
                          step_new (VB_STEP_UPDATE, d->name, d->uuid, r->block_device, r->backend));
     }

@@ -247,6 +247,81 @@ test_world_save (void)
   g_rmdir (dir);
 }
 
+/* Two ops create a device each at once and save one after the other:
+ * each new device comes last in the world, after the other's, so both
+ * saves are journal records (state.json stays as it was) and the world
+ * and state.json hold both, in the order of the saves. */
+static void
+test_create_together (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("test-op-part-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "state.json", NULL);
+  g_autoptr (VbState) desired = sample ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VbState) saved = NULL;
+  g_autofree char *before = NULL, *after = NULL;
+  VbDaemon daemon = { 0 };
+  VbOp ops[2] = { { 0 } };
+  const char *made[2] = { "x", "y" };
+
+  daemon.state_path = path;
+  daemon.store = vb_state_store_new (path);
+  saved = vb_state_store_load (daemon.store, &error);
+  g_assert_no_error (error);
+  g_assert_true (vb_state_store_commit (daemon.store, desired, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &before, NULL, NULL));
+  g_rec_mutex_init (&daemon.world_lock);
+  daemon.world_desired = vb_state_share (desired);
+  daemon.world_running
+      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *names[] = { made[i], NULL };
+      g_autofree char *source = g_strdup_printf ("/img/%s.img", made[i]);
+      ops[i].daemon = &daemon;
+      ops[i].previous = vb_state_share (desired);
+      ops[i].candidate = vb_state_share (desired);
+      add (ops[i].candidate, made[i], source);
+      ops[i].running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                              (GDestroyNotify) vb_running_free);
+      ops[i].part = vb_op_part_new (ops[i].previous, ops[i].candidate, names);
+    }
+  /* the second op's candidate has y where the world already has x */
+  for (guint i = 0; i < 2; i++)
+    {
+      g_assert_true (vb_op_save (&ops[i], &error));
+      g_assert_no_error (error);
+    }
+
+  g_assert_true (g_file_get_contents (path, &after, NULL, NULL));
+  g_assert_cmpstr (before, ==, after);
+  g_assert_true (g_file_test (vb_state_store_journal_path (daemon.store), G_FILE_TEST_EXISTS));
+  g_clear_pointer (&saved, vb_state_free);
+  saved = vb_state_read (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (saved->devices->len, ==, 6);
+  g_assert_cmpint (vb_state_index_of (saved, "x"), ==, 4);
+  g_assert_cmpint (vb_state_index_of (saved, "y"), ==, 5);
+  g_assert_cmpint (vb_state_index_of (daemon.world_desired, "x"), ==, 4);
+  g_assert_cmpint (vb_state_index_of (daemon.world_desired, "y"), ==, 5);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      vb_state_free (ops[i].previous);
+      vb_state_free (ops[i].candidate);
+      g_hash_table_unref (ops[i].running);
+      g_hash_table_unref (ops[i].part);
+    }
+  vb_state_free (daemon.world_desired);
+  g_hash_table_unref (daemon.world_running);
+  g_rec_mutex_clear (&daemon.world_lock);
+  g_unlink (vb_state_store_journal_path (daemon.store));
+  vb_state_store_free (daemon.store);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -256,5 +331,6 @@ main (int argc, char **argv)
   g_test_add_func ("/op-part/busy", test_busy);
   g_test_add_func ("/op-part/merge", test_merge);
   g_test_add_func ("/op-part/world-save", test_world_save);
+  g_test_add_func ("/op-part/create-together", test_create_together);
   return g_test_run ();
 }

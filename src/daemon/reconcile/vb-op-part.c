@@ -274,7 +274,8 @@ vb_op_part_devices (const VbOp *op)
 }
 
 /* The devices of @op's part as @from has them go into @into (those @from
- * lacks go out); NULL part: @into becomes @from. */
+ * lacks go out, those @into lacks come in last); NULL part: @into
+ * becomes @from. */
 void
 vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
 {
@@ -297,9 +298,12 @@ vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
         g_ptr_array_remove_index (into->devices, at);
       if (now == NULL)
         continue;
-      where = at >= 0 ? at : vb_state_index_of (from, name);
-      g_ptr_array_insert (into->devices, MIN ((guint) where, into->devices->len),
-                          vb_device_config_copy (now));
+      /* a new device goes last, after those other ops added meanwhile:
+       * the store's journal records a change only while the devices kept
+       * keep their order (at its place in @from, two ops creating at once
+       * rewrote the whole state.json at every save) */
+      where = at >= 0 ? at : (gint) into->devices->len;
+      g_ptr_array_insert (into->devices, where, vb_device_config_copy (now));
     }
 }
 
