@@ -71,6 +71,11 @@ vb_stop_daemon
 t=$(date +%s%N)
 vb_start_daemon
 startup_ms=$(ms_since "$t")
+# RSS once the start-up op (every device's status and object) is done
+starts=$(grep -c '^=== vblkd start' "$VB_LOG")
+vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]' ||
+  vb_fail "vblkd did not say it is ready"
+sleep 0.5
 rss_restarted=$(rss_mib)
 vb_stop_daemon
 

@@ -246,8 +246,10 @@ vb_mgr_managed_objects (const char *command)
         NULL, G_VARIANT_TYPE ("(a{oa{sa{sv}}})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
   /* nobody owns the name and the bus cannot start it: said as the
    * object manager's client says it (vb_mgr_connect) */
-  if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
-      || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+  if (bus == NULL)
+    vb_mgr_unreachable (error->message); /* no system bus */
+  else if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
+           || g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
     no_owner ();
   else if (reply == NULL)
     vb_mgr_fail (command, NULL, error);

@@ -438,6 +438,10 @@ diff (VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
 {
   g_autoptr (GHashTable) in_next = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) in_prev = g_hash_table_new (g_str_hash, g_str_equal);
+  /* the adopted ones' old configs, freed once in_prev (keyed by their
+   * names) is no longer read */
+  g_autoptr (GPtrArray) replaced
+      = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_device_config_free);
   guint j = 0;
 
   for (guint i = 0; i < next->devices->len; i++)
@@ -477,7 +481,7 @@ diff (VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
       else
         {
           prev->devices->pdata[at - 1] = vb_device_config_ref (d);
-          vb_device_config_free (p);
+          g_ptr_array_add (replaced, p);
         }
     }
   return TRUE;

@@ -145,6 +145,9 @@ vb_log "once it answers again: the path and a link to it are refused"
 ln -s "$T/stall/disk" "$T/stall-link"
 kill -CONT "$stall"
 vb_wait_until 10 test -e "$T/stall-link" || vb_fail "the stalled file system does not answer again"
+# vblkd's own look, given up on, ends a moment later and clears its mark
+vb_wait_until 10 eval '! "$VBMGR" create twin --driver file "$T/stall/disk" 2>&1 | grep -q "still not answering"' ||
+  vb_fail "vblkd still takes the file system for stalled"
 refused Busy "already used by device 'far'" vbmgr create twin --driver file "$T/stall/disk"
 refused Busy "already used by device 'far'" vbmgr create twin --driver file "$T/stall-link"
 vbmgr delete near1

@@ -247,10 +247,11 @@ test_world_save (void)
   g_rmdir (dir);
 }
 
-/* Two ops create a device each at once and save one after the other:
- * each new device comes last in the world, after the other's, so both
+/* Two ops create devices at once and save one after the other: each
+ * new device comes last in the world, after the other op's, so both
  * saves are journal records (state.json stays as it was) and the world
- * and state.json hold both, in the order of the saves. */
+ * and state.json hold them all, in the order of the saves and, within
+ * one op, of its candidate (the first makes x, then x2). */
 static void
 test_create_together (void)
 {
@@ -277,12 +278,14 @@ test_create_together (void)
       = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   for (guint i = 0; i < 2; i++)
     {
-      const char *names[] = { made[i], NULL };
+      const char *names[] = { made[i], i == 0 ? "x2" : NULL, NULL };
       g_autofree char *source = g_strdup_printf ("/img/%s.img", made[i]);
       ops[i].daemon = &daemon;
       ops[i].previous = vb_state_share (desired);
       ops[i].candidate = vb_state_share (desired);
       add (ops[i].candidate, made[i], source);
+      if (i == 0)
+        add (ops[i].candidate, "x2", "/img/x2.img");
       ops[i].running = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                               (GDestroyNotify) vb_running_free);
       ops[i].part = vb_op_part_new (ops[i].previous, ops[i].candidate, names);
@@ -300,11 +303,13 @@ test_create_together (void)
   g_clear_pointer (&saved, vb_state_free);
   saved = vb_state_read (path, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (saved->devices->len, ==, 6);
+  g_assert_cmpuint (saved->devices->len, ==, 7);
   g_assert_cmpint (vb_state_index_of (saved, "x"), ==, 4);
-  g_assert_cmpint (vb_state_index_of (saved, "y"), ==, 5);
+  g_assert_cmpint (vb_state_index_of (saved, "x2"), ==, 5);
+  g_assert_cmpint (vb_state_index_of (saved, "y"), ==, 6);
   g_assert_cmpint (vb_state_index_of (daemon.world_desired, "x"), ==, 4);
-  g_assert_cmpint (vb_state_index_of (daemon.world_desired, "y"), ==, 5);
+  g_assert_cmpint (vb_state_index_of (daemon.world_desired, "x2"), ==, 5);
+  g_assert_cmpint (vb_state_index_of (daemon.world_desired, "y"), ==, 6);
 
   for (guint i = 0; i < 2; i++)
     {

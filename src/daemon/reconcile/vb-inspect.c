@@ -524,7 +524,8 @@ id_look_finish (IdLook *look, guint timeout_ms, VbIdentity *out)
       seen = look->at;
       while (!look->done && g_cond_wait_until (&look->cond, &look->lock, deadline))
         ;
-      if (!look->done && look->at == seen)
+      /* (all looked at, done not yet set: the thread is about to) */
+      if (!look->done && look->at == seen && seen < look->n)
         {
           look->abandoned = TRUE;
           stalled_set (look->paths[seen], TRUE);

@@ -273,12 +273,19 @@ vb_op_part_devices (const VbOp *op)
   return names;
 }
 
+static gint
+compare_ints (gconstpointer a, gconstpointer b)
+{
+  return *(const gint *) a - *(const gint *) b;
+}
+
 /* The devices of @op's part as @from has them go into @into (those @from
  * lacks go out, those @into lacks come in last); NULL part: @into
  * becomes @from. */
 void
 vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
 {
+  g_autoptr (GArray) added = g_array_new (FALSE, FALSE, sizeof (gint)); /* indexes in @from */
   GHashTableIter iter;
   gpointer key;
 
@@ -286,25 +293,31 @@ vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
   while (g_hash_table_iter_next (&iter, &key, NULL))
     {
       const char *name = key;
-      const VbDeviceConfig *now;
-      gint at, where;
+      gint at, in_from;
 
       if (!g_str_has_prefix (name, PART_DEVICE))
         continue;
       name += strlen (PART_DEVICE);
       at = vb_state_index_of (into, name);
-      now = vb_state_lookup (from, name);
+      in_from = vb_state_index_of (from, name);
       if (at >= 0)
         g_ptr_array_remove_index (into->devices, at);
-      if (now == NULL)
+      if (in_from < 0)
         continue;
-      /* a new device goes last, after those other ops added meanwhile:
-       * the store's journal records a change only while the devices kept
-       * keep their order (at its place in @from, two ops creating at once
-       * rewrote the whole state.json at every save) */
-      where = at >= 0 ? at : (gint) into->devices->len;
-      g_ptr_array_insert (into->devices, where, vb_device_config_copy (now));
+      if (at >= 0)
+        g_ptr_array_insert (into->devices, at,
+                            vb_device_config_copy (from->devices->pdata[in_from]));
+      else
+        g_array_append_val (added, in_from);
     }
+  /* the new devices go last, after those other ops added meanwhile, in
+   * @from's order: the store's journal records a change only while the
+   * devices kept keep their order (at their places in @from, two ops
+   * creating at once rewrote the whole state.json at every save) */
+  g_array_sort (added, compare_ints);
+  for (guint i = 0; i < added->len; i++)
+    g_ptr_array_add (into->devices,
+                     vb_device_config_copy (from->devices->pdata[g_array_index (added, gint, i)]));
 }
 
 static void
