@@ -180,6 +180,26 @@ test_merge (void)
   g_hash_table_unref (op.part);
 }
 
+/* The two ops, the world and the files of the tests below. */
+static void
+two_ops_clear (VbOp *ops, VbDaemon *daemon, const char *path, const char *dir)
+{
+  for (guint i = 0; i < 2; i++)
+    {
+      vb_state_free (ops[i].previous);
+      vb_state_free (ops[i].candidate);
+      g_hash_table_unref (ops[i].running);
+      g_hash_table_unref (ops[i].part);
+    }
+  vb_state_free (daemon->world_desired);
+  g_hash_table_unref (daemon->world_running);
+  g_rec_mutex_clear (&daemon->world_lock);
+  g_unlink (vb_state_store_journal_path (daemon->store));
+  vb_state_store_free (daemon->store);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 /* Two ops on disjoint parts save one after the other: state.json holds
  * both, and the world (what the workers share) takes each save. */
 static void
@@ -231,20 +251,7 @@ test_world_save (void)
   g_assert_true (vb_state_lookup (daemon.world_desired, "a")->started);
   g_assert_true (vb_state_lookup (daemon.world_desired, "c")->started);
 
-  for (guint i = 0; i < 2; i++)
-    {
-      vb_state_free (ops[i].previous);
-      vb_state_free (ops[i].candidate);
-      g_hash_table_unref (ops[i].running);
-      g_hash_table_unref (ops[i].part);
-    }
-  vb_state_free (daemon.world_desired);
-  g_hash_table_unref (daemon.world_running);
-  g_rec_mutex_clear (&daemon.world_lock);
-  g_unlink (vb_state_store_journal_path (daemon.store));
-  vb_state_store_free (daemon.store);
-  g_unlink (path);
-  g_rmdir (dir);
+  two_ops_clear (ops, &daemon, path, dir);
 }
 
 /* Two ops create devices at once and save one after the other: each
@@ -311,20 +318,7 @@ test_create_together (void)
   g_assert_cmpint (vb_state_index_of (daemon.world_desired, "x2"), ==, 5);
   g_assert_cmpint (vb_state_index_of (daemon.world_desired, "y"), ==, 6);
 
-  for (guint i = 0; i < 2; i++)
-    {
-      vb_state_free (ops[i].previous);
-      vb_state_free (ops[i].candidate);
-      g_hash_table_unref (ops[i].running);
-      g_hash_table_unref (ops[i].part);
-    }
-  vb_state_free (daemon.world_desired);
-  g_hash_table_unref (daemon.world_running);
-  g_rec_mutex_clear (&daemon.world_lock);
-  g_unlink (vb_state_store_journal_path (daemon.store));
-  vb_state_store_free (daemon.store);
-  g_unlink (path);
-  g_rmdir (dir);
+  two_ops_clear (ops, &daemon, path, dir);
 }
 
 int
