@@ -209,13 +209,10 @@ check_put_uuids (const VbState *next, const VbState *puts, const char *origin, G
   for (guint p = 0; p < puts->devices->len; p++)
     {
       const VbDeviceConfig *put = puts->devices->pdata[p];
-      gint at = -1;
+      gint at = vb_state_index_of (next, put->name);
 
       if (put->uuid == NULL)
         continue;
-      for (guint i = 0; at < 0 && i < next->devices->len; i++)
-        if (strcmp (((const VbDeviceConfig *) next->devices->pdata[i])->name, put->name) == 0)
-          at = (gint) i;
       for (guint i = 0; i < next->devices->len; i++)
         {
           const VbDeviceConfig *d = next->devices->pdata[i];

@@ -546,16 +546,23 @@ id_look_finish (IdLook *look, guint timeout_ms, VbIdentity *out)
  * about 8 ms on one thread). */
 #define IDENTITIES_PER_THREAD 2048
 
+/* @timeout_ms, or the tests' VBLK_TEST_INSPECT_TIMEOUT_MS. */
+static guint
+look_timeout (guint timeout_ms)
+{
+  const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
+
+  return test_timeout ? (guint) g_ascii_strtoull (test_timeout, NULL, 10) : timeout_ms;
+}
+
 void
 vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms, VbIdentity *out)
 {
-  const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
   guint n_runs = CLAMP (n_paths / IDENTITIES_PER_THREAD, 1, (guint) g_get_num_processors ());
-  guint per = n_runs ? (n_paths + n_runs - 1) / n_runs : 0;
+  guint per = (n_paths + n_runs - 1) / n_runs;
   g_autofree IdLook **runs = g_new0 (IdLook *, n_runs);
 
-  if (test_timeout)
-    timeout_ms = (guint) g_ascii_strtoull (test_timeout, NULL, 10);
+  timeout_ms = look_timeout (timeout_ms);
   if (n_paths == 0)
     return;
   for (guint r = 0; r < n_runs; r++)
@@ -581,7 +588,6 @@ vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms
 VbPathFacts *
 vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **error)
 {
-  const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
   g_autoptr (GError) push_error = NULL;
   VbPathFacts *facts = NULL;
   Look *look;
@@ -592,8 +598,7 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
   g_return_val_if_fail (path != NULL, NULL);
   if (timeout_ms == 0)
     return inspect_now (path, flags, error);
-  if (test_timeout)
-    timeout_ms = (guint) g_ascii_strtoull (test_timeout, NULL, 10);
+  timeout_ms = look_timeout (timeout_ms);
   if (stalled_since (path, &since))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,

@@ -349,35 +349,31 @@ idle (VbDaemon *daemon)
   return daemon->running_ops->len == 0 && g_queue_is_empty (&daemon->ops);
 }
 
+static void
+trim_now (void)
+{
+  trimmed_at = g_get_monotonic_time ();
+  malloc_trim (0);
+}
+
 static gboolean
 trim_later (gpointer data)
 {
-  VbDaemon *daemon = data;
-
   trim_later_id = 0;
-  if (idle (daemon))
-    {
-      trimmed_at = g_get_monotonic_time ();
-      malloc_trim (0);
-    }
+  if (idle (data))
+    trim_now ();
   return G_SOURCE_REMOVE;
 }
 
 static void
 give_back_memory (VbDaemon *daemon)
 {
-  gint64 now = g_get_monotonic_time ();
-
   if (!idle (daemon))
     return;
-  if (now - trimmed_at < G_USEC_PER_SEC)
-    {
-      if (trim_later_id == 0)
-        trim_later_id = g_timeout_add_seconds (1, trim_later, daemon);
-      return;
-    }
-  trimmed_at = now;
-  malloc_trim (0);
+  if (g_get_monotonic_time () - trimmed_at >= G_USEC_PER_SEC)
+    trim_now ();
+  else if (trim_later_id == 0)
+    trim_later_id = g_timeout_add_seconds (1, trim_later, daemon);
 }
 
 static void
