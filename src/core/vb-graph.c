@@ -204,6 +204,7 @@ vb_graph_new_below (const VbState *state, const char *name)
         }
     }
   graph = vb_graph_new (&below);
+  vb_state_reindex (&below); /* its index, if a lookup built one */
   g_ptr_array_unref (below.devices);
   return graph;
 }

@@ -152,6 +152,7 @@ apply_record (VbState *state, GHashTable *index, const char *text, gsize len, co
       g_hash_table_remove (index, name);
     }
   devices = g_ptr_array_steal (puts->devices, &n);
+  vb_state_reindex (puts);
   for (gsize i = 0; i < n; i++)
     {
       VbDeviceConfig *d = devices[i];
@@ -296,6 +297,7 @@ replay (VbState *state, const char *data, gsize len, const char *path, ReadInfo 
         state->devices->pdata[kept++] = d;
     }
   g_ptr_array_set_size (state->devices, kept);
+  vb_state_reindex (state);
   return check_uuids (state, path, error);
 }
 
@@ -429,57 +431,48 @@ vb_state_stamp (const char *state_path)
  * the names of those it no longer has. A config of @prev equal to
  * @next's but not the same is replaced by @next's: the next diff finds
  * it by pointer (a whole-daemon op's world is its own copy). FALSE when
- * replaying them would not give @next's order. */
+ * replaying them would not give @next's order. One walk of both, names
+ * looked up (vb_state_index_of) only where the configs differ. */
 static gboolean
 diff (VbState *prev, const VbState *next, VbState *puts, GPtrArray *deletes)
 {
-  g_autoptr (GHashTable) in_next = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr (GHashTable) in_prev = g_hash_table_new (g_str_hash, g_str_equal);
-  /* the adopted ones' old configs, freed once in_prev (keyed by their
-   * names) is no longer read */
-  g_autoptr (GPtrArray) replaced
-      = g_ptr_array_new_with_free_func ((GDestroyNotify) vb_device_config_free);
   guint j = 0;
 
-  for (guint i = 0; i < next->devices->len; i++)
-    {
-      VbDeviceConfig *d = next->devices->pdata[i];
-      g_hash_table_insert (in_next, d->name, d);
-    }
   for (guint i = 0; i < prev->devices->len; i++)
     {
       VbDeviceConfig *p = prev->devices->pdata[i];
+      VbDeviceConfig *d = j < next->devices->len ? next->devices->pdata[j] : NULL;
 
-      g_hash_table_insert (in_prev, p->name, GUINT_TO_POINTER (i + 1));
-      if (!g_hash_table_contains (in_next, p->name))
+      if (p == d)
+        {
+          j++;
+          continue;
+        }
+      if (vb_state_index_of (next, p->name) < 0)
         {
           g_ptr_array_add (deletes, g_strdup (p->name));
           continue;
         }
       /* those kept keep their order, at the front */
-      if (j >= next->devices->len
-          || strcmp (((VbDeviceConfig *) next->devices->pdata[j])->name, p->name) != 0)
+      if (d == NULL || strcmp (d->name, p->name) != 0)
         return FALSE;
       j++;
-    }
-  for (; j < next->devices->len; j++)
-    if (g_hash_table_contains (in_prev, ((VbDeviceConfig *) next->devices->pdata[j])->name))
-      return FALSE;
-  for (guint i = 0; i < next->devices->len; i++)
-    {
-      VbDeviceConfig *d = next->devices->pdata[i];
-      guint at = GPOINTER_TO_UINT (g_hash_table_lookup (in_prev, d->name));
-      VbDeviceConfig *p = at ? prev->devices->pdata[at - 1] : NULL;
-
-      if (p == d)
-        continue;
-      if (p == NULL || !vb_device_config_equal (p, d))
+      if (!vb_device_config_equal (p, d))
         g_ptr_array_add (puts->devices, vb_device_config_ref (d));
       else
         {
-          prev->devices->pdata[at - 1] = vb_device_config_ref (d);
-          g_ptr_array_add (replaced, p);
+          /* the same name in the same place: prev's index holds */
+          prev->devices->pdata[i] = vb_device_config_ref (d);
+          vb_device_config_free (p);
         }
+    }
+  for (; j < next->devices->len; j++)
+    {
+      VbDeviceConfig *d = next->devices->pdata[j];
+
+      if (vb_state_index_of (prev, d->name) >= 0)
+        return FALSE;
+      g_ptr_array_add (puts->devices, vb_device_config_ref (d));
     }
   return TRUE;
 }
@@ -655,6 +648,7 @@ take_change (VbStateStore *store, VbState *puts, GPtrArray *deletes)
       gint at = vb_state_index_of (durable, deletes->pdata[i]);
       if (at >= 0)
         g_ptr_array_remove_index (durable->devices, (guint) at);
+      vb_state_reindex (durable);
     }
   for (guint i = 0; i < puts->devices->len; i++)
     {

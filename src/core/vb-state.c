@@ -6,6 +6,8 @@
 
 #include "vb-state.h"
 
+#include <string.h>
+
 /* ------------------------------------------------------------------ */
 /* Data structures                                                      */
 
@@ -242,6 +244,126 @@ vb_device_config_equal (const VbDeviceConfig *a, const VbDeviceConfig *b)
   return TRUE;
 }
 
+/* ------------------------------------------------------------------ */
+/* The index of names                                                   */
+
+/* Open addressing over positions: a slot holds a name's hash and its
+ * position + 1 (0: empty). The names are read from the state itself, so
+ * the index owns no strings and states that share their configs at the
+ * same places share it. It covers the positions below @covered; devices
+ * appended since are found by a scan of the tail, and an index whose
+ * tail grew long is built again (the one it replaces stays alive with
+ * it: another thread may be reading it). */
+typedef struct {
+  guint hash;
+  guint at; /* position + 1 */
+} IndexSlot;
+
+struct _VbStateIndex {
+  gint refs;
+  guint covered;
+  guint mask;
+  VbStateIndex *older;
+  IndexSlot slots[];
+};
+
+#define INDEX_MIN_DEVICES 32 /* below it a scan is as fast */
+#define INDEX_MAX_TAIL(covered) (64 + (covered) / 8)
+
+static VbStateIndex *
+index_ref (VbStateIndex *index)
+{
+  if (index)
+    g_atomic_int_inc (&index->refs);
+  return index;
+}
+
+static void
+index_unref (VbStateIndex *index)
+{
+  while (index && g_atomic_int_dec_and_test (&index->refs))
+    {
+      VbStateIndex *older = index->older;
+      g_free (index);
+      index = older;
+    }
+}
+
+static VbStateIndex *
+index_build (const GPtrArray *devices)
+{
+  guint size = 1;
+  VbStateIndex *index;
+
+  while (size < devices->len * 2)
+    size <<= 1;
+  index = g_malloc0 (sizeof (VbStateIndex) + size * sizeof (IndexSlot));
+  index->refs = 1;
+  index->covered = devices->len;
+  index->mask = size - 1;
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const char *name = ((const VbDeviceConfig *) devices->pdata[i])->name;
+      guint hash = g_str_hash (name);
+      guint s = hash & index->mask;
+
+      /* a name twice (never in a valid state): the first place, as a scan */
+      for (; index->slots[s].at; s = (s + 1) & index->mask)
+        if (index->slots[s].hash == hash
+            && strcmp (((const VbDeviceConfig *) devices->pdata[index->slots[s].at - 1])->name,
+                       name)
+                   == 0)
+          break;
+      if (index->slots[s].at == 0)
+        index->slots[s] = (IndexSlot){ hash, i + 1 };
+    }
+  return index;
+}
+
+static gint
+scan (const GPtrArray *devices, guint from, const char *name)
+{
+  for (guint i = from; i < devices->len; i++)
+    if (g_strcmp0 (((const VbDeviceConfig *) devices->pdata[i])->name, name) == 0)
+      return (gint) i;
+  return -1;
+}
+
+/* @state's index, built or built again when missing or its tail long */
+static VbStateIndex *
+index_of_state (const VbState *state)
+{
+  VbState *shared = (VbState *) state; /* the index is a cache: built from any thread */
+  VbStateIndex *index = g_atomic_pointer_get (&shared->index);
+  VbStateIndex *built;
+
+  if (index && index->covered <= state->devices->len
+      && state->devices->len - index->covered <= INDEX_MAX_TAIL (index->covered))
+    return index;
+  built = index_build (state->devices);
+  built->older = index;
+  if (g_atomic_pointer_compare_and_exchange (&shared->index, index, built))
+    return built;
+  built->older = NULL;
+  index_unref (built);
+  return g_atomic_pointer_get (&shared->index);
+}
+
+static gint
+index_find (const VbState *state, const VbStateIndex *index, const char *name)
+{
+  guint hash = g_str_hash (name);
+
+  for (guint s = hash & index->mask; index->slots[s].at; s = (s + 1) & index->mask)
+    {
+      guint at = index->slots[s].at - 1;
+      if (index->slots[s].hash == hash && at < state->devices->len
+          && g_strcmp0 (((const VbDeviceConfig *) state->devices->pdata[at])->name, name) == 0)
+        return (gint) at;
+    }
+  return scan (state->devices, index->covered, name);
+}
+
 VbState *
 vb_state_new (void)
 {
@@ -261,6 +383,7 @@ vb_state_copy (const VbState *state)
   copy = vb_state_new ();
   for (guint i = 0; i < state->devices->len; i++)
     g_ptr_array_add (copy->devices, vb_device_config_copy (state->devices->pdata[i]));
+  copy->index = index_ref (g_atomic_pointer_get (&((VbState *) state)->index));
   return copy;
 }
 
@@ -279,6 +402,7 @@ vb_state_share (const VbState *state)
       vb_device_config_ref (d);
       copy->devices->pdata[i] = d;
     }
+  copy->index = index_ref (g_atomic_pointer_get (&((VbState *) state)->index));
   return copy;
 }
 
@@ -288,23 +412,35 @@ vb_state_free (VbState *state)
   if (state == NULL)
     return;
   g_ptr_array_unref (state->devices);
+  index_unref (state->index);
   g_free (state);
 }
 
 gint
 vb_state_index_of (const VbState *state, const char *name)
 {
+  VbStateIndex *index;
+  gint at;
+
   g_return_val_if_fail (state != NULL, -1);
   g_return_val_if_fail (name != NULL, -1);
 
-  for (guint i = 0; i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
+  if (state->devices->len < INDEX_MIN_DEVICES)
+    return scan (state->devices, 0, name);
+  index = index_of_state (state);
+  at = index->covered <= state->devices->len ? index_find (state, index, name)
+                                             : scan (state->devices, 0, name);
+  if (frozen_checked () && at != scan (state->devices, 0, name))
+    g_critical ("state index: '%s' found at %d, a scan says %d (a change to the devices "
+                "without vb_state_reindex)",
+                name, at, scan (state->devices, 0, name));
+  return at;
+}
 
-      if (g_strcmp0 (d->name, name) == 0)
-        return (gint) i;
-    }
-  return -1;
+void
+vb_state_reindex (VbState *state)
+{
+  index_unref (g_steal_pointer (&state->index));
 }
 
 const VbDeviceConfig *

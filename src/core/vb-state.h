@@ -40,8 +40,13 @@ typedef struct {
   guint frozen;           /* VBLK_TEST_FROZEN: its digest when first shared */
 } VbDeviceConfig;
 
+typedef struct _VbStateIndex VbStateIndex;
+
 typedef struct {
   GPtrArray *devices; /* VbDeviceConfig*, in creation order */
+  /* private: vb_state_index_of's index of names, built at its first use
+   * and shared by vb_state_share and vb_state_copy */
+  VbStateIndex *index;
 } VbState;
 
 VbComponentConfig *vb_component_config_new (const char *source, const char *role, const char *uuid);
@@ -81,8 +86,14 @@ const VbDeviceConfig *vb_state_lookup (const VbState *state, const char *name);
 VbDeviceConfig *vb_state_lookup_mut (VbState *state, const char *name);
 /* Likewise, the config at @index. */
 VbDeviceConfig *vb_state_device_mut (VbState *state, guint index);
-/* Index of the device named @name, or -1. */
+/* Index of the device named @name, or -1: O(1) on a state of thousands
+ * (an index of its names, safe to build from several threads at once). */
 gint vb_state_index_of (const VbState *state, const char *name);
+/* Call after changing @state->devices other than by appending at the end
+ * or putting a config in the place of one of the same name (removing,
+ * inserting, moving, renaming): the index is built again at next use.
+ * VBLK_TEST_FROZEN=1 checks every index_of against a scan (g_critical). */
+void vb_state_reindex (VbState *state);
 
 /* Strict parse of the JSON schema. Errors are VB_ERROR_INVALID_ARGUMENT and
  * start with @origin (a file name or "desired state"), then the place:

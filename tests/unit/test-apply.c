@@ -298,6 +298,7 @@ test_window_losses (void)
       g_hash_table_unref (w->attributes);
       w->attributes = resolved;
       g_ptr_array_set_size (current->devices, 0);
+      vb_state_reindex (current);
       g_ptr_array_add (current->devices, w);
       json = g_strdup_printf ("{\"version\": 1, \"devices\": [{\"name\": \"w\", \"driver\": "
                               "\"window\", \"components\": [\"/big\"], \"started\": false, "

@@ -155,12 +155,14 @@ test_merge (void)
 
   /* meanwhile, another op deleted c (the world moved on) */
   g_ptr_array_remove_index (into->devices, vb_state_index_of (into, "c"));
+  vb_state_reindex (into);
   g_hash_table_insert (into_running, g_strdup (a_uuid),
                        vb_running_new ("/dev/loop1", "loop", NULL));
   /* this op: b becomes raid1 and starts, w goes */
   g_free (cb->driver);
   cb->driver = g_strdup ("raid1");
   g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, "w"));
+  vb_state_reindex (candidate);
   g_hash_table_insert (op_running, g_strdup (b_uuid), vb_running_new ("/dev/loop2", "loop", NULL));
   op.previous = previous;
   op.candidate = candidate;

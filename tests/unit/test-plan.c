@@ -116,6 +116,7 @@ test_deleted_device_is_stopped (void)
   run (running, a, "/dev/loop0");
   after = vb_state_copy (before);
   g_ptr_array_remove_index (after->devices, 0);
+  vb_state_reindex (after);
   plan = vb_plan_compute (before, after, running);
   g_assert_cmpuint (plan->len, ==, 1);
   g_assert_cmpint (((VbStep *) plan->pdata[0])->kind, ==, VB_STEP_STOP);

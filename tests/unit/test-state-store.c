@@ -128,7 +128,11 @@ test_round_trip (Fixture *f, gconstpointer data)
           d->started = !d->started;
         }
       else
-        g_ptr_array_remove_index (state->devices, g_rand_int_range (rand, 0, state->devices->len));
+        {
+          g_ptr_array_remove_index (state->devices,
+                                    g_rand_int_range (rand, 0, state->devices->len));
+          vb_state_reindex (state);
+        }
       commit (store, state);
       if (g_file_test (f->journal_path, G_FILE_TEST_EXISTS))
         journaled++;
@@ -344,6 +348,7 @@ test_stale_journal (Fixture *f, gconstpointer data)
 
   again = open_store (f, &loaded);
   g_ptr_array_remove_index (loaded->devices, 0);
+  vb_state_reindex (loaded);
   commit (again, loaded);
   g_assert_false (g_file_test (f->journal_path, G_FILE_TEST_EXISTS));
   assert_loads (f, loaded);
@@ -384,6 +389,7 @@ test_reorder (Fixture *f, gconstpointer data)
 
   state->devices->pdata[0] = state->devices->pdata[1];
   state->devices->pdata[1] = first;
+  vb_state_reindex (state);
   commit (store, state);
   g_assert_false (g_file_test (f->journal_path, G_FILE_TEST_EXISTS));
   assert_loads (f, state);
@@ -411,6 +417,7 @@ test_refused_change (Fixture *f, gconstpointer data)
   /* a device kept whose UUID changes to another's: refused too, named in
    * the state's order (only the changed devices are checked at a change) */
   g_ptr_array_remove_index (state->devices, 2);
+  vb_state_reindex (state);
   {
     VbDeviceConfig *b = vb_state_lookup_mut (state, "b");
     g_free (b->uuid);

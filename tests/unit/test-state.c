@@ -281,6 +281,96 @@ test_share_frozen (void)
                              "place*");
 }
 
+/* @n devices named d0, d1, ... */
+static VbState *
+numbered_state (guint n)
+{
+  VbState *state = vb_state_new ();
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("d%u", i);
+      g_autofree char *uuid = g_strdup_printf ("00000000-0000-4000-8000-%012u", i);
+      g_ptr_array_add (state->devices, vb_device_config_new (name, uuid, "file", "auto"));
+    }
+  return state;
+}
+
+static void
+assert_all_found (const VbState *state)
+{
+  for (guint i = 0; i < state->devices->len; i++)
+    g_assert_cmpint (
+        vb_state_index_of (state, ((const VbDeviceConfig *) state->devices->pdata[i])->name), ==,
+        (gint) i);
+  g_assert_cmpint (vb_state_index_of (state, "d-none"), ==, -1);
+}
+
+/* The index of names: every device found where it is, through appends
+ * (a scan of the tail, then an index built again), a share, a removal
+ * and a config put in another's place */
+static void
+test_index (void)
+{
+  g_autoptr (VbState) state = numbered_state (3000);
+  g_autoptr (VbState) shared = NULL;
+  g_autoptr (VbState) copy = NULL;
+  VbStateIndex *first;
+
+  assert_all_found (state);
+  first = state->index;
+  g_assert_nonnull (first);
+  /* a share and a copy use the same index: the same names in the same places */
+  shared = vb_state_share (state);
+  copy = vb_state_copy (state);
+  g_assert_true (shared->index == first && copy->index == first);
+  assert_all_found (copy);
+  /* appends: the tail is scanned, then the index built again */
+  for (guint i = 3000; i < 4000; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("d%u", i);
+      g_ptr_array_add (shared->devices, vb_device_config_new (name, NULL, "file", "auto"));
+      g_assert_cmpint (vb_state_index_of (shared, name), ==, (gint) i);
+    }
+  g_assert_true (shared->index != first);
+  assert_all_found (shared);
+  /* the state it was shared from keeps its own, untouched */
+  g_assert_true (state->index == first);
+  assert_all_found (state);
+  /* a removal, then the index built again */
+  g_ptr_array_remove_index (shared->devices, 10);
+  vb_state_reindex (shared);
+  g_assert_null (shared->index);
+  g_assert_cmpint (vb_state_index_of (shared, "d10"), ==, -1);
+  assert_all_found (shared);
+  /* a config in the place of one of the same name: the index still holds */
+  vb_device_config_free (shared->devices->pdata[5]);
+  shared->devices->pdata[5] = vb_device_config_new ("d5", NULL, "raid1", "auto");
+  g_assert_cmpint (vb_state_index_of (shared, "d5"), ==, 5);
+}
+
+/* VBLK_TEST_FROZEN=1: a removal without vb_state_reindex (the index
+ * would send a lookup to the wrong place) is a critical */
+static void
+test_index_frozen (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr (VbState) state = NULL;
+
+      g_setenv ("VBLK_TEST_FROZEN", "1", TRUE);
+      state = numbered_state (100);
+      assert_all_found (state);
+      vb_device_config_free (state->devices->pdata[7]);
+      state->devices->pdata[7] = vb_device_config_new ("moved", NULL, "file", "auto");
+      vb_state_index_of (state, "moved");
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*state index: 'moved' found at -1, a scan says 7*");
+}
+
 static void
 test_copy_equal_lookup (void)
 {
@@ -654,6 +744,7 @@ test_save_replaces (Fixture *f, gconstpointer data)
 
   g_assert_true (vb_state_save (state, f->path, &error));
   g_ptr_array_remove_index (state->devices, 0);
+  vb_state_reindex (state);
   g_assert_true (vb_state_save (state, f->path, &error));
   g_assert_no_error (error);
 
@@ -769,6 +860,8 @@ main (int argc, char **argv)
   g_test_add_func ("/state/copy-equal-lookup", test_copy_equal_lookup);
   g_test_add_func ("/state/share-copy-on-write", test_share_copy_on_write);
   g_test_add_func ("/state/share-frozen", test_share_frozen);
+  g_test_add_func ("/state/index", test_index);
+  g_test_add_func ("/state/index-frozen", test_index_frozen);
   for (guint i = 0; i < G_N_ELEMENTS (corrupt_cases); i++)
     {
       g_autofree char *name = g_strconcat ("/state/corrupt/", corrupt_cases[i].name, NULL);

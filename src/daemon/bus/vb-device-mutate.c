@@ -105,6 +105,7 @@ vb_mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
   for (guint i = 0; order[i]; i++)
     {
       g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, order[i]));
+      vb_state_reindex (candidate);
       vb_op_intent_touch (intent, order[i]);
     }
   return TRUE;

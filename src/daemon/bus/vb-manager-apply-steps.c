@@ -282,6 +282,7 @@ undo_delete (Apply *a, guint i, VbState *candidate, VbOpIntent *intent, GError *
     }
   g_ptr_array_insert (candidate->devices, MIN ((guint) k, candidate->devices->len),
                       vb_device_config_copy (d));
+  vb_state_reindex (candidate);
   vb_op_intent_touch (intent, d->name);
   return TRUE;
 }

@@ -314,6 +314,7 @@ vb_objects_sync_devices (VbDaemon *daemon, GHashTable *names)
         unexport_device (daemon, name);
         g_hash_table_remove (daemon->bus->device_objects, name);
       }
+  vb_state_reindex (&some); /* its index, if a lookup built one */
   g_ptr_array_unref (some.devices);
   vb_device_waits_check (daemon);
 }

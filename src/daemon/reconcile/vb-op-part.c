@@ -300,14 +300,17 @@ vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from)
       name += strlen (PART_DEVICE);
       at = vb_state_index_of (into, name);
       in_from = vb_state_index_of (from, name);
-      if (at >= 0)
-        g_ptr_array_remove_index (into->devices, at);
-      if (in_from < 0)
-        continue;
-      if (at >= 0)
-        g_ptr_array_insert (into->devices, at,
-                            vb_device_config_copy (from->devices->pdata[in_from]));
-      else
+      if (at >= 0 && in_from < 0)
+        {
+          g_ptr_array_remove_index (into->devices, at);
+          vb_state_reindex (into);
+        }
+      else if (at >= 0)
+        {
+          vb_device_config_free (into->devices->pdata[at]);
+          into->devices->pdata[at] = vb_device_config_copy (from->devices->pdata[in_from]);
+        }
+      else if (in_from >= 0)
         g_array_append_val (added, in_from);
     }
   /* the new devices go last, after those other ops added meanwhile, in

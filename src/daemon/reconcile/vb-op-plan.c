@@ -205,6 +205,7 @@ roll_back (VbOp *op, const char *name)
       g_ptr_array_insert (op->candidate->devices, MIN ((guint) where, op->candidate->devices->len),
                           vb_device_config_copy (old));
     }
+  vb_state_reindex (op->candidate);
 }
 
 /* A start waits for the devices it is built on: one of them failed,
