@@ -173,4 +173,30 @@ refused Busy "component '$T/f1.img' is already used by device 'direct'" \
   vbmgr create again --driver file "$T/f1.img"
 vbmgr delete direct
 vbmgr delete vialink
+
+vb_log "remembered identities (vb-identity-memo.h): a file renamed over another device's path, then a file bind-mounted on it"
+mkdir "$T/stable"
+vb_mkimg "$T/stable/p.img" 40M
+vb_mkimg "$T/stable/q.img" 40M
+vb_mkimg "$T/stable/r.img" 40M
+vb_mkimg "$T/prime1.img" 40M
+vb_mkimg "$T/prime2.img" 40M
+vbmgr create held --driver file "$T/stable/p.img"
+# the directories stable (their times older than 2 s), a create elsewhere
+# remembers where held's path leads; then that changes without vblkd
+sleep 2.5
+vbmgr create prime1 --driver file "$T/prime1.img"
+mv "$T/stable/q.img" "$T/stable/p.img"
+ln "$T/stable/p.img" "$T/hard.img"
+refused Busy "component '$T/hard.img' is already used by device 'held'" \
+  vbmgr create again --driver file "$T/hard.img"
+sleep 2.5
+vbmgr create prime2 --driver file "$T/prime2.img"
+vb_on_cleanup_early "umount '$T/stable/p.img' 2> /dev/null"
+mount --bind "$T/stable/r.img" "$T/stable/p.img"
+refused Busy "component '$T/stable/r.img' is already used by device 'held'" \
+  vbmgr create again --driver file "$T/stable/r.img"
+umount "$T/stable/p.img"
+vbmgr create again --driver file "$T/stable/r.img"
+for d in again prime2 prime1 held; do vbmgr delete "$d"; done
 vb_log "ok"

@@ -8,6 +8,8 @@
 
 #include "vb-inspect.h"
 
+#include "vb-inspect-private.h"
+
 #include "metadata.h"
 #include "vb-error.h"
 #include "vb-open.h"
@@ -16,10 +18,13 @@
 #include <fcntl.h>
 #include <libmount.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -51,22 +56,6 @@ gboolean
 vb_identity_equal (const VbIdentity *a, const VbIdentity *b)
 {
   return a->kind != 0 && a->kind == b->kind && a->dev == b->dev && a->ino == b->ino;
-}
-
-/* The identity of @path now: what vb_stat_component sees, without
- * opening anything. */
-static VbIdentity
-identity_now (const char *path)
-{
-  struct stat st;
-
-  if (stat (path, &st) < 0)
-    return (VbIdentity){ 0 };
-  if (S_ISBLK (st.st_mode))
-    return (VbIdentity){ .kind = 'b', .dev = st.st_rdev };
-  if (S_ISREG (st.st_mode))
-    return (VbIdentity){ .kind = 'f', .dev = st.st_dev, .ino = st.st_ino };
-  return (VbIdentity){ 0 };
 }
 
 static char *
@@ -366,8 +355,8 @@ look_unref (Look *look)
 static GMutex stalled_lock;
 static GHashTable *stalled; /* path -> monotonic µs when given up on */
 
-static gboolean
-stalled_since (const char *path, gint64 *since)
+gboolean
+vb_inspect_stalled_since (const char *path, gint64 *since)
 {
   gpointer value = NULL;
 
@@ -378,8 +367,8 @@ stalled_since (const char *path, gint64 *since)
   return value != NULL;
 }
 
-static void
-stalled_set (const char *path, gboolean on)
+void
+vb_inspect_stalled_set (const char *path, gboolean on)
 {
   g_mutex_lock (&stalled_lock);
   if (stalled == NULL)
@@ -408,7 +397,7 @@ look_run (gpointer data, gpointer user_data)
   g_mutex_lock (&look->lock);
   /* it answered after all: the next look waits for it again */
   if (look->abandoned)
-    stalled_set (look->path, FALSE);
+    vb_inspect_stalled_set (look->path, FALSE);
   look->facts = facts;
   look->error = error;
   look->done = TRUE;
@@ -423,166 +412,13 @@ make_look_pool (gpointer data)
   return g_thread_pool_new (look_run, NULL, -1, FALSE, NULL);
 }
 
-/* The runs of identities: a pool of their own, as the looks'. */
-static GThreadPool *id_pool;
-static GOnce id_pool_once = G_ONCE_INIT;
-
-/* The identities of a run of paths, shared like a Look: the thread
- * writes each identity, then moves @at past it. */
-typedef struct {
-  gint ref;
-  GMutex lock;
-  GCond cond;
-  gboolean done;
-  gboolean abandoned;
-  GStrv paths;
-  guint n;
-  guint at; /* the path being looked at */
-  VbIdentity *ids;
-} IdLook;
-
-static void
-id_look_unref (IdLook *look)
-{
-  if (!g_atomic_int_dec_and_test (&look->ref))
-    return;
-  g_strfreev (look->paths);
-  g_free (look->ids);
-  g_mutex_clear (&look->lock);
-  g_cond_clear (&look->cond);
-  g_free (look);
-}
-
-static void
-id_look_run (gpointer data, gpointer user_data)
-{
-  IdLook *look = data;
-  gint64 since;
-
-  for (guint i = 0; i < look->n; i++)
-    {
-      VbIdentity id = stalled_since (look->paths[i], &since) ? (VbIdentity){ 0 }
-                                                             : identity_now (look->paths[i]);
-      g_mutex_lock (&look->lock);
-      look->ids[i] = id;
-      look->at = i + 1;
-      if (look->abandoned)
-        {
-          /* the caller gave up on path i, which answered after all */
-          stalled_set (look->paths[i], FALSE);
-          g_mutex_unlock (&look->lock);
-          break;
-        }
-      g_mutex_unlock (&look->lock);
-    }
-  g_mutex_lock (&look->lock);
-  look->done = TRUE;
-  g_cond_signal (&look->cond);
-  g_mutex_unlock (&look->lock);
-  id_look_unref (look);
-}
-
-static gpointer
-make_id_pool (gpointer data)
-{
-  return g_thread_pool_new (id_look_run, NULL, -1, FALSE, NULL);
-}
-
-/* The identities of @paths looked at on a pool thread from the first on. */
-static IdLook *
-id_look_start (const char *const *paths, guint n)
-{
-  g_autoptr (GError) push_error = NULL;
-  IdLook *look = g_new0 (IdLook, 1);
-
-  look->ref = 2;
-  g_mutex_init (&look->lock);
-  g_cond_init (&look->cond);
-  look->paths = g_new0 (char *, n + 1);
-  for (guint i = 0; i < n; i++)
-    look->paths[i] = g_strdup (paths[i]);
-  look->n = n;
-  look->ids = g_new0 (VbIdentity, n);
-  id_pool = g_once (&id_pool_once, make_id_pool, NULL);
-  if (!g_thread_pool_push (id_pool, look, &push_error))
-    g_warning ("vblk: looking at %u paths: %s", n, push_error->message);
-  return look;
-}
-
-/* Waits for @look until a path makes no progress for @timeout_ms; the
- * identities into @out: returns how many were looked at (the one after
- * them stalled) or all. */
-static guint
-id_look_finish (IdLook *look, guint timeout_ms, VbIdentity *out)
-{
-  guint seen, got;
-
-  g_mutex_lock (&look->lock);
-  while (!look->done)
-    {
-      gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
-      seen = look->at;
-      while (!look->done && g_cond_wait_until (&look->cond, &look->lock, deadline))
-        ;
-      /* (all looked at, done not yet set: the thread is about to) */
-      if (!look->done && look->at == seen && seen < look->n)
-        {
-          look->abandoned = TRUE;
-          stalled_set (look->paths[seen], TRUE);
-          g_warning ("vblk: component '%s': looking at it did not finish within %u ms; not "
-                     "compared with the others",
-                     look->paths[seen], timeout_ms);
-          break;
-        }
-    }
-  got = look->done ? look->n : look->at;
-  memcpy (out, look->ids, got * sizeof *out);
-  g_mutex_unlock (&look->lock);
-  id_look_unref (look);
-  return got;
-}
-
-/* Paths a thread looks at, at least: fewer share one (10,000 stat()s take
- * about 8 ms on one thread). */
-#define IDENTITIES_PER_THREAD 2048
-
 /* @timeout_ms, or the tests' VBLK_TEST_INSPECT_TIMEOUT_MS. */
-static guint
-look_timeout (guint timeout_ms)
+guint
+vb_inspect_look_timeout (guint timeout_ms)
 {
   const char *test_timeout = g_getenv ("VBLK_TEST_INSPECT_TIMEOUT_MS");
 
   return test_timeout ? (guint) g_ascii_strtoull (test_timeout, NULL, 10) : timeout_ms;
-}
-
-void
-vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms, VbIdentity *out)
-{
-  guint n_runs = CLAMP (n_paths / IDENTITIES_PER_THREAD, 1, (guint) g_get_num_processors ());
-  guint per = (n_paths + n_runs - 1) / n_runs;
-  g_autofree IdLook **runs = g_new0 (IdLook *, n_runs);
-
-  timeout_ms = look_timeout (timeout_ms);
-  if (n_paths == 0)
-    return;
-  for (guint r = 0; r < n_runs; r++)
-    if (r * per < n_paths)
-      runs[r] = id_look_start (paths + r * per, MIN (per, n_paths - r * per));
-  for (guint r = 0; r < n_runs; r++)
-    {
-      guint from = r * per, end = MIN (from + per, n_paths);
-      if (runs[r] == NULL)
-        continue;
-      from += id_look_finish (runs[r], timeout_ms, out + from);
-      /* past a stalled path: the rest of this run, on another thread */
-      while (from < end)
-        {
-          out[from++] = (VbIdentity){ 0 };
-          if (from < end)
-            from += id_look_finish (id_look_start (paths + from, end - from), timeout_ms,
-                                    out + from);
-        }
-    }
 }
 
 VbPathFacts *
@@ -598,8 +434,8 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
   g_return_val_if_fail (path != NULL, NULL);
   if (timeout_ms == 0)
     return inspect_now (path, flags, error);
-  timeout_ms = look_timeout (timeout_ms);
-  if (stalled_since (path, &since))
+  timeout_ms = vb_inspect_look_timeout (timeout_ms);
+  if (vb_inspect_stalled_since (path, &since))
     {
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("component '%s': still not answering (a look at it has waited %" PRId64
@@ -633,7 +469,7 @@ vb_inspect (const char *path, VbInspectFlags flags, guint timeout_ms, GError **e
   else
     {
       look->abandoned = TRUE;
-      stalled_set (path, TRUE);
+      vb_inspect_stalled_set (path, TRUE);
       g_set_error (error, VB_ERROR, VB_ERROR_FAILED,
                    _ ("component '%s': looking at it did not finish within %u ms (a file system or "
                       "device that does not answer?); nothing was changed"),

@@ -80,8 +80,13 @@ gboolean vb_identity_equal (const VbIdentity *a, const VbIdentity *b);
  * stalled (as vb_inspect does) and has none, and the paths after it are
  * looked at on another thread; a path stalled already is not looked at.
  * One hand-off for all: a thread each was most of a change's cost at
- * 10,000 devices. */
+ * 10,000 devices. A path is looked at again only when it may lead
+ * elsewhere since last time: its directories (each looked at first,
+ * once) changed, it is a link, or the mounts changed (vb-identity-memo.h). */
 void vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms,
                             VbIdentity *out);
+/* How many paths vb_inspect_identities looked at so far: those its
+ * memo did not know (vb-identity-memo.h) */
+guint vb_inspect_identities_looked_at (void);
 
 G_END_DECLS
