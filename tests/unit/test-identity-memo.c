@@ -90,15 +90,16 @@ take_stamps (Fixture *f, GPtrArray *dirs, gint64 later, VbDirStamp *stamps)
 static guint
 look (Fixture *f, gint64 later)
 {
-  g_autoptr (GPtrArray) dirs = vb_identity_memo_dirs (f->memo, paths, N_PATHS);
+  g_autoptr (VbIdentityMemoCall) call = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  GPtrArray *dirs = vb_identity_memo_dirs (call);
   g_autofree VbDirStamp *stamps = g_new0 (VbDirStamp, dirs->len + 1);
   VbIdentity out[N_PATHS] = { { 0 } };
-  gboolean known[N_PATHS];
-  guint64 tickets[N_PATHS];
+  const gboolean *known;
   guint bits = 0;
 
   take_stamps (f, dirs, later, stamps);
-  vb_identity_memo_recall (f->memo, dirs, stamps, paths, N_PATHS, out, known, tickets);
+  vb_identity_memo_recall (call, stamps, out);
+  known = vb_identity_memo_known (call);
   for (guint i = 0; i < N_PATHS; i++)
     if (known[i])
       {
@@ -107,7 +108,7 @@ look (Fixture *f, gint64 later)
       }
     else
       out[i] = f->ids[i];
-  vb_identity_memo_record (f->memo, paths, N_PATHS, known, tickets, out, f->links);
+  vb_identity_memo_record (call, out, f->links);
   return bits;
 }
 
@@ -118,7 +119,8 @@ look (Fixture *f, gint64 later)
 static void
 test_dirs (Fixture *f, gconstpointer data)
 {
-  g_autoptr (GPtrArray) dirs = vb_identity_memo_dirs (f->memo, paths, N_PATHS);
+  g_autoptr (VbIdentityMemoCall) call = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  GPtrArray *dirs = vb_identity_memo_dirs (call);
 
   /* every ancestor once, parents first; "rel/f4" and "/a/./f5" never */
   g_assert_cmpuint (dirs->len, ==, 4);
@@ -204,22 +206,44 @@ test_mounts (Fixture *f, gconstpointer data)
 static void
 test_raced (Fixture *f, gconstpointer data)
 {
-  g_autoptr (GPtrArray) dirs = vb_identity_memo_dirs (f->memo, paths, N_PATHS);
+  g_autoptr (VbIdentityMemoCall) call = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  GPtrArray *dirs = vb_identity_memo_dirs (call);
   g_autofree VbDirStamp *stamps = g_new0 (VbDirStamp, dirs->len + 1);
   VbIdentity out[N_PATHS] = { { 0 } };
-  gboolean known[N_PATHS];
-  guint64 tickets[N_PATHS];
 
   take_stamps (f, dirs, 3 * SECOND_NS, stamps);
-  vb_identity_memo_recall (f->memo, dirs, stamps, paths, N_PATHS, out, known, tickets);
-  g_assert_cmpuint (tickets[0], !=, 0);
-  /* another look sees /a/b changed */
+  vb_identity_memo_recall (call, stamps, out);
+  g_assert_false (vb_identity_memo_known (call)[0]);
+  /* another look sees /a/b changed, and records it */
   touch (f, "/a/b");
   look (f, 3 * SECOND_NS);
   memcpy (out, f->ids, sizeof out);
   out[0].ino = 999; /* what the first look saw, before the change */
-  vb_identity_memo_record (f->memo, paths, N_PATHS, known, tickets, out, f->links);
+  vb_identity_memo_record (call, out, f->links);
   g_assert_cmpuint (look (f, SECOND_NS), ==, F1 | F2 | F3); /* f1 is ids[0], not 999 */
+}
+
+/* The mounts changed between a call's start and its recall: what it
+ * took from the memo then is not used */
+static void
+test_forgotten_meanwhile (Fixture *f, gconstpointer data)
+{
+  look (f, 3 * SECOND_NS);
+  {
+    g_autoptr (VbIdentityMemoCall) call = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+    GPtrArray *dirs = vb_identity_memo_dirs (call);
+    g_autofree VbDirStamp *stamps = g_new0 (VbDirStamp, dirs->len + 1);
+    VbIdentity out[N_PATHS] = { { 0 } };
+
+    take_stamps (f, dirs, SECOND_NS, stamps);
+    f->mounts_changed = TRUE;
+    vb_identity_memo_recall (call, stamps, out);
+    for (guint i = 0; i < N_PATHS; i++)
+      g_assert_false (vb_identity_memo_known (call)[i]);
+    memcpy (out, f->ids, sizeof out);
+    vb_identity_memo_record (call, out, f->links);
+  }
+  g_assert_cmpuint (look (f, SECOND_NS), ==, F1 | F2 | F3);
 }
 
 int
@@ -236,5 +260,6 @@ main (int argc, char **argv)
   ADD ("untrusted", test_untrusted);
   ADD ("mounts", test_mounts);
   ADD ("raced", test_raced);
+  ADD ("forgotten-meanwhile", test_forgotten_meanwhile);
   return g_test_run ();
 }

@@ -27,12 +27,25 @@ typedef struct {
   guint64 last_call;
 } Entry;
 
+struct _VbIdentityMemoCall {
+  VbIdentityMemo *memo;
+  const char *const *paths;
+  guint n;
+  guint64 epoch;   /* the memo's when the pointers were taken */
+  Entry **entries; /* per path: its entry, or NULL */
+  Dir **dirs_of;   /* per path: its directory, NULL when never remembered */
+  GPtrArray *dirs; /* char*: to stamp, parents first */
+  guint64 *tickets;
+  gboolean *known;
+};
+
 struct _VbIdentityMemo {
   GMutex lock;
   GHashTable *dirs;    /* path -> Dir* */
   GHashTable *entries; /* path -> Entry* */
   guint64 versions;    /* the last version given */
   guint64 calls;
+  guint64 epoch; /* new when entries or directories are freed */
   gboolean (*changed) (gpointer data);
   gpointer changed_data;
 };
@@ -59,12 +72,6 @@ vb_identity_memo_new_full (gboolean (*changed) (gpointer data), gpointer data)
   memo->changed = changed;
   memo->changed_data = data;
   return memo;
-}
-
-VbIdentityMemo *
-vb_identity_memo_new (void)
-{
-  return vb_identity_memo_new_full (NULL, NULL);
 }
 
 void
@@ -119,19 +126,6 @@ dir_get (VbIdentityMemo *memo, const char *path)
   return dir;
 }
 
-/* @path's directory: through its entry, without building the string */
-static Dir *
-dir_of_path (VbIdentityMemo *memo, const char *path)
-{
-  Entry *e = g_hash_table_lookup (memo->entries, path);
-  g_autofree char *up = NULL;
-
-  if (e)
-    return e->dir;
-  up = parent_of (path);
-  return dir_get (memo, up);
-}
-
 static gint
 by_depth (gconstpointer a, gconstpointer b)
 {
@@ -140,30 +134,77 @@ by_depth (gconstpointer a, gconstpointer b)
   return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-GPtrArray *
-vb_identity_memo_dirs (VbIdentityMemo *memo, const char *const *paths, guint n)
+/* Under the lock: each path's entry and directory as the memo has them
+ * now (one lookup each; the pointers hold while the epoch does) */
+static void
+resolve (VbIdentityMemoCall *call)
 {
-  g_autoptr (GPtrArray) found = g_ptr_array_new ();
-  GPtrArray *dirs = g_ptr_array_new_with_free_func (g_free);
-  guint64 call;
+  VbIdentityMemo *memo = call->memo;
 
-  g_mutex_lock (&memo->lock);
-  call = ++memo->calls;
-  for (guint i = 0; i < n; i++)
+  call->epoch = memo->epoch;
+  for (guint i = 0; i < call->n; i++)
     {
-      if (!eligible (paths[i]))
-        continue;
-      for (Dir *d = dir_of_path (memo, paths[i]); d && d->last_call != call; d = d->parent)
-        {
-          d->last_call = call;
-          g_ptr_array_add (found, d);
-        }
+      Entry *e = g_hash_table_lookup (memo->entries, call->paths[i]);
+      g_autofree char *up = NULL;
+
+      call->entries[i] = e;
+      if (e)
+        call->dirs_of[i] = e->dir;
+      else if (eligible (call->paths[i]))
+        call->dirs_of[i] = dir_get (memo, (up = parent_of (call->paths[i])));
+      else
+        call->dirs_of[i] = NULL;
     }
+}
+
+VbIdentityMemoCall *
+vb_identity_memo_begin (VbIdentityMemo *memo, const char *const *paths, guint n)
+{
+  VbIdentityMemoCall *call = g_new0 (VbIdentityMemoCall, 1);
+  g_autoptr (GPtrArray) found = g_ptr_array_new ();
+  guint64 serial;
+
+  call->memo = memo;
+  call->paths = paths;
+  call->n = n;
+  call->entries = g_new0 (Entry *, n + 1);
+  call->dirs_of = g_new0 (Dir *, n + 1);
+  call->tickets = g_new0 (guint64, n + 1);
+  call->known = g_new0 (gboolean, n + 1);
+  call->dirs = g_ptr_array_new_with_free_func (g_free);
+  g_mutex_lock (&memo->lock);
+  resolve (call);
+  serial = ++memo->calls;
+  for (guint i = 0; i < n; i++)
+    for (Dir *d = call->dirs_of[i]; d && d->last_call != serial; d = d->parent)
+      {
+        d->last_call = serial;
+        g_ptr_array_add (found, d);
+      }
   g_ptr_array_sort (found, by_depth);
   for (guint i = 0; i < found->len; i++)
-    g_ptr_array_add (dirs, g_strdup (((Dir *) found->pdata[i])->path));
+    g_ptr_array_add (call->dirs, g_strdup (((Dir *) found->pdata[i])->path));
   g_mutex_unlock (&memo->lock);
-  return dirs;
+  return call;
+}
+
+GPtrArray *
+vb_identity_memo_dirs (VbIdentityMemoCall *call)
+{
+  return call->dirs;
+}
+
+void
+vb_identity_memo_end (VbIdentityMemoCall *call)
+{
+  if (call == NULL)
+    return;
+  g_free (call->entries);
+  g_free (call->dirs_of);
+  g_free (call->tickets);
+  g_free (call->known);
+  g_ptr_array_unref (call->dirs);
+  g_free (call);
 }
 
 static gboolean
@@ -181,6 +222,15 @@ stamp_trusted (const VbDirStamp *s)
          && s->mtime_ns <= s->taken_ns - VB_DIR_STABLE_NS;
 }
 
+/* Under the lock: everything forgotten (a call's pointers with it) */
+static void
+forget (VbIdentityMemo *memo)
+{
+  g_hash_table_remove_all (memo->entries);
+  g_hash_table_remove_all (memo->dirs);
+  memo->epoch++;
+}
+
 static void
 prune (VbIdentityMemo *memo, guint n, guint64 call)
 {
@@ -190,12 +240,12 @@ prune (VbIdentityMemo *memo, guint n, guint64 call)
   /* directories of paths long gone: all, looked at again once */
   if (g_hash_table_size (memo->dirs) > 2 * (n + PRUNE_SLACK))
     {
-      g_hash_table_remove_all (memo->entries);
-      g_hash_table_remove_all (memo->dirs);
+      forget (memo);
       return;
     }
   if (g_hash_table_size (memo->entries) <= n + PRUNE_SLACK)
     return;
+  memo->epoch++;
   g_hash_table_iter_init (&iter, memo->entries);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     if (((Entry *) value)->last_call != call)
@@ -203,23 +253,21 @@ prune (VbIdentityMemo *memo, guint n, guint64 call)
 }
 
 void
-vb_identity_memo_recall (VbIdentityMemo *memo, GPtrArray *dirs, const VbDirStamp *stamps,
-                         const char *const *paths, guint n, VbIdentity *out, gboolean *known,
-                         guint64 *tickets)
+vb_identity_memo_recall (VbIdentityMemoCall *call, const VbDirStamp *stamps, VbIdentity *out)
 {
-  guint64 call;
+  VbIdentityMemo *memo = call->memo;
+  guint64 serial;
 
   g_mutex_lock (&memo->lock);
   if (memo->changed && memo->changed (memo->changed_data))
-    {
-      g_hash_table_remove_all (memo->entries);
-      g_hash_table_remove_all (memo->dirs);
-    }
-  call = ++memo->calls;
+    forget (memo);
+  if (call->epoch != memo->epoch)
+    resolve (call);
+  serial = ++memo->calls;
   /* parents first: a directory's version follows its parent's */
-  for (guint i = 0; i < dirs->len; i++)
+  for (guint i = 0; i < call->dirs->len; i++)
     {
-      Dir *d = dir_get (memo, dirs->pdata[i]);
+      Dir *d = dir_get (memo, call->dirs->pdata[i]);
       Dir *up = d->parent;
 
       /* a stamp recorded before its directory was stable is never
@@ -231,82 +279,75 @@ vb_identity_memo_recall (VbIdentityMemo *memo, GPtrArray *dirs, const VbDirStamp
           d->version = ++memo->versions;
           d->parent_version = up ? up->version : 0;
         }
-      if (stamp_trusted (&d->stamp) && (up == NULL || up->trusted_call == call))
-        d->trusted_call = call;
+      if (stamp_trusted (&d->stamp) && (up == NULL || up->trusted_call == serial))
+        d->trusted_call = serial;
     }
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < call->n; i++)
     {
-      Entry *e;
-      Dir *d;
+      Entry *e = call->entries[i];
+      Dir *d = call->dirs_of[i];
 
-      known[i] = FALSE;
-      tickets[i] = 0;
-      if (!eligible (paths[i]))
-        continue;
-      e = g_hash_table_lookup (memo->entries, paths[i]);
-      d = e ? e->dir : dir_of_path (memo, paths[i]);
-      if (d->trusted_call != call)
+      call->known[i] = FALSE;
+      call->tickets[i] = 0;
+      if (d == NULL || d->trusted_call != serial)
         continue;
       if (e && e->version == d->version)
         {
           out[i] = e->id;
-          known[i] = TRUE;
-          e->last_call = call;
+          call->known[i] = TRUE;
+          e->last_call = serial;
         }
       else
-        tickets[i] = d->version;
+        call->tickets[i] = d->version;
     }
   g_mutex_unlock (&memo->lock);
 }
 
-void
-vb_identity_memo_record (VbIdentityMemo *memo, const char *const *paths, guint n,
-                         const gboolean *known, const guint64 *tickets, const VbIdentity *ids,
-                         const gboolean *links)
+const gboolean *
+vb_identity_memo_known (VbIdentityMemoCall *call)
 {
-  guint64 call;
+  return call->known;
+}
+
+void
+vb_identity_memo_record (VbIdentityMemoCall *call, const VbIdentity *ids, const gboolean *links)
+{
+  VbIdentityMemo *memo = call->memo;
+  guint64 serial;
 
   g_mutex_lock (&memo->lock);
-  call = ++memo->calls;
-  for (guint i = 0; i < n; i++)
+  if (call->epoch != memo->epoch)
+    resolve (call);
+  serial = ++memo->calls;
+  for (guint i = 0; i < call->n; i++)
     {
-      Entry *e;
-      Dir *d;
+      Entry *e = call->entries[i];
+      Dir *d = call->dirs_of[i];
 
-      if (known[i])
+      if (call->known[i])
         {
-          if ((e = g_hash_table_lookup (memo->entries, paths[i])) != NULL)
-            e->last_call = call;
+          if (e)
+            e->last_call = serial;
           continue;
         }
-      /* none: not there, or no answer (a stalled path is looked at again) */
-      if (tickets[i] == 0 || links[i] || ids[i].kind == 0)
+      /* none: not there, or no answer (a stalled path is looked at
+       * again); a directory changed since its stamp (another call
+       * meanwhile) */
+      if (call->tickets[i] == 0 || links[i] || ids[i].kind == 0 || d == NULL
+          || d->version != call->tickets[i])
         continue;
-      d = dir_of_path (memo, paths[i]);
-      /* the directory changed since its stamp (another look, meanwhile) */
-      if (d->version != tickets[i])
-        continue;
-      e = g_hash_table_lookup (memo->entries, paths[i]);
       if (e == NULL)
         {
           e = g_new0 (Entry, 1);
-          g_hash_table_insert (memo->entries, g_strdup (paths[i]), e);
+          g_hash_table_insert (memo->entries, g_strdup (call->paths[i]), e);
+          call->entries[i] = e;
         }
       e->dir = d;
-      e->version = tickets[i];
+      e->version = call->tickets[i];
       e->id = ids[i];
-      e->last_call = call;
+      e->last_call = serial;
     }
-  prune (memo, n, call);
-  g_mutex_unlock (&memo->lock);
-}
-
-void
-vb_identity_memo_forget (VbIdentityMemo *memo)
-{
-  g_mutex_lock (&memo->lock);
-  g_hash_table_remove_all (memo->entries);
-  g_hash_table_remove_all (memo->dirs);
+  prune (memo, call->n, serial);
   g_mutex_unlock (&memo->lock);
 }
 

@@ -32,35 +32,35 @@ typedef struct {
 
 typedef struct _VbIdentityMemo VbIdentityMemo;
 
-VbIdentityMemo *vb_identity_memo_new (void);
 /* @changed, asked at each recall, says whether the mounts changed since
  * it was last asked: then everything is forgotten first (a mount can put
  * another file behind a path without changing any directory). */
 VbIdentityMemo *vb_identity_memo_new_full (gboolean (*changed) (gpointer data), gpointer data);
 void vb_identity_memo_free (VbIdentityMemo *memo);
 
+/* One call: @paths (kept by the caller until vb_identity_memo_end),
+ * each found in the memo once. */
+typedef struct _VbIdentityMemoCall VbIdentityMemoCall;
+
+VbIdentityMemoCall *vb_identity_memo_begin (VbIdentityMemo *memo, const char *const *paths,
+                                            guint n);
 /* The directories to stamp before the paths are recalled: every
  * ancestor of each path it may remember (absolute, no "." or ".."),
  * each once, parents first. */
-GPtrArray *vb_identity_memo_dirs (VbIdentityMemo *memo, const char *const *paths, guint n);
-
-/* With @stamps of the directories @dirs (vb_identity_memo_dirs, taken
- * before this call): @out[i] for the paths still known (@known[i] TRUE);
- * @tickets[i] is what vb_identity_memo_record needs for path i (0: its
- * directories are not trusted, it will not be remembered). */
-void vb_identity_memo_recall (VbIdentityMemo *memo, GPtrArray *dirs, const VbDirStamp *stamps,
-                              const char *const *paths, guint n, VbIdentity *out, gboolean *known,
-                              guint64 *tickets);
-
+GPtrArray *vb_identity_memo_dirs (VbIdentityMemoCall *call);
+/* With the @stamps of the directories (taken before this call, none
+ * for one not looked at): @out[i] for the paths still known. */
+void vb_identity_memo_recall (VbIdentityMemoCall *call, const VbDirStamp *stamps, VbIdentity *out);
+/* Which paths vb_identity_memo_recall knew. */
+const gboolean *vb_identity_memo_known (VbIdentityMemoCall *call);
 /* The identities of the paths not known, looked at after the stamps
  * (@links[i]: path i itself is a symbolic link, whose target may change
- * anywhere: never remembered). */
-void vb_identity_memo_record (VbIdentityMemo *memo, const char *const *paths, guint n,
-                              const gboolean *known, const guint64 *tickets, const VbIdentity *ids,
+ * anywhere: never remembered; nor a path whose directories are not
+ * trusted, or changed since the stamps). */
+void vb_identity_memo_record (VbIdentityMemoCall *call, const VbIdentity *ids,
                               const gboolean *links);
-
-/* Forget everything. */
-void vb_identity_memo_forget (VbIdentityMemo *memo);
+void vb_identity_memo_end (VbIdentityMemoCall *call);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VbIdentityMemoCall, vb_identity_memo_end)
 
 /* How many paths it remembers. */
 guint vb_identity_memo_size (VbIdentityMemo *memo);

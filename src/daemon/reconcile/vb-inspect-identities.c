@@ -360,16 +360,15 @@ identity_memo (void)
 void
 vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms, VbIdentity *out)
 {
-  VbIdentityMemo *memo = identity_memo ();
-  g_autoptr (GPtrArray) dirs = vb_identity_memo_dirs (memo, paths, n_paths);
+  g_autoptr (VbIdentityMemoCall) call = vb_identity_memo_begin (identity_memo (), paths, n_paths);
+  GPtrArray *dirs = vb_identity_memo_dirs (call);
   g_autofree Seen *stamps = g_new0 (Seen, dirs->len + 1);
   g_autofree VbDirStamp *dir_stamps = g_new0 (VbDirStamp, dirs->len + 1);
-  g_autofree gboolean *known = g_new0 (gboolean, n_paths + 1);
   g_autofree gboolean *links = g_new0 (gboolean, n_paths + 1);
-  g_autofree guint64 *tickets = g_new0 (guint64, n_paths + 1);
   g_autoptr (GPtrArray) todo = g_ptr_array_new ();
   g_autoptr (GArray) where = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autofree Seen *seen = NULL;
+  const gboolean *known;
 
   timeout_ms = vb_inspect_look_timeout (timeout_ms);
   /* the directories first: a path looked at after its directory's stamp */
@@ -384,7 +383,8 @@ vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms
     dir_stamps[g_array_index (where, guint, k)] = stamps[k].stamp;
   g_ptr_array_set_size (todo, 0);
   g_array_set_size (where, 0);
-  vb_identity_memo_recall (memo, dirs, dir_stamps, paths, n_paths, out, known, tickets);
+  vb_identity_memo_recall (call, dir_stamps, out);
+  known = vb_identity_memo_known (call);
   for (guint i = 0; i < n_paths; i++)
     if (!known[i])
       {
@@ -399,7 +399,7 @@ vb_inspect_identities (const char *const *paths, guint n_paths, guint timeout_ms
       out[i] = seen[k].id;
       links[i] = seen[k].link;
     }
-  vb_identity_memo_record (memo, paths, n_paths, known, tickets, out, links);
+  vb_identity_memo_record (call, out, links);
   g_atomic_int_add (&looked_at, todo->len);
 }
 
