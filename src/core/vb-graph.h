@@ -4,6 +4,7 @@
 #pragma once
 
 #include <glib.h>
+#include <string.h>
 
 #include "vb-state.h"
 
@@ -11,6 +12,17 @@ G_BEGIN_DECLS
 
 /* A component that is another device: "vblk:NAME" */
 #define VB_DEVICE_SOURCE_PREFIX "vblk:"
+
+/* NAME of a source "vblk:NAME", or NULL: the first letter tells most
+ * sources apart (paths), for the passes over thousands of devices */
+static inline const char *
+vb_device_source_name (const char *source)
+{
+  if (source[0] != VB_DEVICE_SOURCE_PREFIX[0]
+      || strncmp (source, VB_DEVICE_SOURCE_PREFIX, sizeof VB_DEVICE_SOURCE_PREFIX - 1) != 0)
+    return NULL;
+  return source + sizeof VB_DEVICE_SOURCE_PREFIX - 1;
+}
 
 typedef struct _VbGraph VbGraph;
 

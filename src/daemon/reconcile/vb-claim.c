@@ -173,9 +173,10 @@ check_shared (VbProbe *probe, const VbDeviceConfig *config, const char *source,
   for (guint i = 0; i < all->len; i++)
     {
       const VbProbeIdentity *other = &g_array_index (all, VbProbeIdentity, i);
-      if (may_share (config, other->device))
+      /* the same file or path first: the others' configs are not read */
+      if (!vb_identity_equal (&id, &other->id) && strcmp (other->source, source) != 0)
         continue;
-      if (strcmp (other->source, source) == 0 || vb_identity_equal (&id, &other->id))
+      if (!may_share (config, other->device))
         {
           g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
                        _ ("component '%s' is already used by device '%s'"), source,

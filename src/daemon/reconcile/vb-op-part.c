@@ -28,12 +28,12 @@ dependents_index (const VbState *state)
       const VbDeviceConfig *d = state->devices->pdata[i];
       for (guint j = 0; j < d->components->len; j++)
         {
-          const char *source = ((VbComponentConfig *) d->components->pdata[j])->source;
+          const char *source
+              = vb_device_source_name (((VbComponentConfig *) d->components->pdata[j])->source);
           GPtrArray *list;
 
-          if (!g_str_has_prefix (source, VB_DEVICE_SOURCE_PREFIX))
+          if (source == NULL)
             continue;
-          source += strlen (VB_DEVICE_SOURCE_PREFIX);
           list = g_hash_table_lookup (above, source);
           if (list == NULL)
             g_hash_table_insert (above, (gpointer) source, list = g_ptr_array_new ());
