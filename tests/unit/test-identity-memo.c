@@ -246,6 +246,36 @@ test_forgotten_meanwhile (Fixture *f, gconstpointer data)
   g_assert_cmpuint (look (f, SECOND_NS), ==, F1 | F2 | F3);
 }
 
+/* Calls side by side (ops claiming at once): two that began before
+ * either recorded both make the same entries; the second updates the
+ * first's, which a third call begun between them holds */
+static void
+test_side_by_side (Fixture *f, gconstpointer data)
+{
+  g_autoptr (VbIdentityMemoCall) a = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  g_autoptr (VbIdentityMemoCall) b = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  g_autoptr (VbIdentityMemoCall) c = NULL;
+  g_autofree VbDirStamp *stamps = g_new0 (VbDirStamp, vb_identity_memo_dirs (a)->len + 1);
+  VbIdentity out[N_PATHS];
+
+  take_stamps (f, vb_identity_memo_dirs (a), 3 * SECOND_NS, stamps);
+  vb_identity_memo_recall (a, stamps, out);
+  vb_identity_memo_recall (b, stamps, out);
+  memcpy (out, f->ids, sizeof out);
+  vb_identity_memo_record (a, out, f->links);
+  c = vb_identity_memo_begin (f->memo, paths, N_PATHS);
+  vb_identity_memo_record (b, out, f->links);
+  take_stamps (f, vb_identity_memo_dirs (c), SECOND_NS, stamps);
+  memset (out, 0, sizeof out);
+  vb_identity_memo_recall (c, stamps, out);
+  for (guint i = 0; i < 3; i++)
+    {
+      g_assert_true (vb_identity_memo_known (c)[i]);
+      g_assert_true (vb_identity_equal (&out[i], &f->ids[i]));
+    }
+  g_assert_cmpuint (vb_identity_memo_size (f->memo), ==, 3);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -261,5 +291,6 @@ main (int argc, char **argv)
   ADD ("mounts", test_mounts);
   ADD ("raced", test_raced);
   ADD ("forgotten-meanwhile", test_forgotten_meanwhile);
+  ADD ("side-by-side", test_side_by_side);
   return g_test_run ();
 }

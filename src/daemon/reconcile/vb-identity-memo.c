@@ -336,12 +336,14 @@ vb_identity_memo_record (VbIdentityMemoCall *call, const VbIdentity *ids, const 
       if (call->tickets[i] == 0 || links[i] || ids[i].kind == 0 || d == NULL
           || d->version != call->tickets[i])
         continue;
-      if (e == NULL)
+      /* another call may have made its entry since this one began:
+       * that one is updated, never replaced (a third call may hold it) */
+      if (e == NULL && (e = g_hash_table_lookup (memo->entries, call->paths[i])) == NULL)
         {
           e = g_new0 (Entry, 1);
           g_hash_table_insert (memo->entries, g_strdup (call->paths[i]), e);
-          call->entries[i] = e;
         }
+      call->entries[i] = e;
       e->dir = d;
       e->version = call->tickets[i];
       e->id = ids[i];
