@@ -181,6 +181,54 @@ cycle_to_string (GPtrArray *cycle)
 }
 
 VbGraph *
+vb_graph_new_above (const VbState *state, const char *name)
+{
+  g_autoptr (GHashTable) users
+      = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+  g_autoptr (GHashTable) above = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GPtrArray) todo = g_ptr_array_new ();
+  VbState some = { .devices = g_ptr_array_new () };
+  VbGraph *graph;
+
+  /* who is built on whom, from one pass that reads only the sources */
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      for (guint j = 0; j < d->components->len; j++)
+        {
+          const char *below = vb_device_source_name (
+              ((const VbComponentConfig *) d->components->pdata[j])->source);
+          GPtrArray *list;
+
+          if (below == NULL)
+            continue;
+          if ((list = g_hash_table_lookup (users, below)) == NULL)
+            g_hash_table_insert (users, (gpointer) below, list = g_ptr_array_new ());
+          g_ptr_array_add (list, d->name);
+        }
+    }
+  g_ptr_array_add (todo, (gpointer) name);
+  for (guint i = 0; i < todo->len; i++)
+    {
+      GPtrArray *list;
+      if (!g_hash_table_add (above, todo->pdata[i]))
+        continue;
+      if ((list = g_hash_table_lookup (users, todo->pdata[i])) != NULL)
+        g_ptr_array_extend (todo, list, NULL, NULL);
+    }
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      if (g_hash_table_contains (above, d->name))
+        g_ptr_array_add (some.devices, (gpointer) d);
+    }
+  graph = vb_graph_new (&some);
+  vb_state_reindex (&some); /* its index, if a lookup built one */
+  g_ptr_array_unref (some.devices);
+  return graph;
+}
+
+VbGraph *
 vb_graph_new_below (const VbState *state, const char *name)
 {
   VbState below = { .devices = g_ptr_array_new () };

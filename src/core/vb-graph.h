@@ -35,6 +35,9 @@ VbGraph *vb_graph_new (const VbState *state);
  * among them; a vblk:NAME it names that does not exist too), not a graph
  * of the thousands beside. */
 VbGraph *vb_graph_new_below (const VbState *state, const char *name);
+/* The graph of device @name and of every device built on it: its stop
+ * order, from one pass that reads each device's sources alone. */
+VbGraph *vb_graph_new_above (const VbState *state, const char *name);
 void vb_graph_free (VbGraph *graph);
 
 /* Fails with VB_ERROR_DEPENDENCY_CYCLE naming one cycle as

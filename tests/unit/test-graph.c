@@ -243,6 +243,38 @@ test_order_ties (void)
   assert_strv (vb_graph_stop_order (graph, "z"), STRV ("top", "a2", "z"));
 }
 
+/* The graph above a device gives its stop order as the whole one does */
+static void
+test_order_above (void)
+{
+  g_autoptr (VbState) state = diamond ();
+  const char *const stacked[] = { "top", "a2", "m1", "z", "alone" };
+
+  add_device (state, "top", "vblk:m1", "vblk:a2", NULL);
+  add_device (state, "a2", "vblk:z", "vblk:data", NULL);
+  add_device (state, "m1", NULL);
+  add_device (state, "z", NULL);
+  add_device (state, "alone", "/dev/sdz", NULL);
+  for (guint i = 0; i < state->devices->len + G_N_ELEMENTS (stacked); i++)
+    {
+      const char *name = i < state->devices->len
+                             ? ((VbDeviceConfig *) state->devices->pdata[i])->name
+                             : stacked[i - state->devices->len];
+      g_autoptr (VbGraph) whole = vb_graph_new (state);
+      g_autoptr (VbGraph) above = vb_graph_new_above (state, name);
+      g_auto (GStrv) want = vb_graph_stop_order (whole, name);
+      g_autofree char *joined = g_strjoinv (",", want);
+
+      assert_strv (vb_graph_stop_order (above, name), (const char *const *) want);
+      g_test_message ("%s: %s", name, joined);
+    }
+  {
+    g_autoptr (VbGraph) above = vb_graph_new_above (state, "base");
+    assert_strv (vb_graph_stop_order (above, "base"),
+                 STRV ("top", "a2", "data", "left", "right", "base"));
+  }
+}
+
 static void
 test_text (void)
 {
@@ -334,6 +366,7 @@ main (int argc, char **argv)
   g_test_add_func ("/graph/order/chain", test_order_chain);
   g_test_add_func ("/graph/order/diamond", test_order_diamond);
   g_test_add_func ("/graph/order/ties", test_order_ties);
+  g_test_add_func ("/graph/order/above", test_order_above);
   g_test_add_func ("/graph/text/diamond", test_text);
   g_test_add_func ("/graph/text/chain", test_text_chain);
   g_test_add_func ("/graph/text/edge-cases", test_text_edge_cases);

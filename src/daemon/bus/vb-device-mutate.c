@@ -49,7 +49,7 @@ vb_mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIn
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_autoptr (VbGraph) graph = vb_graph_new_above (candidate, req->name);
   g_auto (GStrv) order = NULL;
   g_autoptr (GString) users = g_string_new (NULL);
 
@@ -86,7 +86,7 @@ vb_mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autoptr (VbGraph) graph = vb_graph_new (candidate);
+  g_autoptr (VbGraph) graph = vb_graph_new_above (candidate, req->name);
   g_auto (GStrv) order = NULL;
 
   if (d == NULL)

@@ -67,7 +67,7 @@ refuse_cycle (VbProbe *probe, const VbDeviceConfig *config, const char *source,
   /* on no vblk node (most components): no graph of every device */
   if (f->below == NULL || f->below->len == 0)
     return FALSE;
-  graph = vb_graph_new (probe->state);
+  graph = vb_graph_new_above (probe->state, config->name);
   above = vb_graph_stop_order (graph, config->name);
   for (guint i = 0; i < f->below->len; i++)
     {
