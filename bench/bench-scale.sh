@@ -9,9 +9,11 @@
 #     journal, vblkd's RSS;
 #  3. vblkd restarted on that state: start-up until it owns its bus name,
 #     RSS after it (against RSS after the creates: what grows per change);
-#  4. the same N created by CLIENTS clients at once (a fresh state).
+#  4. the same N created by CLIENTS clients at once (a fresh state);
+#  5. STARTED=S (default 0): S of them started (loop devices), then the
+#     same figures with S running, start-up adopting them, and their stops.
 # Prints a table with the issue's targets beside each figure (for 10,000
-# devices). Usage: bash bench/bench-scale.sh [N] [CLIENTS]  (as root; builds;
+# devices). Usage: [STARTED=S] bash bench/bench-scale.sh [N] [CLIENTS]  (as root; builds;
 # CLIENTS=0 leaves out step 4)
 set -euo pipefail
 
@@ -47,7 +49,7 @@ median3 () {
 mkdir -p "$T/img"
 /usr/bin/python3 -c '
 import os, sys
-for i in range(int(sys.argv[2]) + 1):
+for i in range(int(sys.argv[2]) + 2):
     with open(os.path.join(sys.argv[1], "%d.img" % i), "wb") as f:
         f.truncate(1 << 20)
 ' "$T/img" "$n"
@@ -78,6 +80,31 @@ vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]
 sleep 0.5
 rss_restarted=$(rss_mib)
 vb_stop_daemon
+
+# --- 5: STARTED of them running, on that state (STARTED=0: not run) ---------
+started=${STARTED:-0}
+if [ "$started" -gt 0 ]; then
+  vb_start_daemon
+  starts_s=$(client start 0 "$started")
+  vb_wait_until 60 eval '[ "$("$VBMGR" list | grep -c " active ")" -ge "$started" ]' ||
+    vb_fail "$started devices did not become active"
+  s_gmo=$(for _ in 1 2 3; do client objects; done | awk '{ print $2 }' | sort -n | sed -n 2p)
+  s_list_ms=$(median3 "$VBMGR" list)
+  read -r s_create s_delete <<< "$(client one "$T/img" $((n + 1)))"
+  s_rss=$(rss_mib)
+  vb_stop_daemon
+  t=$(date +%s%N)
+  vb_start_daemon
+  s_startup_ms=$(ms_since "$t")
+  starts=$(grep -c '^=== vblkd start' "$VB_LOG")
+  vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]' ||
+    vb_fail "vblkd did not say it is ready"
+  s_ready=$(grep "vblk: ready: " "$VB_LOG" | tail -1 | sed 's/.*ready: //')
+  sleep 0.5
+  s_rss_restarted=$(rss_mib)
+  stops_s=$(client stop 0 "$started")
+  vb_stop_daemon
+fi
 
 # --- 4: CLIENTS clients at once, a fresh state (CLIENTS=0: not run) ---------
 many_ms=
@@ -121,3 +148,16 @@ printf '%-46s %14s %s\n' "start-up with that state.json" "$startup_ms ms" "< 200
 printf '%-46s %14s %s\n' "vblkd RSS after the creates" "$rss_created MiB" "< 200 MiB"
 printf '%-46s %14s %s\n' "vblkd RSS after a restart" "$rss_restarted MiB" "the same"
 printf '%-46s %14s %s\n' "state.json / state.journal" "$state_kib / $journal_kib KiB" ""
+if [ "$started" -gt 0 ]; then
+  echo
+  echo "with $started of them started (loop devices)"
+  printf '%-46s %14s %s\n' "starts, one client: per second" "$(rate "$started" "$(awk -v s="$starts_s" 'BEGIN { printf "%d", s * 1000 }')")" ""
+  printf '%-46s %14s %s\n' "GetManagedObjects" "$s_gmo ms" "< 200 ms"
+  printf '%-46s %14s %s\n' "vbmgr list" "$s_list_ms ms" "< 300 ms"
+  printf '%-46s %14s %s\n' "one more create / its delete" "$s_create / $s_delete ms" "< 20 ms"
+  printf '%-46s %14s %s\n' "vblkd RSS" "$s_rss MiB" "< 200 MiB"
+  printf '%-46s %14s %s\n' "start-up, adopting them" "$s_startup_ms ms" "< 2000 ms"
+  printf '%-46s %14s %s\n' "  then ready with" "$s_ready" ""
+  printf '%-46s %14s %s\n' "vblkd RSS after that restart" "$s_rss_restarted MiB" ""
+  printf '%-46s %14s %s\n' "stops, one client: per second" "$(rate "$started" "$(awk -v s="$stops_s" 'BEGIN { printf "%d", s * 1000 }')")" ""
+fi

@@ -6,6 +6,8 @@ one (plain Gio on the system bus).
   scale-client.py create DIR FIRST COUNT   CreateDevice of file devices
       sDIR/FIRST.img ... on one connection, one after the other; prints
       one line per 100 creates: "DONE SECONDS" since the start
+  scale-client.py start FIRST COUNT       Device.Start of sFIRST ... one after
+  scale-client.py stop FIRST COUNT        the other (Stop): prints "SECONDS"
   scale-client.py objects                 GetManagedObjects: "OBJECTS MS"
   scale-client.py one DIR N               one more create and its delete:
       "CREATE_MS DELETE_MS"
@@ -39,6 +41,13 @@ def main():
             create(bus, directory, i)
             if n % 100 == 0 or n == count:
                 print(n, "%.3f" % (time.monotonic() - start), flush=True)
+    elif sys.argv[1] in ("start", "stop"):
+        first, count = int(sys.argv[2]), int(sys.argv[3])
+        start = time.monotonic()
+        for i in range(first, first + count):
+            call(bus, "%s/devices/s%d" % (ROOT, i), NAME + ".Device", sys.argv[1].capitalize(),
+                 GLib.Variant("(a{sv})", ({},)))
+        print("%.3f" % (time.monotonic() - start))
     elif sys.argv[1] == "objects":
         start = time.monotonic()
         reply = call(bus, ROOT, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", None)
