@@ -233,17 +233,18 @@ vb_mgr_connect (void)
 }
 
 GVariant *
-vb_mgr_managed_objects (const char *command)
+vb_mgr_read (const char *command, const char *path, const char *interface, const char *method,
+             GVariant *parameters, const GVariantType *reply_type)
 {
+  g_autoptr (GVariant) sunk = parameters ? g_variant_ref_sink (parameters) : NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (GDBusConnection) bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
   g_autoptr (GVariant) reply = NULL;
 
   /* Without NO_AUTO_START, the bus activates vblkd when it can. */
   if (bus != NULL)
-    reply = g_dbus_connection_call_sync (
-        bus, VB_BUS_NAME, VB_OBJECT_ROOT, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
-        NULL, G_VARIANT_TYPE ("(a{oa{sa{sv}}})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    reply = g_dbus_connection_call_sync (bus, VB_BUS_NAME, path, interface, method, sunk,
+                                         reply_type, G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
   /* nobody owns the name and the bus cannot start it: said as the
    * object manager's client says it (vb_mgr_connect) */
   if (bus == NULL)

@@ -101,7 +101,11 @@ VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager, const cha
 /* Every object with its interfaces' properties, as GetManagedObjects
  * gives them (a{oa{sa{sv}}}): one call, no proxy for each object; NULL
  * after saying why (as vb_mgr_fail). */
-GVariant *vb_mgr_managed_objects (const char *command);
+/* The reply's first value of @method, a call that changes nothing (no
+ * authorization, no interaction); NULL once the failure is reported
+ * for @command. @parameters, floating, is consumed. */
+GVariant *vb_mgr_read (const char *command, const char *path, const char *interface,
+                       const char *method, GVariant *parameters, const GVariantType *reply_type);
 /* Every device, sorted by name (VbDBusDevice*, owned). */
 GPtrArray *vb_mgr_list_devices (GDBusObjectManager *manager);
 /* Name of the device at @path (its Name property, or the unescaped last

@@ -99,6 +99,23 @@ vb_as_nobody /usr/bin/python3 "$VB_SRCDIR/tests/integration/vb-api-guard.py" "$T
   "$T/fixtures.json" --only Manager.Frobnicate > "$T/more.out" 2> "$T/more.err" &&
   vb_fail "the guard passed an XML with a method it does not classify"
 vb_assert_contains "$(cat "$T/more.err")" "Manager.Frobnicate: not classified" "the guard's complaint"
+vb_log "ListDevices, read by nobody, says what the Device properties say, started or not"
+vb_as_nobody /usr/bin/python3 - > "$T/list.out" << 'EOF' || vb_fail "ListDevices disagrees with the Device properties"
+from gi.repository import Gio, GLib
+bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+N, R = "org.vblk.VBlk1", "/org/vblk/VBlk1"
+rows = bus.call_sync(N, R + "/Manager", N + ".Manager", "ListDevices",
+                     GLib.Variant("(a{sv})", ({},)), None, 0, -1, None).unpack()[0]
+objs = bus.call_sync(N, R, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", None, None,
+                     0, -1, None).unpack()[0]
+want = [(p["Name"], p["Driver"], p["Backend"], p["State"], p["Size"], p["BlockDevice"], path)
+        for path, ifaces in objs.items() for i, p in ifaces.items() if i == N + ".Device"]
+assert sorted(rows) == sorted(want), (rows, want)
+print(" ".join(sorted("%s:%s" % (r[0], r[3]) for r in rows)))
+EOF
+vb_assert_eq "alpha:ready beta:active m:active w:stopped" "$(cat "$T/list.out")" \
+  "the devices ListDevices gave, with their states"
+
 # root's calls started jobs on m: they end before vblkd does
 for j in $(vbmgr jobs --json | jq -r '.[] | select(.state == "running") | .path'); do
   vbmgr wait "$j" > /dev/null || true

@@ -60,6 +60,7 @@ def calls(fx, dumped):
             ("change", ROOT + "/Manager", v("(sa{sv})", spec, {})),
             ("read", ROOT + "/Manager", v("(sa{sv})", spec, {"dry-run": GLib.Variant("b", True)}))],
         "Manager.Dump": [("read", ROOT + "/Manager", v("(a{sv})", {}))],
+        "Manager.ListDevices": [("read", ROOT + "/Manager", v("(a{sv})", {}))],
         "Manager.Scan": [
             ("read", ROOT + "/Manager", v("(a{sv})", {"paths": GLib.Variant("as", [img])})),
             ("change", ROOT + "/Manager", v("(a{sv})", {"adopt": GLib.Variant("b", True)}))],

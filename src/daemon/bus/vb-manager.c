@@ -174,6 +174,7 @@ handle_create_device (VbDBusManager *iface, GDBusMethodInvocation *invocation, c
   return TRUE;
 }
 
+/* Dump and ListDevices */
 static const char *const dump_options[] = { NULL };
 
 static gboolean
@@ -190,6 +191,45 @@ handle_dump (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *
     }
   json = vb_spec_to_json (daemon->desired);
   g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
+  return TRUE;
+}
+
+static const char *
+or_empty (const char *text)
+{
+  return text ? text : "";
+}
+
+/* ListDevices: the rows of `vbmgr list`, from the Device objects */
+static gboolean
+handle_list_devices (VbDBusManager *iface, GDBusMethodInvocation *invocation, GVariant *options,
+                     VbDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  GVariantBuilder rows;
+
+  if (!vb_options_check (options, dump_options, &error))
+    {
+      vb_invocation_return_gerror (invocation, error);
+      return TRUE;
+    }
+  g_variant_builder_init (&rows, G_VARIANT_TYPE ("a(sssstso)"));
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      GDBusObject *object = g_hash_table_lookup (daemon->bus->device_objects, d->name);
+      g_autoptr (VbDBusDevice) dev
+          = object ? vb_dbus_object_get_device (VB_DBUS_OBJECT (object)) : NULL;
+
+      if (dev == NULL)
+        continue; /* not published yet */
+      g_variant_builder_add (
+          &rows, "(sssstso)", or_empty (vb_dbus_device_get_name (dev)),
+          or_empty (vb_dbus_device_get_driver (dev)), or_empty (vb_dbus_device_get_backend (dev)),
+          or_empty (vb_dbus_device_get_state (dev)), vb_dbus_device_get_size (dev),
+          or_empty (vb_dbus_device_get_block_device (dev)), g_dbus_object_get_object_path (object));
+    }
+  g_dbus_method_invocation_return_value (invocation, g_variant_new ("(a(sssstso))", &rows));
   return TRUE;
 }
 
@@ -624,6 +664,8 @@ vb_manager_export (VbDaemon *daemon)
   g_signal_connect (daemon->bus->manager, "handle-apply", G_CALLBACK (vb_manager_handle_apply),
                     daemon);
   g_signal_connect (daemon->bus->manager, "handle-dump", G_CALLBACK (handle_dump), daemon);
+  g_signal_connect (daemon->bus->manager, "handle-list-devices", G_CALLBACK (handle_list_devices),
+                    daemon);
   g_signal_connect (daemon->bus->manager, "handle-scan", G_CALLBACK (handle_scan), daemon);
   g_signal_connect (daemon->bus->manager, "handle-wipe", G_CALLBACK (handle_wipe), daemon);
   vb_dbus_object_skeleton_set_manager (object, daemon->bus->manager);
