@@ -62,6 +62,9 @@ one_ms=$(ms_since "$t")
 last100=$(tail -2 "$T/one.log" | awk 'NR == 1 { a = $2 } NR == 2 { printf "%.1f", 100 / ($2 - a) }')
 rss_created=$(rss_mib)
 gmo=$(for _ in 1 2 3; do client objects; done | awk '{ print $2 }' | sort -n | sed -n 2p)
+# the replies' memory, given back a moment after each (vb_objects_watch_reads)
+sleep 4
+rss_read=$(rss_mib)
 list_ms=$(median3 "$VBMGR" list)
 show_ms=$(median3 "$VBMGR" show s$((n / 2)))
 read -r one_create one_delete <<< "$(client one "$T/img" "$n")"
@@ -146,6 +149,7 @@ printf '%-46s %14s %s\n' "vbmgr list" "$list_ms ms" "< 300 ms"
 printf '%-46s %14s %s\n' "vbmgr show NAME" "$show_ms ms" "< 50 ms"
 printf '%-46s %14s %s\n' "start-up with that state.json" "$startup_ms ms" "< 2000 ms"
 printf '%-46s %14s %s\n' "vblkd RSS after the creates" "$rss_created MiB" "< 200 MiB"
+printf '%-46s %14s %s\n' "vblkd RSS 4 s after GetManagedObjects" "$rss_read MiB" ""
 printf '%-46s %14s %s\n' "vblkd RSS after a restart" "$rss_restarted MiB" "the same"
 printf '%-46s %14s %s\n' "state.json / state.journal" "$state_kib / $journal_kib KiB" ""
 if [ "$started" -gt 0 ]; then

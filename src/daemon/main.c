@@ -273,6 +273,7 @@ on_bus_acquired (GDBusConnection *connection, const char *name, gpointer data)
    * SIGTERM): the devices it serves outlive the bus */
   g_dbus_connection_set_exit_on_close (connection, FALSE);
   g_set_object (&daemon->bus->connection, connection);
+  vb_objects_watch_reads (daemon, connection);
   /* With the state ours already (locked at start: not --replace) and the
    * name free, the objects are exported before the name is asked for: a
    * caller that sees the name finds them. The first call of a D-Bus
@@ -456,6 +457,7 @@ own_name (VbDaemon *daemon, GDBusConnection *connection)
 {
   g_dbus_connection_set_exit_on_close (connection, FALSE);
   g_set_object (&daemon->bus->connection, connection);
+  vb_objects_watch_reads (daemon, connection);
   daemon->bus->owner_id = g_bus_own_name_on_connection (
       connection, VB_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT, on_name_acquired,
       on_name_lost, daemon, NULL);

@@ -248,8 +248,9 @@ vb_start_daemon () {
   echo "=== vblkd start $(date +%T.%N) $*" >> "$VB_LOG"
   # shellcheck disable=SC2086 # VB_DAEMON_ARGS is split on purpose
   # VBLK_TEST_FROZEN: a device config two states share changed in place
-  # is a critical (vb-state.c); bench-scale.sh turns the check off
-  env G_DEBUG=fatal-criticals VBLK_TEST_FROZEN="${VBLK_TEST_FROZEN:-1}" "$@" \
+  # is a critical (vb-state.c); bench-scale.sh turns the check off.
+  # G_SLICE as vblkd.service sets it
+  env G_DEBUG=fatal-criticals VBLK_TEST_FROZEN="${VBLK_TEST_FROZEN:-1}" G_SLICE=always-malloc "$@" \
     "$VBLKD" --state-dir "$VB_STATE_DIR" --run-dir "$VB_RUN_DIR" \
     --dev-dir "$VB_DEV_DIR" --debug ${VB_DAEMON_ARGS:-} >> "$VB_LOG" 2>&1 &
   VBLKD_PID=$!

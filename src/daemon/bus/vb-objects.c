@@ -394,3 +394,26 @@ const VbPublish vb_bus_publish = {
   .sync_devices = vb_objects_sync_devices,
   .event = vb_objects_emit_event,
 };
+
+static gboolean
+read_answered (gpointer data)
+{
+  vb_daemon_give_back_memory_soon (data);
+  return G_SOURCE_REMOVE;
+}
+
+/* On GDBus's worker thread: the main thread takes it from there */
+static GDBusMessage *
+watch_reads (GDBusConnection *connection, GDBusMessage *message, gboolean incoming, gpointer data)
+{
+  if (incoming && g_dbus_message_get_message_type (message) == G_DBUS_MESSAGE_TYPE_METHOD_CALL
+      && g_strcmp0 (g_dbus_message_get_member (message), "GetManagedObjects") == 0)
+    g_idle_add (read_answered, data);
+  return message;
+}
+
+void
+vb_objects_watch_reads (VbDaemon *daemon, GDBusConnection *connection)
+{
+  g_dbus_connection_add_filter (connection, watch_reads, daemon, NULL);
+}

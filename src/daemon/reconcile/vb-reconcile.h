@@ -184,6 +184,10 @@ typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer
  * shutdown, observe, scan, the policy's assembly). @what names the
  * request ("create", "start", ...: the test hook "WHAT:after-persist"
  * stops there), or NULL. */
+/* The memory of a large reply (GetManagedObjects of thousands of
+ * objects, some 100 MiB made and freed) back to the system a moment
+ * later, if no op runs then. Main thread. */
+void vb_daemon_give_back_memory_soon (VbDaemon *daemon);
 void vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
                        const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy);
 

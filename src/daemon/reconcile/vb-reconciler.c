@@ -342,6 +342,8 @@ show_part (VbDaemon *daemon, VbOp *op)
  * the same state). */
 static gint64 trimmed_at;
 static guint trim_later_id;
+/* a read of every object (GetManagedObjects) is made and sent by then */
+#define TRIM_AFTER_READ_S 3
 
 static gboolean
 idle (VbDaemon *daemon)
@@ -363,6 +365,13 @@ trim_later (gpointer data)
   if (idle (data))
     trim_now ();
   return G_SOURCE_REMOVE;
+}
+
+void
+vb_daemon_give_back_memory_soon (VbDaemon *daemon)
+{
+  if (trim_later_id == 0)
+    trim_later_id = g_timeout_add_seconds (TRIM_AFTER_READ_S, trim_later, daemon);
 }
 
 static void
