@@ -98,9 +98,6 @@ VbDBusManager *vb_mgr_get_manager (GDBusObjectManager *manager, const char *comm
 /* The Component interface at @path, or NULL. */
 /* @manager NULL: the component's object fetched alone (vbmgr show) */
 VbDBusComponent *vb_mgr_lookup_component (GDBusObjectManager *manager, const char *path);
-/* Every object with its interfaces' properties, as GetManagedObjects
- * gives them (a{oa{sa{sv}}}): one call, no proxy for each object; NULL
- * after saying why (as vb_mgr_fail). */
 /* The reply's first value of @method, a call that changes nothing (no
  * authorization, no interaction); NULL once the failure is reported
  * for @command. @parameters, floating, is consumed. */

@@ -682,6 +682,7 @@ teardown (VbDaemon *daemon)
   g_clear_object (&bus->object_manager);
   g_clear_object (&bus->manager);
   g_clear_object (&bus->authority);
+  vb_objects_watch_reads (daemon, NULL);
   g_clear_object (&bus->connection);
   g_hash_table_unref (daemon->exports); /* closes every NBD connection */
   g_hash_table_unref (bus->device_objects);

@@ -26,6 +26,8 @@ struct _VbBus {
   GHashTable *device_objects; /* name -> VbDBusObjectSkeleton* */
   VbJobs *jobs;               /* the Job objects (vb-jobs.c) */
   PolkitAuthority *authority;
+  GDBusConnection *reads_watched; /* vb_objects_watch_reads's connection (a weak pointer) */
+  guint reads_filter;
 };
 
 G_END_DECLS

@@ -49,12 +49,13 @@ vb_mutate_stop (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOpIn
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autoptr (VbGraph) graph = vb_graph_new_above (candidate, req->name);
+  g_autoptr (VbGraph) graph = NULL;
   g_auto (GStrv) order = NULL;
   g_autoptr (GString) users = g_string_new (NULL);
 
   if (d == NULL)
     return FALSE;
+  graph = vb_graph_new_above (candidate, req->name);
   order = vb_graph_stop_order (graph, req->name);
   for (guint i = 0; order[i]; i++)
     {
@@ -86,11 +87,12 @@ vb_mutate_delete (VbDaemon *daemon, VbState *candidate, gpointer user_data, VbOp
 {
   VbRequest *req = user_data;
   VbDeviceConfig *d = lookup_or_fail (candidate, req->name, error);
-  g_autoptr (VbGraph) graph = vb_graph_new_above (candidate, req->name);
+  g_autoptr (VbGraph) graph = NULL;
   g_auto (GStrv) order = NULL;
 
   if (d == NULL)
     return FALSE;
+  graph = vb_graph_new_above (candidate, req->name);
   order = vb_graph_stop_order (graph, req->name);
   if (order[0] && order[1] && !vb_options_get_bool (req->options, "recursive", FALSE))
     {

@@ -415,5 +415,22 @@ watch_reads (GDBusConnection *connection, GDBusMessage *message, gboolean incomi
 void
 vb_objects_watch_reads (VbDaemon *daemon, GDBusConnection *connection)
 {
-  g_dbus_connection_add_filter (connection, watch_reads, daemon, NULL);
+  VbBus *bus = daemon->bus;
+
+  /* once per connection: the name is asked for again on the same one.
+   * No reference: a closed connection kept alive would be given back as
+   * the system bus (GDBus's singleton), one that cannot own the name. */
+  if (bus->reads_watched == connection)
+    return;
+  if (bus->reads_watched != NULL)
+    {
+      g_dbus_connection_remove_filter (bus->reads_watched, bus->reads_filter);
+      g_object_remove_weak_pointer (G_OBJECT (bus->reads_watched),
+                                    (gpointer *) &bus->reads_watched);
+    }
+  bus->reads_watched = connection;
+  if (connection == NULL)
+    return;
+  g_object_add_weak_pointer (G_OBJECT (connection), (gpointer *) &bus->reads_watched);
+  bus->reads_filter = g_dbus_connection_add_filter (connection, watch_reads, daemon, NULL);
 }

@@ -11,7 +11,8 @@ extern const VbPublish vb_bus_publish;
 
 void vb_objects_sync (VbDaemon *daemon);
 /* Watches @connection for reads of every object: vblkd gives their
- * memory back once each is answered (vb_daemon_give_back_memory_soon). */
+ * memory back once each is answered (vb_daemon_give_back_memory_soon);
+ * NULL: no longer. */
 void vb_objects_watch_reads (VbDaemon *daemon, GDBusConnection *connection);
 /* Only the devices named in @names (a set; one no longer desired leaves
  * the bus), which must hold every dependent of each. */

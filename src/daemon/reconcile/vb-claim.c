@@ -118,12 +118,14 @@ may_share (const VbDeviceConfig *a, const VbDeviceConfig *b)
 }
 
 /* Every path component of the state's devices but @besides' and its
- * identity now, looked at in one go once per probe (@besides' own, new
- * ones among them, are looked at by the claim itself): a path may lead elsewhere since
- * that device's last op (a file replaced, a link moved), and a device
- * that autostarts is started without a claim of its own. (Identities
- * kept between ops let a device be created on another's file, review of
- * 6e53fa9.) */
+ * identity now, in one go once per probe (@besides' own, new ones among
+ * them, are looked at by the claim itself): a path may lead elsewhere
+ * since that device's last op (a file replaced, a link moved), and a
+ * device that autostarts is started without a claim of its own. A path
+ * is looked at again unless its memo (vb-identity-memo.h) shows it
+ * cannot lead elsewhere since: its directories unchanged and stable, no
+ * link, the mounts the same. (Identities kept between ops with no such
+ * proof let a device be created on another's file, review of 6e53fa9.) */
 static const GArray *
 identities_of_all (VbProbe *probe, const char *besides)
 {

@@ -53,6 +53,9 @@ struct _VbIdentityMemo {
 /* Beyond this many paths more than a recall asks for, the ones it did
  * not ask for are dropped (devices deleted). */
 #define PRUNE_SLACK 4096
+/* Directories per path beyond which they are forgotten (a directory of
+ * its own for each device, some levels deep, stays below) */
+#define DIRS_PER_PATH 8
 
 static void
 dir_free (Dir *dir)
@@ -238,7 +241,7 @@ prune (VbIdentityMemo *memo, guint n, guint64 call)
   gpointer value;
 
   /* directories of paths long gone: all, looked at again once */
-  if (g_hash_table_size (memo->dirs) > 2 * (n + PRUNE_SLACK))
+  if (g_hash_table_size (memo->dirs) > DIRS_PER_PATH * (n + PRUNE_SLACK))
     {
       forget (memo);
       return;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The identities of many paths at once (vb_inspect_identities,
- * vb-inspect.h): each looked at with one stat() on the looks' threads,
- * split over the CPUs, the caller waiting once with a bound; and not
- * looked at again while its memo (vb-identity-memo.h) says where it
- * leads still holds. */
+ * vb-inspect.h): their directories stamped first (lstat, statfs), then
+ * each path not known to the memo (vb-identity-memo.h) looked at with an
+ * lstat (a stat more for a link), on the looks' threads split over the
+ * CPUs, the caller waiting once with a bound. */
 #include "config.h"
 
 #include "vb-inspect.h"

@@ -18,13 +18,10 @@
 #include <fcntl.h>
 #include <libmount.h>
 #include <linux/fs.h>
-#include <linux/magic.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 

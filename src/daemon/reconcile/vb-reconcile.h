@@ -178,16 +178,16 @@ void vb_op_intent_reconfigure (VbOpIntent *intent, const char *device, guint tim
 
 typedef gboolean (*VbMutateFunc) (VbDaemon *daemon, VbState *candidate, gpointer user_data,
                                   VbOpIntent *intent, GError **error);
+/* The memory of a large reply (GetManagedObjects of thousands of
+ * objects, some 100 MiB made and freed) back to the system a moment
+ * after the last such read, if no op runs then. Main thread. */
+void vb_daemon_give_back_memory_soon (VbDaemon *daemon);
 /* @device: the device the op is about; it runs beside ops on other
  * connected parts of the dependency graph (and waits for those before it
  * on its own part). NULL: the whole daemon; it runs alone (start-up,
  * shutdown, observe, scan, the policy's assembly). @what names the
  * request ("create", "start", ...: the test hook "WHAT:after-persist"
  * stops there), or NULL. */
-/* The memory of a large reply (GetManagedObjects of thousands of
- * objects, some 100 MiB made and freed) back to the system a moment
- * later, if no op runs then. Main thread. */
-void vb_daemon_give_back_memory_soon (VbDaemon *daemon);
 void vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
                        const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy);
 

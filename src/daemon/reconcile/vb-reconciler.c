@@ -348,7 +348,9 @@ static guint trim_later_id;
 static gboolean
 idle (VbDaemon *daemon)
 {
-  return daemon->running_ops->len == 0 && g_queue_is_empty (&daemon->ops);
+  /* (no op submitted yet: a read before the first, waiting for the name) */
+  return (daemon->running_ops == NULL || daemon->running_ops->len == 0)
+         && g_queue_is_empty (&daemon->ops);
 }
 
 static void
@@ -370,8 +372,11 @@ trim_later (gpointer data)
 void
 vb_daemon_give_back_memory_soon (VbDaemon *daemon)
 {
-  if (trim_later_id == 0)
-    trim_later_id = g_timeout_add_seconds (TRIM_AFTER_READ_S, trim_later, daemon);
+  /* after the last read: the timer of one before it (or of an op) may
+   * fire while this one's reply is still being made */
+  if (trim_later_id != 0)
+    g_source_remove (trim_later_id);
+  trim_later_id = g_timeout_add_seconds (TRIM_AFTER_READ_S, trim_later, daemon);
 }
 
 static void
