@@ -46,6 +46,21 @@ median3 () {
   printf '%s\n' "${a[@]}" | sort -n | sed -n 2p
 }
 
+# restart_ready — vblkd stopped and started again: restart_ms until it owns
+# its name; returns once its start-up op (every device's status and
+# object) is done and said "ready"
+restart_ready () {
+  local t starts
+  vb_stop_daemon
+  t=$(date +%s%N)
+  vb_start_daemon
+  restart_ms=$(ms_since "$t")
+  starts=$(grep -c '^=== vblkd start' "$VB_LOG")
+  vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]' ||
+    vb_fail "vblkd did not say it is ready"
+  sleep 0.5
+}
+
 mkdir -p "$T/img"
 /usr/bin/python3 -c '
 import os, sys
@@ -72,15 +87,8 @@ state_kib=$(($(stat -c %s "$VB_STATE_FILE") / 1024))
 journal_kib=$(($( (stat -c %s "$VB_STATE_JOURNAL" 2> /dev/null || echo 0)) / 1024))
 
 # --- 3: restart on that state ----------------------------------------------
-vb_stop_daemon
-t=$(date +%s%N)
-vb_start_daemon
-startup_ms=$(ms_since "$t")
-# RSS once the start-up op (every device's status and object) is done
-starts=$(grep -c '^=== vblkd start' "$VB_LOG")
-vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]' ||
-  vb_fail "vblkd did not say it is ready"
-sleep 0.5
+restart_ready
+startup_ms=$restart_ms
 rss_restarted=$(rss_mib)
 vb_stop_daemon
 
@@ -95,15 +103,9 @@ if [ "$started" -gt 0 ]; then
   s_list_ms=$(median3 "$VBMGR" list)
   read -r s_create s_delete <<< "$(client one "$T/img" $((n + 1)))"
   s_rss=$(rss_mib)
-  vb_stop_daemon
-  t=$(date +%s%N)
-  vb_start_daemon
-  s_startup_ms=$(ms_since "$t")
-  starts=$(grep -c '^=== vblkd start' "$VB_LOG")
-  vb_wait_until 120 eval '[ "$(grep -c "vblk: ready: " "$VB_LOG")" -ge "$starts" ]' ||
-    vb_fail "vblkd did not say it is ready"
+  restart_ready
+  s_startup_ms=$restart_ms
   s_ready=$(grep "vblk: ready: " "$VB_LOG" | tail -1 | sed 's/.*ready: //')
-  sleep 0.5
   s_rss_restarted=$(rss_mib)
   stops_s=$(client stop 0 "$started")
   vb_stop_daemon
