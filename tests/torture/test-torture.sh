@@ -9,8 +9,10 @@
 # polkitd, udevd and vblkd (lib.sh) and kills, stops and starts vblkd when
 # torture.py asks, over two FIFOs.
 #
-#   TORTURE_RUNS="SEED:KIND:BITMAP:LEGS[:WEIGHTS] ..."  exactly these runs (a
-#                          replay; WEIGHTS as in TORTURE_WEIGHTS, comma-separated)
+#   TORTURE_RUNS="SEED:KIND:BITMAP:LEGS[:WEIGHTS[:STEPS]] ..."  exactly these
+#                          runs (a replay; WEIGHTS as in TORTURE_WEIGHTS,
+#                          comma-separated; STEPS ends the run after that many
+#                          steps if its time has not ended it first)
 #   TORTURE_DURATION=S     random runs until S seconds have passed (default:
 #                          one random run), after the fixed seeds
 #   TORTURE_RUN_SECONDS=S  length of each run (25; 120 when TORTURE_DURATION is set)
@@ -75,10 +77,11 @@ if [ -n "${TORTURE_RUNS:-}" ]; then
   read -r -a runs <<< "$TORTURE_RUNS"
   total=-1
 elif [ "$fixed" != 0 ]; then
-  while read -r seed kind bitmap leg weights _; do
+  while read -r seed kind bitmap leg weights steps _; do
     case $seed in '#'* | '') continue ;; esac
     case $weights in '#'* | '-') weights= ;; esac
-    runs+=("$seed:$kind:$bitmap:$leg${weights:+:$weights}")
+    case $steps in '#'* | '-') steps= ;; esac
+    runs+=("$seed:$kind:$bitmap:$leg:$weights${steps:+:$steps}")
   done < "$TORTURE_DIR/seeds"
 fi
 
@@ -153,18 +156,19 @@ serve () {
 n=0
 start_time=$SECONDS
 run_one () {
-  local seed kind bitmap leg weights dir py rc=0
-  IFS=: read -r seed kind bitmap leg weights <<< "$1"
+  local seed kind bitmap leg weights steps dir py rc=0
+  IFS=: read -r seed kind bitmap leg weights steps <<< "$1"
   weights=${weights:-${TORTURE_WEIGHTS:-}}
+  steps=${steps:-0}
   n=$((n + 1))
   dir=$T/run-$n
   mkdir -p "$dir"
   mkfifo "$dir/req" "$dir/rep"
   # read-write opens of the FIFOs do not wait for torture.py
   exec 3<> "$dir/req" 4<> "$dir/rep"
-  vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s${skip:+, skipping: $skip}"
+  vb_log "run $n: seed $seed, $kind, bitmap $bitmap, legs $leg, ${run_seconds}s$([ "$steps" = 0 ] || echo " or $steps steps")${skip:+, skipping: $skip}"
   "$PY" -B "$TORTURE_DIR/torture.py" --seed "$seed" --kind "$kind" --bitmap "$bitmap" --legs "$leg" \
-    --duration "$run_seconds" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
+    --duration "$run_seconds" --steps "$steps" --skip "$skip" --weights "$weights" --dir "$dir" --dev-dir "$VB_DEV_DIR" \
     --state-dir "$VB_STATE_DIR" --policy-dir "$T/policy" --vbmgr "$VBMGR" --vblkd "$VBLKD" \
     --req "$dir/req" --rep "$dir/rep" 2> >(tee "$dir/report" >&2) &
   py=$!

@@ -222,7 +222,7 @@ class Torture:
         deadline = time.monotonic() + self.args.duration
         try:
             self.setup()
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and (self.args.steps == 0 or self.step < self.args.steps):
                 self.step += 1
                 for c in self.m.comps:
                     c.fresh = False
@@ -878,6 +878,7 @@ def main():
     p.add_argument("--bitmap", choices=["internal", "none"], required=True)
     p.add_argument("--legs", choices=["file", "loop"], required=True)
     p.add_argument("--duration", type=float, default=30)
+    p.add_argument("--steps", type=int, default=0, help="end after this many steps (0: the duration only)")
     p.add_argument("--skip", default="")
     p.add_argument("--weights", default="")
     p.add_argument("--name", default="tor")
