@@ -5,13 +5,12 @@
 # kernel md with vblk's metadata, or the engine on ublk), an ext4 on it
 # holding a root file system for the next guests (busybox,
 # tests/vm/boot-root-init as /sbin/init, the desired state at /var/lib/vblk
-# as the real root's vblkd reads it), and an initramfs made by vblk's
-# initramfs-tools hook and script, written to the share with the state
-# dracut's image takes (made on the host: boot-root-dracut.sh).
+# as the real root's vblkd reads it), and the state the initramfs images
+# take, written to the share (they are made on the host:
+# boot-root-mkinitramfs.sh, boot-root-dracut.sh).
 source "$VB_SRCDIR/tests/integration/lib.sh"
 [ "${VB_IN_VM:-}" = 1 ] || vb_fail "run me with tests/vm/run"
 share=/vm-share
-kver=$(uname -r)
 build=$(cd "$(dirname "$VBMGR")/.." && pwd)
 vb_setup
 vb_start_daemon
@@ -90,40 +89,12 @@ umount "$T/root"
 vbmgr stop root
 vb_stop_daemon
 
-# what vblk's initramfs parts take (data/initramfs/common.sh.in): this
-# build's, the state of this guest (root wanted running), no policy rules
-echo "VBLK_DEVICES=root" > "$T/initramfs.conf"
 vb_state | jq '(.devices[] | select(.name == "root") | .started) = true' > "$T/st.json"
 mv "$T/st.json" "$VB_STATE_FILE"
 rm -f "$VB_STATE_JOURNAL"
-export VBLKD VBMGR VBLK_STATE_DIR=$VB_STATE_DIR VBLK_POLICY_DIR=$T/no-policy \
-  VBLK_UDEV_RULES=$build/data/64-vblk.rules VBLK_CONF=$T/initramfs.conf \
-  VBLK_INITRAMFS_COMMON=$build/data/initramfs-common.sh VBLK_INITRAMFS_START=$build/data/initramfs-start
 
-source "$VB_SRCDIR/tests/vm/boot-root-listing.sh"
-
-vb_log "the initramfs, made by mkinitramfs with vblk's hook and local-top script"
-conf=$T/initramfs-tools
-# (mkinitramfs reads the kernel's config for its compressors; the overlay's
-# /boot takes it)
-cp "$(cat "$share/cache-path")/kernel/boot/config-$kver" /boot/
-cp -a /etc/initramfs-tools "$conf"
-mkdir -p "$conf/hooks" "$conf/scripts/local-top"
-cp "$build/data/initramfs-hook-vblk" "$conf/hooks/vblk"
-cp "$build/data/initramfs-local-top-vblk" "$conf/scripts/local-top/vblk"
-chmod +x "$conf/hooks/vblk" "$conf/scripts/local-top/vblk"
-sed -i 's/^MODULES=.*/MODULES=list/; s/^COMPRESS=.*/COMPRESS=gzip/' "$conf/initramfs.conf"
-# the disks, the root's file system, the 9p shares and the overlay of
-# boot-root-usr (the host's /usr under the root)
-printf '%s\n' virtio_pci virtio_blk ext4 9pnet_virtio 9p overlay > "$conf/modules"
-mkdir -p "$conf/scripts/local-bottom"
-cp "$VB_SRCDIR/tests/vm/boot-root-usr" "$conf/scripts/local-bottom/vm-usr"
-mkinitramfs -d "$conf" -o "$share/initrd.img" "$kver" || vb_fail "mkinitramfs"
-listing=$(lsinitramfs "$share/initrd.img")
-check_listing "the initramfs" "$listing"
-vb_log "initramfs: $(du -k "$share/initrd.img" | cut -f1) KiB, $(wc -l <<< "$listing") files"
-
-# what dracut's image takes (test-vm-boot-root.sh makes it on the host)
+# what the initramfs images take (made on the host: boot-root-mkinitramfs.sh,
+# boot-root-dracut.sh): the state of this guest, root wanted running
 mkdir -p "$share/state"
 vb_state > "$share/state/state.json"
 cp "$VB_STATE_DIR/instance-id" "$share/state/"

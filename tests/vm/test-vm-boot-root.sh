@@ -3,9 +3,10 @@
 # Suite 'vm': boot from a vblk root (issue 18). Six guests on Debian 12's
 # kernel share two virtio disks:
 #   1. boot-root-setup.sh: a vblk raid1 'root' on the disks with a root file
-#      system, and two initramfs images: mkinitramfs with vblk's hook and
-#      local-top script, and (on the host, boot-root-dracut.sh) dracut with
-#      vblk's module;
+#      system; then, on the host, two initramfs images for the guest's
+#      kernel: mkinitramfs with vblk's hook and local-top script
+#      (boot-root-mkinitramfs.sh) and dracut with vblk's module
+#      (boot-root-dracut.sh);
 #   2. the first starts the array without a bus and mounts it as the
 #      root, /usr the host's (boot-root-usr); a real systemd boots from it:
 #      vblkd.service takes over before the root goes read-write, a file is
@@ -42,16 +43,18 @@ trap 'rm -rf "$work"' EXIT
 truncate -s 96M "$work/vda.img" "$work/vdb.img"
 echo "$cache" > "$work/cache-path"
 disks=(--disk "$work/vda.img" --disk "$work/vdb.img")
-env=()
-for v in VBLKD VBMGR VB_SRCDIR; do env+=("$v=${!v}"); done
-env+=("VB_BOOT_BACKEND=$backend")
-env=$(printf '%q ' "${env[@]}")
+vars=()
+for v in VBLKD VBMGR VB_SRCDIR; do vars+=("$v=${!v}"); done
+vars+=("VB_BOOT_BACKEND=$backend")
+env=$(printf '%q ' "${vars[@]}")
 root="root=/dev/vblk/root ro rootfstype=ext4"
 
-echo "# guest 1: the array, its root file system, the initramfs"
+echo "# guest 1: the array, its root file system, the state"
 "$here/run" --timeout 900 "${disks[@]}" --share "$work" \
   "for m in virtio_blk loop fuse dm-mod raid0 raid1 raid10 nbd ublk_drv; do modprobe \$m; done && env $env bash $(printf '%q' "$here/boot-root-setup.sh")"
 
+echo "# on the host: the initramfs made by mkinitramfs with vblk's hook and local-top script"
+bash "$here/boot-root-mkinitramfs.sh" "$work"
 echo "# on the host: the initramfs made by dracut with vblk's module"
 bash "$here/boot-root-dracut.sh" "$work"
 
