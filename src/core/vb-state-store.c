@@ -217,7 +217,10 @@ check_put_uuids (const VbState *next, const VbState *puts, const char *origin, G
       for (guint i = 0; i < next->devices->len; i++)
         {
           const VbDeviceConfig *d = next->devices->pdata[i];
-          if ((gint) i == at || d->uuid == NULL || g_ascii_strcasecmp (d->uuid, put->uuid) != 0)
+          /* (the first letters first: one call in sixteen) */
+          if ((gint) i == at || d->uuid == NULL
+              || g_ascii_tolower (d->uuid[0]) != g_ascii_tolower (put->uuid[0])
+              || g_ascii_strcasecmp (d->uuid, put->uuid) != 0)
             continue;
           g_set_error (error, VB_ERROR, VB_ERROR_INVALID_ARGUMENT,
                        _ ("%s: devices '%s' and '%s' have the same UUID %s"), origin,

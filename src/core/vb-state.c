@@ -116,6 +116,12 @@ frozen_checked (void)
   return g_atomic_int_get (&checked) == 1;
 }
 
+gboolean
+vb_state_test_checks (void)
+{
+  return frozen_checked ();
+}
+
 static guint
 mix (guint h, const char *text)
 {

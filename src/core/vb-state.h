@@ -94,6 +94,9 @@ gint vb_state_index_of (const VbState *state, const char *name);
  * inserting, moving, renaming): the index is built again at next use.
  * VBLK_TEST_FROZEN=1 checks every index_of against a scan (g_critical). */
 void vb_state_reindex (VbState *state);
+/* Whether VBLK_TEST_FROZEN=1 asks for the checks against a scan (here and
+ * of what other modules derive from states). */
+gboolean vb_state_test_checks (void);
 
 /* Strict parse of the JSON schema. Errors are VB_ERROR_INVALID_ARGUMENT and
  * start with @origin (a file name or "desired state"), then the place:

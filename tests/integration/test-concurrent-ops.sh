@@ -3,7 +3,8 @@
 # Ops on disjoint parts of the dependency graph run at the same time: B's
 # online reconfiguration is held where its drain begins (the test hook
 # VBLK_TEST_HOLD_AT holds only that op's worker), and meanwhile A's
-# create, start, list, show and stop answer within the normal time; an op
+# create, start, list, show and stop answer within the normal time, and
+# udev's events about C's node (detached outside vblk) are seen; an op
 # on B's own part (its stop) waits for the reconfiguration, which
 # completes once let go, and state.json ends up with both devices as they
 # should be.
@@ -16,7 +17,7 @@ touch "$hold"
 vb_on_cleanup rm -f "$hold"
 vb_start_daemon VBLK_TEST_HOLD_AT=reconfigure:intent-saved VBLK_TEST_HOLD_FILE="$hold"
 
-for f in b1 b2 a; do vb_mkimg "$T/$f.img" 64M; done
+for f in b1 b2 a c; do vb_mkimg "$T/$f.img" 64M; done
 vbmgr create b --driver file --attr engine=true --start "$T/b1.img"
 
 vb_bg vbmgr reconfigure b --driver raid1 --add "$T/b2.img"
@@ -40,6 +41,13 @@ names=$(within "$NORMAL" list --json | jq -r '[.[].name] | sort | join(",")')
 vb_assert_eq "a,b" "$names" "the devices listed"
 within "$NORMAL" show b > /dev/null
 within "$NORMAL" stop a
+
+vb_log "udev's events about C's node, detached outside vblk, are seen while B's op is held"
+# (an observe op on C's part: one of the whole daemon waited for B's op)
+within "$NORMAL" create c --driver file --start "$T/c.img" > /dev/null
+losetup -d "$(vb_blockdev_of c)"
+vb_wait_state c failed 10
+within "$NORMAL" stop c
 vb_pid_alive "$reconfigure" || vb_fail "B's reconfiguration ended while it was held"
 
 vb_log "an op on B's own part waits for B's reconfiguration"

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vb-op.h"
@@ -121,6 +122,80 @@ test_busy (void)
       for (guint k = 0; k < ops->len; k++)
         g_clear_pointer (&((VbOp *) ops->pdata[k])->part, g_hash_table_unref);
     }
+}
+
+static int
+compare_keys (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* Sorted "device:" and "source:" keys of @part, one string. */
+static char *
+keys_of (GHashTable *part)
+{
+  g_autofree gpointer *keys = g_hash_table_get_keys_as_array (part, NULL);
+
+  qsort (keys, g_hash_table_size (part), sizeof (gpointer), compare_keys);
+  return g_strjoinv (" ", (char **) keys);
+}
+
+/* vb_op_part_of with the index of the state before (the dispatcher's),
+ * which it updates for the configs the mutate replaced or added, gives
+ * the part vb_op_part_new builds from both states anew: a device stacked
+ * on another by its new config, one no longer, one appended on top. */
+static void
+test_index_after_mutate (void)
+{
+  g_autoptr (VbState) previous = sample ();
+  g_autoptr (VbState) candidate = vb_state_share (previous);
+  g_autoptr (GHashTable) above = vb_op_part_index (previous);
+  const char *names[] = { "a", "w", "top", NULL };
+  VbComponentConfig *c;
+  VbOp op = { 0 };
+
+  /* a now built on c; w no longer on b; top, new, on a */
+  c = vb_state_lookup_mut (candidate, "a")->components->pdata[0];
+  g_free (c->source);
+  c->source = g_strdup ("vblk:c");
+  c = vb_state_lookup_mut (candidate, "w")->components->pdata[0];
+  g_free (c->source);
+  c->source = g_strdup ("/img/w.img");
+  add (candidate, "top", "vblk:a");
+  op.device = (char *) "a";
+  op.previous = previous;
+  op.candidate = candidate;
+  op.intent.touched = g_ptr_array_new ();
+  g_ptr_array_add (op.intent.touched, (gpointer) "w");
+  g_ptr_array_add (op.intent.touched, (gpointer) "top");
+  op.intent.readds = g_array_new (FALSE, FALSE, sizeof (VbOpReadd));
+  op.intent.faults = g_array_new (FALSE, FALSE, sizeof (VbOpFault));
+  {
+    g_autoptr (GHashTable) derived = vb_op_part_of (&op, above);
+    g_autoptr (GHashTable) anew = vb_op_part_new (previous, candidate, names);
+    g_autofree char *got = keys_of (derived);
+    g_autofree char *want = keys_of (anew);
+
+    g_assert_cmpstr (got, ==, want);
+    /* c is in a's part now, through a's new component; b stays, as w's
+     * device before the mutate */
+    g_assert_true (g_hash_table_contains (derived, "device:c"));
+    g_assert_true (g_hash_table_contains (derived, "device:b"));
+  }
+  /* devices gone: built anew, the same */
+  g_ptr_array_remove_index (candidate->devices, vb_state_index_of (candidate, "c"));
+  vb_state_reindex (candidate);
+  {
+    g_autoptr (GHashTable) derived = vb_op_part_of (&op, above);
+    g_autoptr (GHashTable) anew = vb_op_part_new (previous, candidate, names);
+    g_autofree char *got = keys_of (derived);
+    g_autofree char *want = keys_of (anew);
+
+    g_assert_cmpstr (got, ==, want);
+  }
+  g_ptr_array_unref (op.intent.touched);
+  g_array_unref (op.intent.readds);
+  g_array_unref (op.intent.faults);
 }
 
 static void
@@ -326,8 +401,12 @@ test_create_together (void)
 int
 main (int argc, char **argv)
 {
+  /* the checks against a scan, as in the integration tests: a derived
+   * dependents index that differs from one built anew is a critical */
+  g_setenv ("VBLK_TEST_FROZEN", "1", TRUE);
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/op-part/connected", test_connected);
+  g_test_add_func ("/op-part/index-after-mutate", test_index_after_mutate);
   g_test_add_func ("/op-part/same-source", test_same_source);
   g_test_add_func ("/op-part/busy", test_busy);
   g_test_add_func ("/op-part/merge", test_merge);

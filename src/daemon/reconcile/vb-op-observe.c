@@ -65,18 +65,16 @@ void
 vb_op_compute_status (VbOp *op)
 {
   g_autoptr (GHashTable) block_devices = vb_op_block_devices_of (op->candidate, op->running);
-  g_autoptr (GHashTable) part = op->part ? vb_op_part_devices (op) : NULL;
+  g_autoptr (GArray) part = vb_op_part_positions (op, op->candidate);
   VbProbe probe;
 
   vb_probe_init (&probe, op->candidate, block_devices);
-  for (guint i = 0; i < op->candidate->devices->len; i++)
+  for (guint p = 0; p < part->len; p++)
     {
-      const VbDeviceConfig *d = op->candidate->devices->pdata[i];
+      const VbDeviceConfig *d = op->candidate->devices->pdata[g_array_index (part, gint, p)];
       VbDeviceStatus *st = g_hash_table_lookup (op->status, d->name);
       g_autoptr (GError) local = NULL;
 
-      if (part && !g_hash_table_contains (part, d->name))
-        continue;
       if (st == NULL)
         {
           st = g_new0 (VbDeviceStatus, 1);
@@ -230,8 +228,8 @@ vb_op_settle (VbOp *op)
     g_warning ("vblk: %s", error->message);
 }
 
-/* Devices that ran before the scan and do not now: something outside
- * vblk took their block node away. */
+/* Devices (of the op's part) that ran before the scan and do not now:
+ * something outside vblk took their block node away. */
 void
 vb_op_note_vanished (VbOp *op, GHashTable *before_scan)
 {
@@ -241,7 +239,8 @@ vb_op_note_vanished (VbOp *op, GHashTable *before_scan)
       const VbRunning *before = g_hash_table_lookup (before_scan, d->uuid);
       VbDeviceStatus *st;
 
-      if (before == NULL || g_hash_table_contains (op->running, d->uuid))
+      if (before == NULL || g_hash_table_contains (op->running, d->uuid)
+          || !vb_op_in_part (op, d->name))
         continue;
       st = g_new0 (VbDeviceStatus, 1);
       st->failure
@@ -252,9 +251,27 @@ vb_op_note_vanished (VbOp *op, GHashTable *before_scan)
     }
 }
 
+/* UUID -> device of @state (the first, should two share one). */
+static GHashTable *
+devices_by_uuid (const VbState *state)
+{
+  GHashTable *by_uuid = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < state->devices->len; i++)
+    {
+      VbDeviceConfig *d = state->devices->pdata[i];
+      if (!g_hash_table_contains (by_uuid, d->uuid))
+        g_hash_table_insert (by_uuid, d->uuid, d);
+    }
+  return by_uuid;
+}
+
 void
 vb_op_scan_running (VbOp *op, GHashTable *before_scan)
 {
+  /* one pass over the state, not one per node found (thousands of each) */
+  g_autoptr (GHashTable) by_uuid = devices_by_uuid (op->candidate);
+
   g_hash_table_remove_all (op->running);
   for (const VbBackend *const *b = vb_backends (); *b; b++)
     {
@@ -273,11 +290,7 @@ vb_op_scan_running (VbOp *op, GHashTable *before_scan)
       for (guint i = 0; i < found->len; i++)
         {
           const VbBackendInstance *inst = found->pdata[i];
-          const VbDeviceConfig *d = NULL;
-          for (guint j = 0; j < op->candidate->devices->len && d == NULL; j++)
-            if (strcmp (((VbDeviceConfig *) op->candidate->devices->pdata[j])->uuid, inst->uuid)
-                == 0)
-              d = op->candidate->devices->pdata[j];
+          const VbDeviceConfig *d = g_hash_table_lookup (by_uuid, inst->uuid);
           if (inst->left_behind && d && d->started)
             {
               /* not running until its device starts and takes it over */
@@ -292,7 +305,9 @@ vb_op_scan_running (VbOp *op, GHashTable *before_scan)
           if (d && op->mode == VB_OP_STARTUP)
             g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
                        inst->block_device, (*b)->name, inst->backing);
-          else if (d == NULL)
+          /* (an op on a part: another's new device, maybe, not yet
+           * merged into the state it started from) */
+          else if (d == NULL && op->part == NULL)
             g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
                        inst->block_device, inst->uuid);
           VbRunning *r = vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL);

@@ -14,33 +14,110 @@
 #define PART_DEVICE "device:"
 #define PART_SOURCE "source:"
 
+static GHashTable *
+index_new (void)
+{
+  return g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+}
+
+/* @d's entries in @above: its name under each device it is built on. */
+static void
+index_add (GHashTable *above, const VbDeviceConfig *d)
+{
+  for (guint j = 0; j < d->components->len; j++)
+    {
+      const char *source
+          = vb_device_source_name (((VbComponentConfig *) d->components->pdata[j])->source);
+      GPtrArray *list;
+
+      if (source == NULL)
+        continue;
+      list = g_hash_table_lookup (above, source);
+      if (list == NULL)
+        g_hash_table_insert (above, (gpointer) source, list = g_ptr_array_new ());
+      g_ptr_array_add (list, d->name);
+    }
+}
+
+static void
+index_remove (GHashTable *above, const VbDeviceConfig *d)
+{
+  for (guint j = 0; j < d->components->len; j++)
+    {
+      const char *source
+          = vb_device_source_name (((VbComponentConfig *) d->components->pdata[j])->source);
+      GPtrArray *list = source ? g_hash_table_lookup (above, source) : NULL;
+
+      if (list)
+        g_ptr_array_remove (list, d->name);
+    }
+}
+
 /* device name -> GPtrArray of the names of the devices built on it (a
  * "vblk:NAME" component), from one pass over @state: no graph of the
  * thousands of devices that stand alone. */
 static GHashTable *
 dependents_index (const VbState *state)
 {
-  GHashTable *above
-      = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+  GHashTable *above = index_new ();
 
   for (guint i = 0; i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
-      for (guint j = 0; j < d->components->len; j++)
-        {
-          const char *source
-              = vb_device_source_name (((VbComponentConfig *) d->components->pdata[j])->source);
-          GPtrArray *list;
-
-          if (source == NULL)
-            continue;
-          list = g_hash_table_lookup (above, source);
-          if (list == NULL)
-            g_hash_table_insert (above, (gpointer) source, list = g_ptr_array_new ());
-          g_ptr_array_add (list, d->name);
-        }
-    }
+    index_add (above, state->devices->pdata[i]);
   return above;
+}
+
+/* Every name's dependents in @a are its dependents in @b (as many). */
+static gboolean
+index_within (GHashTable *a, GHashTable *b)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, a);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      GPtrArray *list = value, *other = g_hash_table_lookup (b, key);
+      if (list->len != (other ? other->len : 0))
+        return FALSE;
+      for (guint i = 0; i < list->len; i++)
+        if (!g_ptr_array_find_with_equal_func (other, list->pdata[i], g_str_equal, NULL))
+          return FALSE;
+    }
+  return TRUE;
+}
+
+/* @after's index from @before's (@above_before), when @after keeps
+ * @before's devices in their places — the same configs but for the few a
+ * mutate replaced (copy on write) — and may add some at the end: the
+ * replaced ones' entries taken out and put in again, one comparison of
+ * pointers per device rather than a walk of every device's components.
+ * NULL when devices went or moved. */
+static GHashTable *
+dependents_index_after (GHashTable *above_before, const VbState *before, const VbState *after)
+{
+  g_autoptr (GHashTable) above = index_new ();
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (after->devices->len < before->devices->len)
+    return NULL;
+  g_hash_table_iter_init (&iter, above_before);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    g_hash_table_insert (above, key, g_ptr_array_copy (value, NULL, NULL));
+  for (guint i = 0; i < after->devices->len; i++)
+    {
+      const VbDeviceConfig *was = i < before->devices->len ? before->devices->pdata[i] : NULL;
+      const VbDeviceConfig *d = after->devices->pdata[i];
+
+      if (was == d)
+        continue;
+      if (was && strcmp (was->name, d->name) != 0)
+        return NULL;
+      if (was)
+        index_remove (above, was);
+      index_add (above, d);
+    }
+  return g_steal_pointer (&above);
 }
 
 /* Adds the connected part of @name in @state (@above: its
@@ -92,13 +169,29 @@ vb_op_part_in (const VbState *state, GHashTable *above, const char *name)
   return part;
 }
 
-GHashTable *
-vb_op_part_new (const VbState *before, const VbState *after, const char *const *names)
+/* vb_op_part_new, with @before's index when the caller has it (NULL:
+ * built here). */
+static GHashTable *
+part_new (const VbState *before, GHashTable *above, const VbState *after, const char *const *names)
 {
   GHashTable *part = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr (GHashTable) above_before = dependents_index (before);
-  g_autoptr (GHashTable) above_after = after ? dependents_index (after) : NULL;
+  g_autoptr (GHashTable) built = above ? NULL : dependents_index (before);
+  GHashTable *above_before = above ? above : built;
+  g_autoptr (GHashTable) above_after = NULL;
 
+  if (after)
+    {
+      above_after = dependents_index_after (above_before, before, after);
+      if (above_after == NULL)
+        above_after = dependents_index (after);
+      else if (vb_state_test_checks ())
+        {
+          g_autoptr (GHashTable) full = dependents_index (after);
+          if (!index_within (full, above_after) || !index_within (above_after, full))
+            g_critical ("op part: the dependents index derived from the state before its "
+                        "mutate differs from the one built anew");
+        }
+    }
   for (guint i = 0; names[i]; i++)
     {
       add_connected (part, before, above_before, names[i]);
@@ -108,10 +201,16 @@ vb_op_part_new (const VbState *before, const VbState *after, const char *const *
   return part;
 }
 
+GHashTable *
+vb_op_part_new (const VbState *before, const VbState *after, const char *const *names)
+{
+  return part_new (before, NULL, after, names);
+}
+
 /* The op's part once its mutate ran: what it names, what it touched and
  * what its intent acts on. */
 GHashTable *
-vb_op_part_of (VbOp *op)
+vb_op_part_of (VbOp *op, GHashTable *above)
 {
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
 
@@ -124,7 +223,7 @@ vb_op_part_of (VbOp *op)
   if (op->intent.reconfigure)
     g_ptr_array_add (names, op->intent.reconfigure);
   g_ptr_array_add (names, NULL);
-  return vb_op_part_new (op->previous, op->candidate, (const char *const *) names->pdata);
+  return part_new (op->previous, above, op->candidate, (const char *const *) names->pdata);
 }
 
 gboolean
@@ -277,6 +376,31 @@ static gint
 compare_ints (gconstpointer a, gconstpointer b)
 {
   return *(const gint *) a - *(const gint *) b;
+}
+
+GArray *
+vb_op_part_positions (const VbOp *op, const VbState *state)
+{
+  GArray *at = g_array_new (FALSE, FALSE, sizeof (gint));
+  GHashTableIter iter;
+  gpointer key;
+
+  if (op->part == NULL)
+    {
+      for (gint i = 0; i < (gint) state->devices->len; i++)
+        g_array_append_val (at, i);
+      return at;
+    }
+  g_hash_table_iter_init (&iter, op->part);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      gint i;
+      if (g_str_has_prefix (key, PART_DEVICE)
+          && (i = vb_state_index_of (state, (char *) key + strlen (PART_DEVICE))) >= 0)
+        g_array_append_val (at, i);
+    }
+  g_array_sort (at, compare_ints);
+  return at;
 }
 
 /* The devices of @op's part as @from has them go into @into (those @from

@@ -196,17 +196,20 @@ void
 vb_op_world_take (VbOp *op)
 {
   VbDaemon *daemon = op->daemon;
-  VbState *next = world_desired_with (op);
 
-  vb_state_free (daemon->world_desired);
-  daemon->world_desired = next;
   if (op->part == NULL)
     {
+      vb_state_free (daemon->world_desired);
+      daemon->world_desired = vb_state_share (op->candidate);
       g_hash_table_unref (daemon->world_running);
       daemon->world_running = vb_op_running_copy (op->running);
+      return;
     }
-  else
-    vb_op_part_merge_running (op, daemon->world_running, op->running);
+  /* in place, under the lock: no share of the thousands of configs
+   * beside the part (vb_op_save, which must leave the world as it was
+   * when the save fails, shares) */
+  vb_op_part_merge_state (op, daemon->world_desired, op->candidate);
+  vb_op_part_merge_running (op, daemon->world_running, op->running);
 }
 
 /* What is saved is the world with this op's part in; the world takes it

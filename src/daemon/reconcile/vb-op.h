@@ -81,8 +81,10 @@ GHashTable *vb_op_part_new (const VbState *before, const VbState *after, const c
 GHashTable *vb_op_part_index (const VbState *state);
 /* The connected part of @name in @state, whose index @above is. */
 GHashTable *vb_op_part_in (const VbState *state, GHashTable *above, const char *name);
-/* After its mutate: the part of what the op names, touched and intends. */
-GHashTable *vb_op_part_of (VbOp *op);
+/* After its mutate: the part of what the op names, touched and intends.
+ * @above: the index of op->previous (vb_op_part_index of the state it
+ * shares), or NULL to build it. */
+GHashTable *vb_op_part_of (VbOp *op, GHashTable *above);
 /* NULL meets everything. */
 gboolean vb_op_parts_meet (GHashTable *a, GHashTable *b);
 /* The devices of @state whose connected part (vb_op_part_new) meets the
@@ -95,6 +97,10 @@ gboolean vb_op_in_part (const VbOp *op, const char *name);
 /* The names of the devices of @op's part (op->part not NULL), a set
  * borrowing from it. */
 GHashTable *vb_op_part_devices (const VbOp *op);
+/* The positions in @state of @op's part's devices, in order (all of
+ * them for a whole-daemon op): a loop over the part touches only it, not
+ * the thousands beside. */
+GArray *vb_op_part_positions (const VbOp *op, const VbState *state);
 /* @op's part of @from into @into (op->part not NULL). */
 void vb_op_part_merge_state (const VbOp *op, VbState *into, const VbState *from);
 void vb_op_part_merge_running (const VbOp *op, GHashTable *into, GHashTable *from);

@@ -223,15 +223,14 @@ static void
 record_spare_moves (VbOp *op)
 {
   gboolean changed = FALSE;
-  g_autoptr (GHashTable) part = op->part ? vb_op_part_devices (op) : NULL;
+  g_autoptr (GArray) part = vb_op_part_positions (op, op->candidate);
 
-  for (guint i = 0; i < op->candidate->devices->len; i++)
+  for (guint p = 0; p < part->len; p++)
     {
+      guint i = g_array_index (part, gint, p);
       const VbDeviceConfig *seen = op->candidate->devices->pdata[i];
       VbDeviceConfig *d;
 
-      if (part && !g_hash_table_contains (part, seen->name))
-        continue;
       for (guint j = 0; j < seen->components->len; j++)
         {
           const VbComponentConfig *c = seen->components->pdata[j];

@@ -165,7 +165,8 @@ op_run_startup (VbOp *op, GHashTable *before_scan)
   op_run_change (op, before_scan);
 }
 
-/* VB_OP_OBSERVE: the running nodes found again and published. */
+/* VB_OP_OBSERVE: the running nodes found again and published (those of
+ * the op's part, for an op on one device: udev's events about its node). */
 static void
 op_run_observe (VbOp *op, GHashTable *before_scan)
 {
@@ -432,23 +433,24 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
 }
 
 /* A node runs that belongs to no device: the next op's plan stops it, so
- * that op runs alone. */
+ * that op runs alone. Asked for every op the dispatcher looks at: one
+ * lookup per device (a search of the state for each node cost 10 million
+ * comparisons with 1,000 started among 10,000). */
 static gboolean
 orphans_run (VbDaemon *daemon)
 {
-  GHashTableIter iter;
-  gpointer uuid;
+  g_autoptr (GHashTable) owned = NULL;
 
-  g_hash_table_iter_init (&iter, daemon->running);
-  while (g_hash_table_iter_next (&iter, &uuid, NULL))
+  if (g_hash_table_size (daemon->running) == 0)
+    return FALSE;
+  owned = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
-      gboolean known = FALSE;
-      for (guint i = 0; i < daemon->desired->devices->len && !known; i++)
-        known = strcmp (((VbDeviceConfig *) daemon->desired->devices->pdata[i])->uuid, uuid) == 0;
-      if (!known)
-        return TRUE;
+      const char *uuid = ((VbDeviceConfig *) daemon->desired->devices->pdata[i])->uuid;
+      if (g_hash_table_contains (daemon->running, uuid))
+        g_hash_table_add (owned, (gpointer) uuid);
     }
-  return FALSE;
+  return g_hash_table_size (owned) < g_hash_table_size (daemon->running);
 }
 
 static gboolean
@@ -552,7 +554,8 @@ dispatch_one (VbDaemon *daemon, GList *link, GPtrArray *waiting, GHashTable **ab
   g_queue_delete_link (&daemon->ops, link);
   if (!prepare (daemon, op))
     return TRUE;
-  op->part = vb_op_part_of (op);
+  /* op->previous shares the desired state that @above indexes */
+  op->part = vb_op_part_of (op, *above);
   if (meets_running (daemon, op->part))
     {
       g_ptr_array_add (waiting, g_hash_table_ref (op->part));

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The udev watch: block events about a node vblk runs (a loop device
  * detached by someone else, say) make vblkd look at the kernel again. A
- * burst of events is coalesced into one observe op; nothing is opened
- * while handling an event. */
+ * burst of events is coalesced: an observe op on the part of each device
+ * whose node they were about, or one of the whole daemon for a burst about
+ * many; nothing is opened while handling an event. */
 #include "config.h"
 
 #include "vb-hotplug.h"
@@ -12,26 +13,54 @@
 #include <libudev.h>
 
 #define OBSERVE_DELAY_MS 200
+/* more devices than this in one burst: one look at everything */
+#define OBSERVE_PARTS_MAX 16
 
 typedef struct {
   VbDaemon *daemon;
   struct udev *udev;
   struct udev_monitor *monitor;
   guint pending;
+  GHashTable *uuids; /* of the devices whose nodes the burst was about */
 } VbUdevWatch;
 
 static VbUdevWatch watch;
 
-static gboolean
-observe_now (gpointer data)
+/* The names of the devices of watch.uuids, or NULL when one has none (a
+ * node whose device went meanwhile) or they are many. */
+static GPtrArray *
+devices_of_burst (VbDaemon *daemon)
 {
-  watch.pending = 0;
-  vb_daemon_submit (watch.daemon, NULL, NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
-  return G_SOURCE_REMOVE;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+
+  if (g_hash_table_size (watch.uuids) > OBSERVE_PARTS_MAX)
+    return NULL;
+  for (guint i = 0; i < daemon->desired->devices->len; i++)
+    {
+      const VbDeviceConfig *d = daemon->desired->devices->pdata[i];
+      if (g_hash_table_contains (watch.uuids, d->uuid))
+        g_ptr_array_add (names, g_strdup (d->name));
+    }
+  return names->len == g_hash_table_size (watch.uuids) ? g_steal_pointer (&names) : NULL;
 }
 
 static gboolean
-is_ours (VbDaemon *daemon, const char *devnode)
+observe_now (gpointer data)
+{
+  g_autoptr (GPtrArray) names = devices_of_burst (watch.daemon);
+
+  watch.pending = 0;
+  g_hash_table_remove_all (watch.uuids);
+  if (names == NULL)
+    vb_daemon_submit (watch.daemon, NULL, NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
+  for (guint i = 0; names && i < names->len; i++)
+    vb_daemon_submit (watch.daemon, names->pdata[i], NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* The UUID of the running device whose node @devnode is, or NULL. */
+static const char *
+uuid_of_node (VbDaemon *daemon, const char *devnode)
 {
   GHashTableIter iter;
   gpointer uuid, running;
@@ -39,8 +68,8 @@ is_ours (VbDaemon *daemon, const char *devnode)
   g_hash_table_iter_init (&iter, daemon->running);
   while (g_hash_table_iter_next (&iter, &uuid, &running))
     if (g_strcmp0 (((VbRunning *) running)->block_device, devnode) == 0)
-      return TRUE;
-  return FALSE;
+      return uuid;
+  return NULL;
 }
 
 static gboolean
@@ -51,8 +80,10 @@ on_udev_event (int fd, GIOCondition condition, gpointer data)
   while ((dev = udev_monitor_receive_device (watch.monitor)))
     {
       const char *node = udev_device_get_devnode (dev);
-      if (node && is_ours (watch.daemon, node))
+      const char *uuid = node ? uuid_of_node (watch.daemon, node) : NULL;
+      if (uuid)
         {
+          g_hash_table_add (watch.uuids, g_strdup (uuid));
           if (watch.pending == 0)
             watch.pending = g_timeout_add (OBSERVE_DELAY_MS, observe_now, NULL);
         }
@@ -76,6 +107,7 @@ vb_udev_watch (VbDaemon *daemon)
   int fd;
 
   watch.daemon = daemon;
+  watch.uuids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   vb_hotplug_init (daemon);
   watch.udev = udev_new ();
   if (watch.udev == NULL)
