@@ -169,6 +169,22 @@ vb_uuid_is_valid (const char *uuid)
   return uuid != NULL && g_uuid_string_is_valid (uuid);
 }
 
+guint
+vb_uuid_hash (gconstpointer key)
+{
+  const char *s = key;
+  size_t len = strlen (s);
+  guint h = 5381;
+
+  if (len < 16)
+    return g_str_hash (s);
+  for (guint i = 0; i < 8; i++)
+    h = h * 33 + (guchar) s[i];
+  for (size_t i = len - 8; i < len; i++)
+    h = h * 33 + (guchar) s[i];
+  return h;
+}
+
 int
 vb_compare_string_pointers (const void *a, const void *b)
 {

@@ -45,6 +45,11 @@ char *vb_shown (const char *text);
 /* A random RFC 4122 v4 UUID, lower case. */
 char *vb_uuid_new (void);
 gboolean vb_uuid_is_valid (const char *uuid);
+/* A GHashFunc for tables keyed by UUIDs (with g_str_equal): their first
+ * and last eight characters, not all 36 — what runs is looked up for each
+ * of thousands of devices at every op. Any string works (a short one is
+ * hashed whole). */
+guint vb_uuid_hash (gconstpointer key);
 
 G_END_DECLS
 

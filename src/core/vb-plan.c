@@ -33,6 +33,7 @@ vb_running_new (const char *block_device, const char *backend, GHashTable *attri
 {
   VbRunning *r = g_new0 (VbRunning, 1);
 
+  r->refs = 1;
   r->block_device = g_strdup (block_device);
   r->backend = g_strdup (backend);
   r->attributes = attributes ? attributes_copy (attributes) : NULL;
@@ -42,22 +43,63 @@ vb_running_new (const char *block_device, const char *backend, GHashTable *attri
 VbRunning *
 vb_running_copy (const VbRunning *running)
 {
-  VbRunning *r = vb_running_new (running->block_device, running->backend, running->attributes);
+  VbRunning *r = (VbRunning *) running;
 
-  r->why = g_strdup (running->why);
+  g_atomic_int_inc (&r->refs);
   return r;
 }
 
 void
 vb_running_free (VbRunning *running)
 {
-  if (running == NULL)
+  if (running == NULL || !g_atomic_int_dec_and_test (&running->refs))
     return;
   g_free (running->block_device);
   g_free (running->backend);
   g_free (running->why);
+  g_free (running->device);
   g_clear_pointer (&running->attributes, g_hash_table_unref);
   g_free (running);
+}
+
+const VbDeviceConfig *
+vb_running_device (const VbState *state, const char *uuid, const VbRunning *running)
+{
+  const VbDeviceConfig *d = running->device ? vb_state_lookup (state, running->device) : NULL;
+
+  return d && d->uuid && strcmp (d->uuid, uuid) == 0 ? d : NULL;
+}
+
+void
+vb_running_foreach_device (const VbState *state, GHashTable *running, VbRunningDeviceFunc func,
+                           gpointer data)
+{
+  g_autoptr (GPtrArray) found = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer uuid, value;
+  gboolean known = TRUE;
+
+  g_hash_table_iter_init (&iter, running);
+  while (known && g_hash_table_iter_next (&iter, &uuid, &value))
+    {
+      const VbDeviceConfig *d = vb_running_device (state, uuid, value);
+      g_ptr_array_add (found, (gpointer) d);
+      g_ptr_array_add (found, value);
+      known = d != NULL;
+    }
+  if (known)
+    {
+      for (guint i = 0; i < found->len; i += 2)
+        func (found->pdata[i], found->pdata[i + 1], data);
+      return;
+    }
+  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
+    {
+      const VbDeviceConfig *d = state->devices->pdata[i];
+      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
+      if (r)
+        func (d, r, data);
+    }
 }
 
 void
@@ -86,18 +128,22 @@ step_new (VbStepKind kind, const char *name, const char *uuid, const char *block
   return step;
 }
 
-/* uuid -> config of every device of @state (NULL: an empty table) */
-static GHashTable *
-by_uuid (const VbState *state)
+static void
+add_by_uuid (const VbDeviceConfig *d, const VbRunning *r, gpointer table)
 {
-  GHashTable *table = g_hash_table_new (g_str_hash, g_str_equal);
+  if (!g_hash_table_contains (table, d->uuid)) /* the first, as a search would */
+    g_hash_table_insert (table, d->uuid, (gpointer) d);
+}
 
-  for (guint i = 0; state && i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
-      if (!g_hash_table_contains (table, d->uuid)) /* the first, as a search would */
-        g_hash_table_insert (table, d->uuid, (gpointer) d);
-    }
+/* UUID -> device of @state, of those that run: only what runs is ever
+ * looked up (thousands of devices may not) */
+static GHashTable *
+by_uuid (const VbState *state, GHashTable *running)
+{
+  GHashTable *table = g_hash_table_new (vb_uuid_hash, g_str_equal);
+
+  if (state)
+    vb_running_foreach_device (state, running, add_by_uuid, table);
   return table;
 }
 
@@ -127,8 +173,8 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GH
   if (g_hash_table_size (running) == 0)
     return;
   planned = g_hash_table_new (g_str_hash, g_str_equal);
-  from_uuid = by_uuid (order_from);
-  desired_uuid = by_uuid (desired);
+  from_uuid = by_uuid (order_from, running);
+  desired_uuid = by_uuid (desired, running);
   uuids = g_hash_table_get_keys_as_array (running, &n);
   qsort (uuids, n, sizeof (gpointer), vb_compare_string_pointers);
   for (guint i = 0; i < n; i++)

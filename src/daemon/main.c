@@ -650,7 +650,7 @@ setup_state (VbDaemon *daemon)
   VbBus *bus = daemon->bus;
 
   daemon->running
-      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+      = g_hash_table_new_full (vb_uuid_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   daemon->reconfigured = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   daemon->status = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) vb_device_status_free);

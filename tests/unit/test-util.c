@@ -349,6 +349,29 @@ test_uuid (void)
   g_assert_false (vb_uuid_is_valid ("123e4567-e89b-12d3-a456-42661417400g"));
 }
 
+/* vb_uuid_hash: equal strings hash alike; UUIDs that share their first
+ * eight characters (as test fixtures do) still spread, by their last; a
+ * table keyed by it finds what it holds. */
+static void
+test_uuid_hash (void)
+{
+  g_autoptr (GHashTable) table = g_hash_table_new_full (vb_uuid_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) hashes = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_autofree char *copy = g_strdup ("123e4567-e89b-12d3-a456-426614174000");
+
+  g_assert_cmpuint (vb_uuid_hash ("123e4567-e89b-12d3-a456-426614174000"), ==, vb_uuid_hash (copy));
+  g_assert_cmpuint (vb_uuid_hash ("short"), ==, g_str_hash ("short"));
+  for (guint i = 0; i < 100; i++)
+    {
+      char *uuid = g_strdup_printf ("00000000-0000-4000-8000-%012u", i);
+      g_hash_table_add (hashes, GUINT_TO_POINTER (vb_uuid_hash (uuid)));
+      g_hash_table_add (table, uuid);
+    }
+  g_assert_cmpuint (g_hash_table_size (hashes), ==, 100);
+  g_assert_true (g_hash_table_contains (table, "00000000-0000-4000-8000-000000000042"));
+  g_assert_false (g_hash_table_contains (table, "00000000-0000-4000-8000-000000000100"));
+}
+
 static void
 test_error_names (void)
 {
@@ -383,6 +406,7 @@ main (int argc, char **argv)
   g_test_add_func ("/util/source/refused", test_source_refused);
   g_test_add_func ("/util/export-specs", test_export_specs);
   g_test_add_func ("/util/uuid", test_uuid);
+  g_test_add_func ("/util/uuid-hash", test_uuid_hash);
   g_test_add_func ("/util/error-names", test_error_names);
 
   return g_test_run ();

@@ -22,35 +22,56 @@ record_name (dev_t devnum)
   return g_strdup_printf ("b%u:%u", major (devnum), minor (devnum));
 }
 
-/* The started devices' nodes: record name -> text. */
-static void
-add_devices (GHashTable *want, const VbState *state, GHashTable *running)
-{
-  /* (nothing runs: no device looked up, thousands may be configured) */
-  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
-      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
-      struct stat st;
+/* What this process last wrote of each record (name -> text), so that a
+ * sync rewrites, and reads, only what changed: with 1,000 devices started
+ * every op read back 1,000 files. A record counts as written only while
+ * the directory still lists it. */
+static GMutex written_lock;
+static GHashTable *written;
+static char *written_in; /* the directory it is of */
 
-      if (r == NULL || stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
-        continue;
-      g_hash_table_insert (
-          want, record_name (st.st_rdev),
-          g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n", d->name, d->uuid));
-    }
+typedef struct {
+  GHashTable *want;
+  GHashTable *own;
+} Wanted;
+
+static void
+add_device (const VbDeviceConfig *d, const VbRunning *r, gpointer data)
+{
+  Wanted *w = data;
+  struct stat st;
+
+  if (stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
+    return;
+  g_hash_table_add (w->own, g_path_get_basename (r->block_device));
+  g_hash_table_insert (
+      w->want, record_name (st.st_rdev),
+      g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n", d->name, d->uuid));
 }
 
-/* The nodes this vblkd made that are no device's own: loops under a dm
- * table or an md array, tagged so by the backend that made them. */
+/* The started devices' nodes: record name -> text; @own gets the names of
+ * their nodes ("loop5"). */
 static void
-add_internal (GHashTable *want, const char *instance)
+add_devices (GHashTable *want, GHashTable *own, const VbState *state, GHashTable *running)
+{
+  Wanted w = { want, own };
+
+  vb_running_foreach_device (state, running, add_device, &w);
+}
+
+/* The nodes this vblkd made that are no device's own (@own: those that
+ * are, passed over without a look): loops under a dm table or an md
+ * array, tagged so by the backend that made them. */
+static void
+add_internal (GHashTable *want, GHashTable *own, const char *instance)
 {
   g_autoptr (GDir) dir = g_dir_open ("/sys/class/block", 0, NULL);
   const char *entry;
 
   while (dir && (entry = g_dir_read_name (dir)))
     {
+      if (g_hash_table_contains (own, entry))
+        continue;
       g_autofree char *loop_dir = g_build_filename ("/sys/class/block", entry, "loop", NULL);
       g_autofree char *dev_file = g_build_filename ("/sys/class/block", entry, "dev", NULL);
       g_autofree char *partition = g_build_filename ("/sys/class/block", entry, "partition", NULL);
@@ -90,20 +111,29 @@ announce (const char *record)
   close (fd);
 }
 
+/* @present: the records the directory lists now. */
 static void
-write_record (const char *dir, const char *name, const char *text)
+write_record (const char *dir, GHashTable *present, const char *name, const char *text)
 {
   g_autofree char *path = g_build_filename (dir, name, NULL);
   g_autofree char *old = NULL;
   g_autoptr (GError) local = NULL;
 
-  if (g_file_get_contents (path, &old, NULL, NULL) && strcmp (old, text) == 0)
+  if (g_hash_table_contains (present, name)
+      && g_strcmp0 (g_hash_table_lookup (written, name), text) == 0)
     return;
+  if (g_file_get_contents (path, &old, NULL, NULL) && strcmp (old, text) == 0)
+    {
+      g_hash_table_replace (written, g_strdup (name), g_strdup (text));
+      return;
+    }
   if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &local))
     {
       g_warning ("vblk: udev record %s: %s", path, local->message);
+      g_hash_table_remove (written, name);
       return;
     }
+  g_hash_table_replace (written, g_strdup (name), g_strdup (text));
   announce (name);
 }
 
@@ -113,7 +143,10 @@ vb_node_records_sync (const char *run_dir, const char *instance, const VbState *
 {
   g_autofree char *dir = g_build_filename (run_dir, "udev", NULL);
   g_autoptr (GHashTable) want = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr (GHashTable) own = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) present = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr (GDir) listing = NULL;
+  g_autoptr (GMutexLocker) locker = g_mutex_locker_new (&written_lock);
   GHashTableIter iter;
   gpointer name, text;
   const char *entry;
@@ -123,20 +156,34 @@ vb_node_records_sync (const char *run_dir, const char *instance, const VbState *
       g_warning ("vblk: cannot create %s: %s", dir, g_strerror (errno));
       return;
     }
-  add_devices (want, state, running);
+  if (written == NULL || g_strcmp0 (written_in, dir) != 0)
+    {
+      g_clear_pointer (&written, g_hash_table_unref);
+      written = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g_free (written_in);
+      written_in = g_strdup (dir);
+    }
+  add_devices (want, own, state, running);
   /* internal nodes live only under running devices: none run, none to
    * look for among the host's block nodes */
   if (g_hash_table_size (running) > 0)
-    add_internal (want, instance);
-  g_hash_table_iter_init (&iter, want);
-  while (g_hash_table_iter_next (&iter, &name, &text))
-    write_record (dir, name, text);
+    add_internal (want, own, instance);
   listing = g_dir_open (dir, 0, NULL);
   while (listing && (entry = g_dir_read_name (listing)))
-    if (entry[0] == 'b' && !g_hash_table_contains (want, entry))
-      {
-        g_autofree char *path = g_build_filename (dir, entry, NULL);
-        if (g_unlink (path) == 0)
-          announce (entry);
-      }
+    {
+      if (entry[0] != 'b')
+        continue;
+      if (g_hash_table_contains (want, entry))
+        {
+          g_hash_table_add (present, g_strdup (entry));
+          continue;
+        }
+      g_autofree char *path = g_build_filename (dir, entry, NULL);
+      g_hash_table_remove (written, entry);
+      if (g_unlink (path) == 0)
+        announce (entry);
+    }
+  g_hash_table_iter_init (&iter, want);
+  while (g_hash_table_iter_next (&iter, &name, &text))
+    write_record (dir, present, name, text);
 }

@@ -4,11 +4,13 @@
  * and at exit the nodes vblkd serves itself taken down. Worker thread. */
 #include "config.h"
 
+#include "engine-runtime.h"
 #include "vb-claim.h"
 #include "vb-op.h"
 #include "vb-probe.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 /* A device that does not run: its slots' states as its metadata says —
  * the newest of its components' superblocks (what a start would go by),
@@ -251,11 +253,80 @@ vb_op_note_vanished (VbOp *op, GHashTable *before_scan)
     }
 }
 
+typedef struct {
+  const char *node, *uuid;
+  gboolean found, same;
+} ServedHere;
+
+static void
+served_here (VbEngineRuntime *rt, gpointer data)
+{
+  ServedHere *look = data;
+
+  if (g_strcmp0 (rt->block_device, look->node) == 0)
+    {
+      look->found = TRUE;
+      look->same = g_strcmp0 (rt->uuid, look->uuid) == 0;
+    }
+}
+
+/* A loop node still has a backing file (any other node: TRUE). */
+static gboolean
+attached (const char *node)
+{
+  g_autofree char *base = g_path_get_basename (node);
+  g_autofree char *loop = g_strdup_printf ("/sys/block/%s/loop", base);
+  g_autofree char *backing = g_strdup_printf ("/sys/block/%s/loop/backing_file", base);
+
+  return !g_file_test (loop, G_FILE_TEST_IS_DIR) || g_file_test (backing, G_FILE_TEST_EXISTS);
+}
+
+/* @node is still the block node this vblkd (@instance) runs for the
+ * device @uuid: there, a block device, and — a node this process serves —
+ * its engine registry says whose (under the registry's lock; such a node
+ * is never opened here, as loop_scan never does), or else its backend's
+ * node_owner says so. */
+static gboolean
+node_still_of (const char *node, const char *instance, const char *uuid)
+{
+  g_auto (VbNodeOwner) owner = { 0 };
+  ServedHere look = { node, uuid, FALSE, FALSE };
+  struct stat st;
+
+  if (stat (node, &st) < 0 || !S_ISBLK (st.st_mode))
+    return FALSE;
+  vb_engine_runtime_foreach (served_here, &look);
+  if (look.found)
+    return look.same && attached (node);
+  return vb_backends_node_owner (st.st_rdev, &owner) && !owner.internal
+         && vb_node_owner_is (&owner, instance, uuid);
+}
+
+/* Not a scan of every backend: a scan detaches nodes and unmounts FUSE
+ * files that no registered device owns, which only an op that runs alone
+ * may do — a start on another part has its FUSE file mounted, or its node
+ * attached, before it registers them (test-wipe's create failed on a
+ * FUSE file unmounted so, at dfa6fa4). */
+void
+vb_op_observe_part (VbOp *op)
+{
+  g_autoptr (GArray) part = vb_op_part_positions (op, op->candidate);
+
+  for (guint p = 0; p < part->len; p++)
+    {
+      const VbDeviceConfig *d = op->candidate->devices->pdata[g_array_index (part, gint, p)];
+      const VbRunning *r = g_hash_table_lookup (op->running, d->uuid);
+
+      if (r && !node_still_of (r->block_device, op->daemon->instance, d->uuid))
+        g_hash_table_remove (op->running, d->uuid);
+    }
+}
+
 /* UUID -> device of @state (the first, should two share one). */
 static GHashTable *
 devices_by_uuid (const VbState *state)
 {
-  GHashTable *by_uuid = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTable *by_uuid = g_hash_table_new (vb_uuid_hash, g_str_equal);
 
   for (guint i = 0; i < state->devices->len; i++)
     {
@@ -305,12 +376,11 @@ vb_op_scan_running (VbOp *op, GHashTable *before_scan)
           if (d && op->mode == VB_OP_STARTUP)
             g_message ("vblk: %s: adopting %s (backend %s, serving %s)", d->name,
                        inst->block_device, (*b)->name, inst->backing);
-          /* (an op on a part: another's new device, maybe, not yet
-           * merged into the state it started from) */
-          else if (d == NULL && op->part == NULL)
+          else if (d == NULL)
             g_message ("vblk: %s belongs to no device (vblk:%s); it will be detached",
                        inst->block_device, inst->uuid);
           VbRunning *r = vb_running_new (inst->block_device, (*b)->name, d ? d->attributes : NULL);
+          r->device = d ? g_strdup (d->name) : NULL;
           const VbRunning *known = g_hash_table_lookup (before_scan, inst->uuid);
           r->why = known && known->why ? g_strdup (known->why)
                                        : g_strdup ("found running when vblkd started");

@@ -119,6 +119,7 @@ step_start (VbOp *op, const VbStep *step, VbRunning **out, GError **error)
     {
       *out = vb_running_new (node, backend->name, config->attributes);
       (*out)->why = g_steal_pointer (&why);
+      (*out)->device = g_strdup (config->name);
     }
   return node;
 }
@@ -247,8 +248,10 @@ run_step (VbOp *op, const VbStep *step, GHashTable *failed, GError **error)
         {
           VbRunning *r = g_hash_table_lookup (op->running, step->uuid);
           const VbDeviceConfig *config = vb_state_lookup (op->candidate, step->name);
-          g_hash_table_replace (op->running, g_strdup (step->uuid),
-                                vb_running_new (r->block_device, r->backend, config->attributes));
+          VbRunning *now = vb_running_new (r->block_device, r->backend, config->attributes);
+          now->why = g_strdup (r->why);
+          now->device = g_strdup (config->name);
+          g_hash_table_replace (op->running, g_strdup (step->uuid), now);
           vb_op_add_event (op, "reconfigured", step->name, NULL);
         }
       break;

@@ -136,7 +136,7 @@ GHashTable *
 vb_op_running_copy (GHashTable *running)
 {
   GHashTable *copy
-      = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
+      = g_hash_table_new_full (vb_uuid_hash, g_str_equal, g_free, (GDestroyNotify) vb_running_free);
   GHashTableIter iter;
   gpointer k, v;
 
@@ -146,20 +146,19 @@ vb_op_running_copy (GHashTable *running)
   return copy;
 }
 
+static void
+add_block_device (const VbDeviceConfig *d, const VbRunning *r, gpointer map)
+{
+  g_hash_table_insert (map, g_strdup (d->name), g_strdup (r->block_device));
+}
+
 /* name -> block node of every running device of @state */
 GHashTable *
 vb_op_block_devices_of (const VbState *state, GHashTable *running)
 {
   GHashTable *map = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
-  /* nothing runs (thousands configured, none started): no walk */
-  for (guint i = 0; g_hash_table_size (running) > 0 && i < state->devices->len; i++)
-    {
-      const VbDeviceConfig *d = state->devices->pdata[i];
-      const VbRunning *r = g_hash_table_lookup (running, d->uuid);
-      if (r)
-        g_hash_table_insert (map, g_strdup (d->name), g_strdup (r->block_device));
-    }
+  vb_running_foreach_device (state, running, add_block_device, map);
   return map;
 }
 

@@ -119,6 +119,9 @@ void vb_op_sync_exports (VbOp *op);
 void vb_op_compute_status (VbOp *op);
 /* the running nodes found again by every backend's scan */
 void vb_op_scan_running (VbOp *op, GHashTable *before_scan);
+/* An observe op on a part: each of its running devices' nodes looked at
+ * alone (vb_op_scan_running is for ops that run alone). */
+void vb_op_observe_part (VbOp *op);
 /* devices that ran before the scan and do not now */
 void vb_op_note_vanished (VbOp *op, GHashTable *before_scan);
 /* at exit: the nodes vblkd serves itself are taken down */

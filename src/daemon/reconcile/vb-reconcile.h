@@ -191,6 +191,10 @@ void vb_daemon_give_back_memory_soon (VbDaemon *daemon);
 void vb_daemon_submit (VbDaemon *daemon, const char *device, VbMutateFunc mutate, VbOpMode mode,
                        const char *what, VbOpDone done, gpointer user_data, GDestroyNotify destroy);
 
+/* Whether an op of @mode about @device (NULL: the whole daemon) waits in
+ * the queue, not started yet. */
+gboolean vb_daemon_queued (VbDaemon *daemon, VbOpMode mode, const char *device);
+
 /* Leaves the main loop once the running ops (if any) are done. */
 void vb_daemon_quit (VbDaemon *daemon);
 

@@ -170,7 +170,10 @@ op_run_startup (VbOp *op, GHashTable *before_scan)
 static void
 op_run_observe (VbOp *op, GHashTable *before_scan)
 {
-  vb_op_scan_running (op, before_scan);
+  if (op->part)
+    vb_op_observe_part (op);
+  else
+    vb_op_scan_running (op, before_scan);
   vb_op_note_vanished (op, before_scan);
   op->applied = TRUE;
   publish (op);
@@ -434,16 +437,23 @@ op_finished (GObject *source, GAsyncResult *result, gpointer data)
 
 /* A node runs that belongs to no device: the next op's plan stops it, so
  * that op runs alone. Asked for every op the dispatcher looks at: one
- * lookup per device (a search of the state for each node cost 10 million
- * comparisons with 1,000 started among 10,000). */
+ * lookup per node, else per device (a search of the state for each node
+ * cost 10 million comparisons with 1,000 started among 10,000). */
 static gboolean
 orphans_run (VbDaemon *daemon)
 {
   g_autoptr (GHashTable) owned = NULL;
+  GHashTableIter iter;
+  gpointer key, running;
+  gboolean all_known = TRUE;
 
-  if (g_hash_table_size (daemon->running) == 0)
+  /* each node's device by the name it records (vb_running_device) */
+  g_hash_table_iter_init (&iter, daemon->running);
+  while (all_known && g_hash_table_iter_next (&iter, &key, &running))
+    all_known = vb_running_device (daemon->desired, key, running) != NULL;
+  if (all_known)
     return FALSE;
-  owned = g_hash_table_new (g_str_hash, g_str_equal);
+  owned = g_hash_table_new (vb_uuid_hash, g_str_equal);
   for (guint i = 0; i < daemon->desired->devices->len; i++)
     {
       const char *uuid = ((VbDeviceConfig *) daemon->desired->devices->pdata[i])->uuid;
@@ -609,6 +619,18 @@ op_run_next (VbDaemon *daemon)
     }
   while (daemon->dispatch_again);
   daemon->dispatching = FALSE;
+}
+
+gboolean
+vb_daemon_queued (VbDaemon *daemon, VbOpMode mode, const char *device)
+{
+  for (GList *l = daemon->ops.head; l; l = l->next)
+    {
+      const VbOp *op = l->data;
+      if (op->mode == mode && g_strcmp0 (op->device, device) == 0)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 void

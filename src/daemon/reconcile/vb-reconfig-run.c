@@ -530,8 +530,12 @@ commit (VbOp *op, const Swap *swap)
   remove_intent (op->daemon);
   vb_test_hook ("reconfigure:committed");
   if (swap->r)
-    g_hash_table_replace (op->running, g_strdup (nd->uuid),
-                          vb_running_new (swap->r->block_device, swap->r->backend, nd->attributes));
+    {
+      VbRunning *now = vb_running_new (swap->r->block_device, swap->r->backend, nd->attributes);
+      now->why = g_strdup (swap->r->why);
+      now->device = g_strdup (nd->name);
+      g_hash_table_replace (op->running, g_strdup (nd->uuid), now);
+    }
   report (op, swap, nd, rebuilding);
 }
 

@@ -51,10 +51,14 @@ observe_now (gpointer data)
 
   watch.pending = 0;
   g_hash_table_remove_all (watch.uuids);
-  if (names == NULL)
+  /* one that waits, not started yet, will see these events' outcome too:
+   * events that keep coming while a long op holds the part (md's during
+   * a resync) do not pile up observe ops behind it */
+  if (names == NULL && !vb_daemon_queued (watch.daemon, VB_OP_OBSERVE, NULL))
     vb_daemon_submit (watch.daemon, NULL, NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
   for (guint i = 0; names && i < names->len; i++)
-    vb_daemon_submit (watch.daemon, names->pdata[i], NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
+    if (!vb_daemon_queued (watch.daemon, VB_OP_OBSERVE, names->pdata[i]))
+      vb_daemon_submit (watch.daemon, names->pdata[i], NULL, VB_OP_OBSERVE, NULL, NULL, NULL, NULL);
   return G_SOURCE_REMOVE;
 }
 
