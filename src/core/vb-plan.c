@@ -147,6 +147,15 @@ by_uuid (const VbState *state, GHashTable *running)
   return table;
 }
 
+static gint
+by_state_order (gconstpointer a, gconstpointer b, gpointer state)
+{
+  gint i = vb_state_index_of (state, (*(const VbDeviceConfig *const *) a)->name);
+  gint j = vb_state_index_of (state, (*(const VbDeviceConfig *const *) b)->name);
+
+  return (i > j) - (i < j);
+}
+
 static gboolean
 wants_running (GHashTable *desired, const char *uuid)
 {
@@ -168,6 +177,9 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GH
   g_autoptr (GHashTable) from_uuid = NULL;
   g_autoptr (GHashTable) desired_uuid = NULL;
   g_autofree gpointer *uuids = NULL;
+  g_autoptr (GPtrArray) unwanted = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer key, value;
   guint n = 0;
 
   if (g_hash_table_size (running) == 0)
@@ -187,13 +199,18 @@ plan_stops (GPtrArray *plan, const VbState *previous, const VbState *desired, GH
           g_hash_table_add (planned, uuids[i]);
         }
     }
-  for (guint i = 0; i < order_from->devices->len; i++)
+  /* the devices of @order_from that run and are no longer wanted, in its
+   * order: from its running ones, not a walk of thousands configured */
+  g_hash_table_iter_init (&iter, from_uuid);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (!wants_running (desired_uuid, key))
+      g_ptr_array_add (unwanted, value);
+  g_ptr_array_sort_with_data (unwanted, by_state_order, (gpointer) order_from);
+  for (guint i = 0; i < unwanted->len; i++)
     {
-      const VbDeviceConfig *d = order_from->devices->pdata[i];
+      const VbDeviceConfig *d = unwanted->pdata[i];
       g_auto (GStrv) order = NULL;
 
-      if (!g_hash_table_contains (running, d->uuid) || wants_running (desired_uuid, d->uuid))
-        continue;
       if (graph == NULL)
         graph = vb_graph_new (order_from);
       order = vb_graph_stop_order (graph, d->name);

@@ -124,6 +124,49 @@ test_deleted_device_is_stopped (void)
   g_assert_cmpstr (((VbStep *) plan->pdata[0])->block_device, ==, "/dev/loop0");
 }
 
+/* Stops of unrelated devices come in the state's order, whatever order
+ * the running table has (plan_stops takes them from what runs, sorted,
+ * not from a walk of every device) */
+static void
+test_stops_in_state_order (void)
+{
+  g_autoptr (VbState) before = vb_state_new ();
+  g_autoptr (VbState) after = NULL;
+  g_autoptr (GHashTable) running = running_new ();
+  g_autoptr (GPtrArray) plan = NULL;
+  g_autoptr (GString) want = g_string_new (NULL);
+  g_autofree char *text = NULL;
+
+  for (guint i = 0; i < 300; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("d%u", 299 - i);
+      g_autofree char *uuid = g_strdup_printf ("%08x-0000-4000-8000-000000000000", i * 7919);
+      g_autofree char *img = g_strdup_printf ("/img%u", i);
+      VbDeviceConfig *d = device (before, name, uuid, img, i % 3 == 0);
+      if (d->started)
+        {
+          g_autofree char *node = g_strdup_printf ("/dev/loop%u", i);
+          run (running, d, node);
+        }
+    }
+  after = vb_state_copy (before);
+  for (guint i = 0; i < 300; i += 3)
+    {
+      const VbDeviceConfig *d = after->devices->pdata[i];
+      /* every other one stopped, every other one deleted */
+      if (i % 2 == 0)
+        vb_state_lookup_mut (after, d->name)->started = FALSE;
+      g_string_append_printf (want, "%sstop %s", want->len ? ", " : "", d->name);
+    }
+  for (guint i = 300; i-- > 0;)
+    if (i % 6 == 3)
+      g_ptr_array_remove_index (after->devices, i);
+  vb_state_reindex (after);
+  plan = vb_plan_compute (before, after, running);
+  text = describe (plan);
+  g_assert_cmpstr (text, ==, want->str);
+}
+
 static void
 test_update_when_attributes_differ (void)
 {
@@ -153,6 +196,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plan/idempotent", test_idempotent);
   g_test_add_func ("/plan/stop-order-and-orphans", test_stop_order_and_orphans);
   g_test_add_func ("/plan/deleted-device-is-stopped", test_deleted_device_is_stopped);
+  g_test_add_func ("/plan/stops-in-state-order", test_stops_in_state_order);
   g_test_add_func ("/plan/update-when-attributes-differ", test_update_when_attributes_differ);
   return g_test_run ();
 }

@@ -30,22 +30,38 @@ static GMutex written_lock;
 static GHashTable *written;
 static char *written_in; /* the directory it is of */
 
+/* The device number of each running entry's node at the last sync
+ * (VbRunning* -> dev_t, the entry referenced: an entry never changes, so
+ * its node is looked at once, not 1,000 times an op). A node that went
+ * keeps its record until an observe op takes its entry away. */
+static GHashTable *node_of;
+
 typedef struct {
   GHashTable *want;
   GHashTable *own;
+  GHashTable *node_of; /* this sync's */
 } Wanted;
 
 static void
 add_device (const VbDeviceConfig *d, const VbRunning *r, gpointer data)
 {
   Wanted *w = data;
+  dev_t *rdev = node_of ? g_hash_table_lookup (node_of, r) : NULL;
   struct stat st;
 
-  if (stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
-    return;
+  if (rdev == NULL)
+    {
+      if (stat (r->block_device, &st) < 0 || !S_ISBLK (st.st_mode))
+        return;
+      rdev = g_new (dev_t, 1);
+      *rdev = st.st_rdev;
+    }
+  else
+    rdev = g_memdup2 (rdev, sizeof *rdev);
+  g_hash_table_insert (w->node_of, vb_running_copy (r), rdev);
   g_hash_table_add (w->own, g_path_get_basename (r->block_device));
   g_hash_table_insert (
-      w->want, record_name (st.st_rdev),
+      w->want, record_name (*rdev),
       g_strdup_printf ("VBLK_NODE=device\nVBLK_NAME=%s\nVBLK_UUID=%s\n", d->name, d->uuid));
 }
 
@@ -54,9 +70,13 @@ add_device (const VbDeviceConfig *d, const VbRunning *r, gpointer data)
 static void
 add_devices (GHashTable *want, GHashTable *own, const VbState *state, GHashTable *running)
 {
-  Wanted w = { want, own };
+  Wanted w = { want, own,
+               g_hash_table_new_full (g_direct_hash, g_direct_equal,
+                                      (GDestroyNotify) vb_running_free, g_free) };
 
   vb_running_foreach_device (state, running, add_device, &w);
+  g_clear_pointer (&node_of, g_hash_table_unref);
+  node_of = w.node_of;
 }
 
 /* The nodes this vblkd made that are no device's own (@own: those that
@@ -95,6 +115,20 @@ add_internal (GHashTable *want, GHashTable *own, const char *instance)
       g_hash_table_insert (want, g_steal_pointer (&name),
                            g_strdup_printf ("VBLK_NODE=internal\nVBLK_UUID=%s\n", owner.uuid));
     }
+}
+
+static gboolean
+runs_on_kernel (GHashTable *running)
+{
+  GHashTableIter iter;
+  gpointer r;
+
+  g_hash_table_iter_init (&iter, running);
+  while (g_hash_table_iter_next (&iter, NULL, &r))
+    if (g_str_has_prefix (((const VbRunning *) r)->backend ? ((const VbRunning *) r)->backend : "",
+                          "kernel"))
+      return TRUE;
+  return FALSE;
 }
 
 /* udev looks at the node again: its rule imports the record as it is now. */
@@ -164,9 +198,9 @@ vb_node_records_sync (const char *run_dir, const char *instance, const VbState *
       written_in = g_strdup (dir);
     }
   add_devices (want, own, state, running);
-  /* internal nodes live only under running devices: none run, none to
-   * look for among the host's block nodes */
-  if (g_hash_table_size (running) > 0)
+  /* internal nodes live only under devices the kernel backend runs: none
+   * run, none to look for among the host's block nodes */
+  if (runs_on_kernel (running))
     add_internal (want, own, instance);
   listing = g_dir_open (dir, 0, NULL);
   while (listing && (entry = g_dir_read_name (listing)))
