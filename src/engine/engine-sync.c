@@ -37,6 +37,7 @@ struct _EngineSync {
   const char *operation;
   guint64 id;
   gint cancel;      /* atomic */
+  gboolean ended;   /* the job has ended: no longer running */
   gboolean done;    /* the thread has ended */
   gint component;   /* the slot rebuilt onto, or -1 */
   gboolean full;    /* every byte, not only the bitmap's dirty chunks */
@@ -77,6 +78,15 @@ report (EngineSync *s, VbEngineJobState state, const char *message)
   s->last_report = g_get_monotonic_time ();
   if (e->job_func)
     e->job_func (e, &job, e->job_data);
+}
+
+/* The job's last report: the job counts as ended before anyone hears it
+ * has (a settle right after "finished" found it still running: -EBUSY) */
+static void
+report_end (EngineSync *s, VbEngineJobState state, const char *message)
+{
+  g_atomic_int_set (&s->ended, TRUE);
+  report (s, state, message);
 }
 
 /* Sleeps so that the job keeps to sync_speed_max, and to sync_speed_min
@@ -455,7 +465,7 @@ finish_job (EngineSync *s)
   engine_report (e, VB_REPORT_INFO,
                  "%s finished: %" G_GUINT64_FORMAT " bytes, %" G_GUINT64_FORMAT " mismatches",
                  s->operation, s->progress, s->mismatches);
-  report (s, VB_ENGINE_JOB_FINISHED, NULL);
+  report_end (s, VB_ENGINE_JOB_FINISHED, NULL);
 }
 
 /* The job stopped before its end: failed (no copy could be read, @err)
@@ -471,7 +481,7 @@ stop_job (EngineSync *s, int err)
       if (e->meta)
         engine_meta_sync_incomplete (e, TRUE);
       engine_report (e, VB_REPORT_WARNING, "%s failed: %s", s->operation, msg);
-      report (s, VB_ENGINE_JOB_FAILED, msg);
+      report_end (s, VB_ENGINE_JOB_FAILED, msg);
       return;
     }
   if (e->meta)
@@ -479,7 +489,7 @@ stop_job (EngineSync *s, int err)
   engine_report (e, VB_REPORT_INFO,
                  "%s cancelled at %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " bytes",
                  s->operation, s->progress, s->bytes);
-  report (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
+  report_end (s, VB_ENGINE_JOB_CANCELLED, "cancelled");
 }
 
 static gpointer
@@ -579,7 +589,7 @@ engine_sync_running (VbEngine *e)
   gboolean running;
 
   g_mutex_lock (&e->sync_lock);
-  running = e->sync != NULL && !g_atomic_int_get (&e->sync->done);
+  running = e->sync != NULL && !g_atomic_int_get (&e->sync->ended);
   g_mutex_unlock (&e->sync_lock);
   return running;
 }
@@ -739,7 +749,7 @@ vb_engine_cancel_job (VbEngine *e, guint64 id)
   int r = -ESRCH;
 
   g_mutex_lock (&e->sync_lock);
-  if (e->sync && e->sync->id == id && !g_atomic_int_get (&e->sync->done))
+  if (e->sync && e->sync->id == id && !g_atomic_int_get (&e->sync->ended))
     {
       g_atomic_int_set (&e->sync->cancel, 1);
       r = 0;
