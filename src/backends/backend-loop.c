@@ -180,6 +180,21 @@ announce_size (VbEngineRuntime *rt, GError **error)
   return TRUE;
 }
 
+/* The loop still reads and writes @rt's FUSE file (ENGINE_DIR/UUID/data,
+ * by its tail: the kernel gives the path as it resolved it). The node is
+ * never opened here: sysfs says it. */
+static gboolean
+serves (VbEngineRuntime *rt)
+{
+  g_autofree char *base = g_path_get_basename (rt->block_device);
+  g_autofree char *path = g_strdup_printf ("/sys/block/%s/loop/backing_file", base);
+  g_autofree char *tail = g_strdup_printf ("/%s/data", rt->uuid);
+  g_autofree char *backing = NULL;
+
+  return g_file_get_contents (path, &backing, NULL, NULL)
+         && g_str_has_suffix (g_strstrip (backing), tail);
+}
+
 /* An engine device: engine, then its FUSE file, then a loop device with
  * direct I/O on that file. A component that is itself an engine device of
  * this process is called in place, without a kernel round trip. */
@@ -207,6 +222,7 @@ start_engine (const VbBackendRequest *request, GError **error)
   rt->transport = fuse;
   rt->transport_free = (GDestroyNotify) vb_fuse_server_free;
   rt->announce_size = announce_size;
+  rt->serves = serves;
   fd = open (vb_fuse_server_path (fuse), (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
   if (fd < 0)
     {
@@ -279,7 +295,8 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
                    local->message);
       return FALSE;
     }
-  VbEngineRuntime *rt = vb_engine_runtime_unregister (block_device);
+  /* (not another device's runtime left under this name) */
+  VbEngineRuntime *rt = own ? vb_engine_runtime_unregister (block_device) : NULL;
   if (rt)
     {
       /* the kernel defers the detach while someone (udev's probe, say)

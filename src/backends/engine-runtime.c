@@ -17,6 +17,16 @@
 static GMutex runtimes_lock;
 static GHashTable *runtimes; /* block_device -> VbEngineRuntime* */
 
+gboolean
+vb_engine_runtime_serves (VbEngineRuntime *rt)
+{
+  return rt->serves == NULL || rt->serves (rt);
+}
+
+/* The one place a node's name leads to its runtime: not to one whose node
+ * now carries another device's I/O (a loop detached behind vblkd's back
+ * and attached again): what is asked of that node must not reach this
+ * device's engine. */
 VbEngineRuntime *
 vb_engine_runtime_lookup (const char *block_device)
 {
@@ -25,7 +35,7 @@ vb_engine_runtime_lookup (const char *block_device)
   g_mutex_lock (&runtimes_lock);
   rt = runtimes && block_device ? g_hash_table_lookup (runtimes, block_device) : NULL;
   g_mutex_unlock (&runtimes_lock);
-  return rt;
+  return rt && vb_engine_runtime_serves (rt) ? rt : NULL;
 }
 
 void
@@ -155,7 +165,8 @@ vb_engine_runtime_register (VbEngineRuntime *rt, const char *block_device)
   g_mutex_lock (&runtimes_lock);
   if (runtimes == NULL)
     runtimes = g_hash_table_new (g_str_hash, g_str_equal);
-  g_hash_table_insert (runtimes, rt->block_device, rt);
+  /* (over one whose node went to another: that one stays unreachable) */
+  g_hash_table_replace (runtimes, rt->block_device, rt);
   g_mutex_unlock (&runtimes_lock);
   /* resync or rebuild, if assembly found one necessary */
   vb_engine_activate (vb_engine_switch_engine (rt->sw));

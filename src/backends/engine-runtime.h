@@ -27,6 +27,10 @@ struct _VbEngineRuntime {
   gboolean zero_copy;
   /* tells the kernel the device's new size after a reconfiguration */
   gboolean (*announce_size) (VbEngineRuntime *rt, GError **error);
+  /* the node still carries the transport's I/O (NULL: while registered):
+   * a loop detached behind vblkd's back may be attached again for another
+   * device, under the same name */
+  gboolean (*serves) (VbEngineRuntime *rt);
 };
 
 /* The engine of @request behind a new switch (resync or rebuild not begun
@@ -39,7 +43,11 @@ void vb_engine_runtime_free (VbEngineRuntime *rt);
 void vb_engine_runtime_register (VbEngineRuntime *rt, const char *block_device);
 /* Takes @block_device's runtime out of the registry (NULL: none). */
 VbEngineRuntime *vb_engine_runtime_unregister (const char *block_device);
+/* @block_device's runtime, NULL when none is registered or its node no
+ * longer carries its I/O (vb_engine_runtime_serves). */
 VbEngineRuntime *vb_engine_runtime_lookup (const char *block_device);
+/* @rt's node still carries its I/O (the backend's serves, if any). */
+gboolean vb_engine_runtime_serves (VbEngineRuntime *rt);
 /* Calls @func on each registered runtime, under the registry's lock. */
 void vb_engine_runtime_foreach (void (*func) (VbEngineRuntime *rt, gpointer data), gpointer data);
 

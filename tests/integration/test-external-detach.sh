@@ -41,4 +41,30 @@ vb_assert_eq active "$(vb_state_of disk)" "state after start"
 vb_assert_eq "$(vb_blockdev_of disk)" "$(vb_loops_of "$img")" "the one loop device"
 vbmgr stop disk
 vbmgr stop other
+
+vb_log "an engine device's loop detached outside vblk, then attached for another device: that device's alone"
+vb_mkimg "$T/eng.img" 16M
+vb_mkimg "$T/plain.img" 16M
+vbmgr create eng --driver file --attr engine=true --start "$T/eng.img"
+ebd=$(vb_blockdev_of eng)
+losetup -d "$ebd"
+vb_wait_state eng failed 30
+vbmgr create plain --driver file --start "$T/plain.img"
+pbd=$(vb_blockdev_of plain)
+vb_assert_eq "$ebd" "$pbd" "the loop plain took (the lowest free: eng's)"
+# udev's event about the node: plain's node is plain's, not eng's
+udevadm trigger --action=change "$pbd"
+udevadm settle
+sleep 1
+vb_assert_eq active "$(vb_state_of plain)" "plain after an event about its node"
+vb_assert_eq failed "$(vb_state_of eng)" "eng after that event"
+printf 'plain\n%.0s' $(seq 1 2000) | dd of="$VB_DEV_DIR/plain" bs=4096 conv=fsync status=none
+cmp -n 8192 "$VB_DEV_DIR/plain" "$T/plain.img" || vb_fail "plain's node does not read plain's image"
+vb_assert_eq plain "$(head -c 5 "$T/plain.img")" "what was written through plain's link, in plain.img"
+if grep -q plain "$T/eng.img"; then vb_fail "plain's writes reached eng.img"; fi
+vbmgr stop plain
+vb_assert_eq "" "$(vb_loops_of "$T/plain.img")" "loop devices over plain.img after its stop"
+vbmgr start eng
+vb_assert_eq active "$(vb_state_of eng)" "eng started again"
+vbmgr stop eng
 vb_stop_daemon

@@ -263,29 +263,21 @@ served_here (VbEngineRuntime *rt, gpointer data)
 {
   ServedHere *look = data;
 
-  if (g_strcmp0 (rt->block_device, look->node) == 0)
+  /* (one whose node went to another device's I/O is not this node's) */
+  if (g_strcmp0 (rt->block_device, look->node) == 0 && vb_engine_runtime_serves (rt))
     {
       look->found = TRUE;
       look->same = g_strcmp0 (rt->uuid, look->uuid) == 0;
     }
 }
 
-/* A loop node still has a backing file (any other node: TRUE). */
-static gboolean
-attached (const char *node)
-{
-  g_autofree char *base = g_path_get_basename (node);
-  g_autofree char *loop = g_strdup_printf ("/sys/block/%s/loop", base);
-  g_autofree char *backing = g_strdup_printf ("/sys/block/%s/loop/backing_file", base);
-
-  return !g_file_test (loop, G_FILE_TEST_IS_DIR) || g_file_test (backing, G_FILE_TEST_EXISTS);
-}
-
 /* @node is still the block node this vblkd (@instance) runs for the
- * device @uuid: there, a block device, and — a node this process serves —
- * its engine registry says whose (under the registry's lock; such a node
- * is never opened here, as loop_scan never does), or else its backend's
- * node_owner says so. */
+ * device @uuid: there, a block device, and — a node this process serves,
+ * while it still carries its runtime's I/O — its engine registry says
+ * whose (under the registry's lock; such a node is never opened here, as
+ * loop_scan never does), or else its backend's node_owner says so. (A
+ * loop detached has no loop directory in sysfs: at 835cbaa an engine
+ * device whose loop was detached so stayed 'active'.) */
 static gboolean
 node_still_of (const char *node, const char *instance, const char *uuid)
 {
@@ -297,7 +289,7 @@ node_still_of (const char *node, const char *instance, const char *uuid)
     return FALSE;
   vb_engine_runtime_foreach (served_here, &look);
   if (look.found)
-    return look.same && attached (node);
+    return look.same;
   return vb_backends_node_owner (st.st_rdev, &owner) && !owner.internal
          && vb_node_owner_is (&owner, instance, uuid);
 }
