@@ -8,7 +8,10 @@ one (plain Gio on the system bus).
       one line per 100 creates: "DONE SECONDS" since the start
   scale-client.py start FIRST COUNT       Device.Start of sFIRST ... one after
   scale-client.py stop FIRST COUNT        the other (Stop): prints "SECONDS"
-  scale-client.py objects                 GetManagedObjects: "OBJECTS MS"
+  scale-client.py objects                 GetManagedObjects: "OBJECTS MS
+      WRITE_MS READ_MS BYTES", WRITE_MS and READ_MS what GDBus alone takes to
+      write that reply as D-Bus bytes and to read it back (the floor of any
+      GDBus server and client)
   scale-client.py one DIR N               one more create and its delete:
       "CREATE_MS DELETE_MS"
 """
@@ -49,10 +52,23 @@ def main():
                  GLib.Variant("(a{sv})", ({},)))
         print("%.3f" % (time.monotonic() - start))
     elif sys.argv[1] == "objects":
+        message = Gio.DBusMessage.new_method_call(NAME, ROOT, "org.freedesktop.DBus.ObjectManager",
+                                                  "GetManagedObjects")
         start = time.monotonic()
-        reply = call(bus, ROOT, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", None)
+        reply, _ = bus.send_message_with_reply_sync(message, Gio.DBusSendMessageFlags.NONE,
+                                                    600000, None)
         ms = (time.monotonic() - start) * 1000
-        print(len(reply.unpack()[0]), "%.1f" % ms)
+        reply.to_gerror()
+        # GDBus's own cost of this reply, whoever serves it: writing it as
+        # D-Bus bytes (the server's part) and reading them back (the client's)
+        start = time.monotonic()
+        blob = reply.to_blob(Gio.DBusCapabilityFlags.NONE)
+        write_ms = (time.monotonic() - start) * 1000
+        start = time.monotonic()
+        Gio.DBusMessage.new_from_blob(blob, Gio.DBusCapabilityFlags.NONE)
+        read_ms = (time.monotonic() - start) * 1000
+        print(len(reply.get_body().unpack()[0]), "%.1f" % ms, "%.1f" % write_ms, "%.1f" % read_ms,
+              len(blob))
     elif sys.argv[1] == "one":
         directory, i = sys.argv[2], int(sys.argv[3])
         start = time.monotonic()
