@@ -191,8 +191,13 @@ serves (VbEngineRuntime *rt)
   g_autofree char *tail = g_strdup_printf ("/%s/data", rt->uuid);
   g_autofree char *backing = NULL;
 
-  return g_file_get_contents (path, &backing, NULL, NULL)
-         && g_str_has_suffix (g_strstrip (backing), tail);
+  g_autoptr (GError) local = NULL;
+
+  /* a read that fails otherwise than "no such file" (the loop detached)
+   * says nothing: the node stays the runtime's */
+  if (!g_file_get_contents (path, &backing, NULL, &local))
+    return !g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+  return g_str_has_suffix (g_strstrip (backing), tail);
 }
 
 /* An engine device: engine, then its FUSE file, then a loop device with
@@ -295,8 +300,9 @@ loop_stop (const char *block_device, const char *instance, const char *uuid, GEr
                    local->message);
       return FALSE;
     }
-  /* (not another device's runtime left under this name) */
-  VbEngineRuntime *rt = own ? vb_engine_runtime_unregister (block_device) : NULL;
+  /* the runtime found, not another registered under this name since (an
+   * op on another part may have attached the loop again) */
+  VbEngineRuntime *rt = own && vb_engine_runtime_take (own) ? own : NULL;
   if (rt)
     {
       /* the kernel defers the detach while someone (udev's probe, say)

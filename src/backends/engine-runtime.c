@@ -121,14 +121,46 @@ read_only_of (const VbBackendRequest *request)
   return g_strcmp0 (g_hash_table_lookup (request->attributes, "read_only"), "true") == 0;
 }
 
+/* The device @uuid has no engine of this process yet: one left from an
+ * earlier start — its loop detached behind vblkd's back — still runs its
+ * jobs and may serve what is stacked on it in place; a second engine on
+ * the same components would write them both. */
+static gboolean
+none_running (const char *uuid, GError **error)
+{
+  g_autofree char *node = NULL;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes)
+    {
+      g_hash_table_iter_init (&iter, runtimes);
+      while (node == NULL && g_hash_table_iter_next (&iter, NULL, &value))
+        if (g_strcmp0 (((VbEngineRuntime *) value)->uuid, uuid) == 0)
+          node = g_strdup (((VbEngineRuntime *) value)->block_device);
+    }
+  g_mutex_unlock (&runtimes_lock);
+  if (node == NULL)
+    return TRUE;
+  g_set_error (error, VB_ERROR, VB_ERROR_BUSY,
+               _ ("the engine of an earlier start still runs in vblkd (its node %s was detached "
+                  "outside vblk); it ends with vblkd: restart vblkd to start the device again"),
+               node);
+  return FALSE;
+}
+
 VbEngineRuntime *
 vb_engine_runtime_new (const VbBackendRequest *request, GError **error)
 {
-  g_autofree VbEngineSource *sources = g_new0 (VbEngineSource, request->n_components);
+  g_autofree VbEngineSource *sources = NULL;
   VbEngineIdentity identity = identity_of (request);
   VbEngineRuntime *rt;
   VbEngine *engine;
 
+  if (!none_running (request->uuid, error))
+    return NULL;
+  sources = g_new0 (VbEngineSource, request->n_components);
   for (guint i = 0; i < request->n_components; i++)
     source_for (request->paths[i], &sources[i]);
   engine
@@ -170,6 +202,18 @@ vb_engine_runtime_register (VbEngineRuntime *rt, const char *block_device)
   g_mutex_unlock (&runtimes_lock);
   /* resync or rebuild, if assembly found one necessary */
   vb_engine_activate (vb_engine_switch_engine (rt->sw));
+}
+
+gboolean
+vb_engine_runtime_take (VbEngineRuntime *rt)
+{
+  gboolean taken = FALSE;
+
+  g_mutex_lock (&runtimes_lock);
+  if (runtimes && g_hash_table_lookup (runtimes, rt->block_device) == rt)
+    taken = g_hash_table_remove (runtimes, rt->block_device);
+  g_mutex_unlock (&runtimes_lock);
+  return taken;
 }
 
 VbEngineRuntime *

@@ -35,7 +35,8 @@ struct _VbEngineRuntime {
 
 /* The engine of @request behind a new switch (resync or rebuild not begun
  * yet: vb_engine_runtime_register starts them); failures and jobs are
- * reported to the daemon. */
+ * reported to the daemon. Refused (VB_ERROR_BUSY) while a runtime of the
+ * same device is registered, serving or not. */
 VbEngineRuntime *vb_engine_runtime_new (const VbBackendRequest *request, GError **error);
 /* Frees transport, switch and engine; unregistered before. */
 void vb_engine_runtime_free (VbEngineRuntime *rt);
@@ -43,6 +44,9 @@ void vb_engine_runtime_free (VbEngineRuntime *rt);
 void vb_engine_runtime_register (VbEngineRuntime *rt, const char *block_device);
 /* Takes @block_device's runtime out of the registry (NULL: none). */
 VbEngineRuntime *vb_engine_runtime_unregister (const char *block_device);
+/* Takes @rt out of the registry if it is still there under its node's
+ * name (not another registered under that name since). */
+gboolean vb_engine_runtime_take (VbEngineRuntime *rt);
 /* @block_device's runtime, NULL when none is registered or its node no
  * longer carries its I/O (vb_engine_runtime_serves). */
 VbEngineRuntime *vb_engine_runtime_lookup (const char *block_device);

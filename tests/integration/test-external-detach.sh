@@ -64,7 +64,14 @@ vb_assert_eq plain "$(head -c 5 "$T/plain.img")" "what was written through plain
 if grep -q plain "$T/eng.img"; then vb_fail "plain's writes reached eng.img"; fi
 vbmgr stop plain
 vb_assert_eq "" "$(vb_loops_of "$T/plain.img")" "loop devices over plain.img after its stop"
+# its first engine still runs in vblkd (what is stacked on it in place may
+# use it): a second on the same image is refused until vblkd restarts
+if vbmgr start eng > "$T/start.out" 2>&1; then vb_fail "eng started beside its earlier engine"; fi
+grep -q "engine of an earlier start still runs" "$T/start.out" ||
+  vb_fail "the refusal does not say why: $(cat "$T/start.out")"
+vb_stop_daemon
+vb_start_daemon
 vbmgr start eng
-vb_assert_eq active "$(vb_state_of eng)" "eng started again"
+vb_assert_eq active "$(vb_state_of eng)" "eng started after vblkd's restart"
 vbmgr stop eng
 vb_stop_daemon
