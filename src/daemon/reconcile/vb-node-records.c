@@ -121,13 +121,15 @@ static gboolean
 runs_on_kernel (GHashTable *running)
 {
   GHashTableIter iter;
-  gpointer r;
+  gpointer value;
 
   g_hash_table_iter_init (&iter, running);
-  while (g_hash_table_iter_next (&iter, NULL, &r))
-    if (g_str_has_prefix (((const VbRunning *) r)->backend ? ((const VbRunning *) r)->backend : "",
-                          "kernel"))
-      return TRUE;
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      const char *backend = ((const VbRunning *) value)->backend;
+      if (backend && g_str_has_prefix (backend, "kernel"))
+        return TRUE;
+    }
   return FALSE;
 }
 
